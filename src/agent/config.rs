@@ -1,0 +1,577 @@
+//! `createAgent` options: read from the JSON the binding hands over (user functions replaced by
+//! `{ "$function": n }`), validated as a whole, every problem a `ConfigError` naming the field.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::tools::{SideEffect, ToolKind, ToolSpec};
+use crate::error::{Result, SdkError};
+use crate::host::{Callable, Host};
+use crate::model::anthropic::AnthropicClient;
+use crate::model::openai::OpenAiClient;
+use crate::model::scripted::{describe, parse_turns, Script, ScriptedModel};
+use crate::model::{Connection, HttpSettings, Model, ToolSchema};
+
+/// The key that marks a user function in the options JSON.
+pub const FUNCTION_KEY: &str = "$function";
+
+/// Environment variables the options may fall back on; the binding reads exactly these.
+pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
+
+pub const DEFAULT_MAX_TURNS: u32 = 200;
+pub const DEFAULT_HOOK_TIMEOUT_MS: u32 = 600_000;
+pub const DEFAULT_SESSION_END_HOOK_TIMEOUT_MS: u32 = 3_000;
+const MAX_TIMER_MS: u64 = 2_147_483_647;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    OpenAi,
+    OpenAiCompatible,
+    Anthropic,
+    DeepSeek,
+}
+
+impl Provider {
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "openai" => Some(Provider::OpenAi),
+            "openai-compatible" => Some(Provider::OpenAiCompatible),
+            "anthropic" => Some(Provider::Anthropic),
+            "deepseek" => Some(Provider::DeepSeek),
+            _ => None,
+        }
+    }
+
+    fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::OpenAi | Provider::OpenAiCompatible => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+            Provider::DeepSeek => "https://api.deepseek.com",
+        }
+    }
+
+    fn key_variable(self) -> &'static str {
+        match self {
+            Provider::OpenAi | Provider::OpenAiCompatible => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+            Provider::DeepSeek => "DEEPSEEK_API_KEY",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum ModelChoice {
+    Http {
+        provider: Provider,
+        model: String,
+        connection: Connection,
+        organization: Option<String>,
+        project: Option<String>,
+    },
+    ScriptedTurns(Vec<crate::model::scripted::ScriptedTurn>),
+    ScriptedFunction(Callable),
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub model: ModelChoice,
+    pub system_prompt: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+    pub max_turns: u32,
+    pub tools: Vec<ToolSpec>,
+    pub hook_timeout_ms: u32,
+    pub session_end_hook_timeout_ms: u32,
+}
+
+impl AgentConfig {
+    /// Reads and validates the options. `env` holds the values of [`ENV_VARS`] that are set.
+    pub fn from_options(options: &Value, env: &HashMap<String, String>) -> Result<Self> {
+        let options = Fields::object(options, "options", "an object")?;
+        options.only(&[
+            "model",
+            "apiKey",
+            "provider",
+            "baseUrl",
+            "baseURL",
+            "systemPrompt",
+            "temperature",
+            "maxOutputTokens",
+            "maxTurns",
+            "tools",
+            "advanced",
+        ])?;
+        let advanced = match options.get("advanced") {
+            None => Fields::empty("advanced"),
+            Some(value) => Fields::object(value, "advanced", "an object")?,
+        };
+        advanced.only(&["hooks", "hookTimeoutMs", "sessionEndHookTimeoutMs", "permission", "connection"])?;
+        for unsupported in ["hooks", "permission"] {
+            if advanced.get(unsupported).is_some() {
+                return Err(SdkError::config(format!(
+                    "advanced.{unsupported} is not available in this version of agent-runtime-hooks yet"
+                )));
+            }
+        }
+        let connection = match advanced.get("connection") {
+            None => Fields::empty("advanced.connection"),
+            Some(value) => Fields::object(value, "advanced.connection", "an object")?,
+        };
+        connection.only(&["headers", "organization", "projectId", "requestTimeoutMs", "maxRetries", "stream"])?;
+
+        let model = read_model(&options, &connection, env)?;
+        Ok(AgentConfig {
+            model,
+            system_prompt: options.string("systemPrompt")?,
+            temperature: match options.get("temperature") {
+                None => None,
+                Some(value) => Some(
+                    value
+                        .as_f64()
+                        .filter(|t| (0.0..=2.0).contains(t))
+                        .ok_or_else(|| options.invalid("temperature", "a number from 0 to 2", value))?,
+                ),
+            },
+            max_output_tokens: options.positive_integer("maxOutputTokens", u32::MAX as u64)?.map(|n| n as u32),
+            max_turns: options
+                .positive_integer("maxTurns", MAX_TIMER_MS)?
+                .map_or(DEFAULT_MAX_TURNS, |n| n as u32),
+            tools: read_tools(&options)?,
+            hook_timeout_ms: timeout(&advanced, "hookTimeoutMs", DEFAULT_HOOK_TIMEOUT_MS)?,
+            session_end_hook_timeout_ms: timeout(&advanced, "sessionEndHookTimeoutMs", DEFAULT_SESSION_END_HOOK_TIMEOUT_MS)?,
+        })
+    }
+
+    /// The model client these options describe.
+    pub fn build_model(&self, host: Arc<dyn Host>) -> Arc<dyn Model> {
+        match &self.model {
+            ModelChoice::Http {
+                provider: Provider::Anthropic,
+                model,
+                connection,
+                ..
+            } => Arc::new(AnthropicClient {
+                model: model.clone(),
+                connection: connection.clone(),
+            }),
+            ModelChoice::Http {
+                provider,
+                model,
+                connection,
+                organization,
+                project,
+            } => Arc::new(OpenAiClient {
+                model: model.clone(),
+                connection: connection.clone(),
+                organization: organization.clone(),
+                project: project.clone(),
+                completion_tokens_field: *provider == Provider::OpenAi,
+            }),
+            ModelChoice::ScriptedTurns(turns) => Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host)),
+            ModelChoice::ScriptedFunction(function) => Arc::new(ScriptedModel::new(Script::Function(*function), host)),
+        }
+    }
+
+    pub fn tool_schemas(&self) -> Vec<ToolSchema> {
+        self.tools.iter().map(|tool| tool.schema.clone()).collect()
+    }
+}
+
+/// `hookTimeoutMs must be a positive integer no greater than 2147483647`.
+fn timeout(advanced: &Fields, name: &str, default: u32) -> Result<u32> {
+    match advanced.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(value) => whole_number(value)
+            .filter(|n| (1..=MAX_TIMER_MS).contains(n))
+            .map(|n| n as u32)
+            .ok_or_else(|| SdkError::config(format!("{name} must be a positive integer no greater than {MAX_TIMER_MS}"))),
+    }
+}
+
+fn whole_number(value: &Value) -> Option<u64> {
+    if let Some(n) = value.as_u64() {
+        return Some(n);
+    }
+    value
+        .as_f64()
+        .filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n <= 9_007_199_254_740_991.0)
+        .map(|n| n as u64)
+}
+
+pub fn callable(value: &Value) -> Option<Callable> {
+    let object = value.as_object()?;
+    if object.len() != 1 {
+        return None;
+    }
+    object.get(FUNCTION_KEY)?.as_u64().map(|n| Callable(n as u32))
+}
+
+fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, String>) -> Result<ModelChoice> {
+    let model = options.get("model").ok_or_else(|| {
+        SdkError::config("model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)")
+    })?;
+    let provider_text = options.string("provider")?;
+    let base_url = match (options.string("baseUrl")?, options.string("baseURL")?) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(SdkError::config(format!(
+                "baseUrl and baseURL are both set and differ (\"{a}\" and \"{b}\"): pass only one"
+            )))
+        }
+        (a, b) => a.or(b),
+    };
+    match model {
+        Value::String(id) => {
+            if id.trim().is_empty() {
+                return Err(SdkError::config("model must not be empty"));
+            }
+            let provider = match provider_text.as_deref() {
+                None => Provider::OpenAi,
+                Some(text) => Provider::parse(text).ok_or_else(|| {
+                    SdkError::config(format!(
+                        "provider must be one of openai, openai-compatible, anthropic, deepseek (got \"{text}\")"
+                    ))
+                })?,
+            };
+            let field = if options.get("baseUrl").is_some() { "baseUrl" } else { "baseURL" };
+            if let Some(url) = &base_url {
+                check_http_url(url, field)?;
+            }
+            let api_key = options
+                .string("apiKey")?
+                .or_else(|| env.get(provider.key_variable()).cloned())
+                .filter(|key| !key.is_empty());
+            if api_key.is_none() && base_url.is_none() {
+                return Err(SdkError::config(format!(
+                    "apiKey is required for provider {}: pass apiKey or set {}",
+                    provider_text.as_deref().unwrap_or("openai"),
+                    provider.key_variable()
+                )));
+            }
+            Ok(ModelChoice::Http {
+                provider,
+                model: id.clone(),
+                connection: Connection {
+                    base_url: base_url.unwrap_or_else(|| provider.default_base_url().to_string()),
+                    api_key,
+                    settings: http_settings(connection)?,
+                },
+                organization: connection.string("organization")?,
+                project: connection.string("projectId")?,
+            })
+        }
+        Value::Object(object) if object.get("kind").and_then(Value::as_str) == Some("scripted") => {
+            if let Some(function) = object.get("script").and_then(callable) {
+                return Ok(ModelChoice::ScriptedFunction(function));
+            }
+            let turns = object.get("turns").unwrap_or(&Value::Null);
+            parse_turns(turns, "model.turns")
+                .map(ModelChoice::ScriptedTurns)
+                .map_err(SdkError::config)
+        }
+        other => Err(SdkError::config(format!(
+            "model must be a model id string or scriptedModel(...) (got {})",
+            kind_of(other)
+        ))),
+    }
+}
+
+fn check_http_url(url: &str, field: &str) -> Result<()> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|error| SdkError::config(format!("{field} must be an http(s) URL (\"{url}\": {error})")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(SdkError::config(format!(
+            "{field} must be an http(s) URL (\"{url}\" uses {})",
+            parsed.scheme()
+        )));
+    }
+    Ok(())
+}
+
+fn http_settings(connection: &Fields) -> Result<HttpSettings> {
+    let defaults = HttpSettings::default();
+    let headers = match connection.get("headers") {
+        None => Vec::new(),
+        Some(value) => {
+            let headers = Fields::object(value, "advanced.connection.headers", "an object of header names to strings")?;
+            let mut pairs = Vec::new();
+            for (name, value) in headers.map {
+                let Value::String(text) = value else {
+                    return Err(headers.invalid(name, "a string", value));
+                };
+                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    return Err(SdkError::config(format!(
+                        "advanced.connection.headers has \"{name}\", which is not a valid header name"
+                    )));
+                }
+                if reqwest::header::HeaderValue::from_str(text).is_err() {
+                    return Err(SdkError::config(format!(
+                        "advanced.connection.headers.{name} is not a valid header value"
+                    )));
+                }
+                pairs.push((name.clone(), text.clone()));
+            }
+            pairs
+        }
+    };
+    Ok(HttpSettings {
+        headers,
+        request_timeout: connection
+            .positive_integer("requestTimeoutMs", MAX_TIMER_MS)?
+            .map_or(defaults.request_timeout, Duration::from_millis),
+        max_retries: match connection.get("maxRetries") {
+            None => defaults.max_retries,
+            Some(value) => whole_number(value)
+                .filter(|n| *n <= 10)
+                .ok_or_else(|| connection.invalid("maxRetries", "an integer from 0 to 10", value))? as u32,
+        },
+        stream: match connection.get("stream") {
+            None => defaults.stream,
+            Some(Value::Bool(flag)) => *flag,
+            Some(other) => return Err(connection.invalid("stream", "a boolean", other)),
+        },
+    })
+}
+
+fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
+    let Some(value) = options.get("tools") else {
+        return Ok(Vec::new());
+    };
+    let Value::Array(items) = value else {
+        return Err(options.invalid("tools", "an array of tool definitions", value));
+    };
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut tools = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let path = format!("tools[{index}]");
+        let tool = Fields::object(item, &path, "a tool definition (defineTool({ name, execute }))")?;
+        tool.only(&["name", "description", "parameters", "kind", "sideEffect", "execute"])?;
+        let name = tool
+            .string("name")?
+            .filter(|name| !name.trim().is_empty())
+            .ok_or_else(|| SdkError::config(format!("{path}.name must be a non-empty string")))?;
+        if !seen.insert(tool.map["name"].as_str().unwrap_or_default()) {
+            return Err(SdkError::config(format!("{path}.name \"{name}\" is already the name of another tool")));
+        }
+        let execute = tool
+            .get("execute")
+            .and_then(callable)
+            .ok_or_else(|| SdkError::config(format!("{path}.execute must be a function")))?;
+        let parameters = match tool.get("parameters") {
+            None => serde_json::json!({"type": "object", "properties": {}}),
+            Some(value @ Value::Object(_)) => value.clone(),
+            Some(other) => return Err(tool.invalid("parameters", "a JSON Schema object", other)),
+        };
+        let kind = match tool.string("kind")? {
+            None => ToolKind::Execute,
+            Some(text) => ToolKind::parse(&text).ok_or_else(|| {
+                SdkError::config(format!("{path}.kind must be one of readonly, write, execute (got \"{text}\")"))
+            })?,
+        };
+        let side_effect = match tool.string("sideEffect")? {
+            None => SideEffect::NonIdempotent,
+            Some(text) => SideEffect::parse(&text).ok_or_else(|| {
+                SdkError::config(format!(
+                    "{path}.sideEffect must be one of pure, idempotent, non_idempotent (got \"{text}\")"
+                ))
+            })?,
+        };
+        tools.push(ToolSpec {
+            schema: ToolSchema {
+                name,
+                description: tool.string("description")?,
+                parameters,
+            },
+            kind,
+            side_effect,
+            execute,
+        });
+    }
+    Ok(tools)
+}
+
+/// An options object being read, with its path for error messages.
+pub(crate) struct Fields<'a> {
+    path: String,
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Fields<'a> {
+    pub fn object(value: &'a Value, path: &str, expected: &str) -> Result<Self> {
+        match value {
+            Value::Object(map) if callable(value).is_none() => Ok(Fields {
+                path: path.to_string(),
+                map,
+            }),
+            other => Err(SdkError::config(format!("{path} must be {expected} (got {})", kind_of(other)))),
+        }
+    }
+
+    fn empty(path: &str) -> Self {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        Fields {
+            path: path.to_string(),
+            map: EMPTY.get_or_init(Map::new),
+        }
+    }
+
+    fn field(&self, name: &str) -> String {
+        if self.path == "options" {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.path)
+        }
+    }
+
+    /// A present field; `undefined` never arrives (the binding drops it) and `null` counts as absent.
+    pub fn get(&self, name: &str) -> Option<&'a Value> {
+        self.map.get(name).filter(|value| !value.is_null())
+    }
+
+    fn invalid(&self, name: &str, expected: &str, got: &Value) -> SdkError {
+        SdkError::config(format!("{} must be {expected} (got {})", self.field(name), kind_of(got)))
+    }
+
+    fn only(&self, allowed: &[&str]) -> Result<()> {
+        for key in self.map.keys() {
+            if !allowed.contains(&key.as_str()) {
+                return Err(SdkError::config(format!(
+                    "{} is not a known option (known here: {})",
+                    self.field(key),
+                    allowed.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn string(&self, name: &str) -> Result<Option<String>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(self.invalid(name, "a string", other)),
+        }
+    }
+
+    fn positive_integer(&self, name: &str, max: u64) -> Result<Option<u64>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(value) => whole_number(value)
+                .filter(|n| (1..=max).contains(n))
+                .map(Some)
+                .ok_or_else(|| self.invalid(name, &format!("a positive integer no greater than {max}"), value)),
+        }
+    }
+}
+
+/// Describes a value for an error message, calling user functions "a function".
+fn kind_of(value: &Value) -> String {
+    if callable(value).is_some() {
+        "a function".into()
+    } else {
+        describe(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config(options: Value) -> Result<AgentConfig> {
+        AgentConfig::from_options(&options, &HashMap::new())
+    }
+
+    fn error(options: Value) -> String {
+        let error = config(options).unwrap_err();
+        assert_eq!(error.code, crate::error::ErrorCode::Config);
+        error.message
+    }
+
+    fn tool(name: &str) -> Value {
+        json!({"name": name, "execute": {"$function": 0}})
+    }
+
+    #[test]
+    fn minimal_options_get_the_defaults() {
+        let config = config(json!({"model": "gpt-4o-mini", "apiKey": "k"})).unwrap();
+        assert_eq!(config.max_turns, 200);
+        assert_eq!(config.hook_timeout_ms, 600_000);
+        assert_eq!(config.session_end_hook_timeout_ms, 3_000);
+        let ModelChoice::Http { provider, connection, .. } = config.model else { panic!("http model") };
+        assert_eq!(provider, Provider::OpenAi);
+        assert_eq!(connection.base_url, "https://api.openai.com/v1");
+        assert_eq!(connection.api_key.as_deref(), Some("k"));
+        assert_eq!(connection.settings.max_retries, 2);
+    }
+
+    #[test]
+    fn the_api_key_falls_back_on_the_environment() {
+        let env = HashMap::from([("ANTHROPIC_API_KEY".to_string(), "from-env".to_string())]);
+        let config = AgentConfig::from_options(&json!({"model": "claude", "provider": "anthropic"}), &env).unwrap();
+        let ModelChoice::Http { connection, .. } = config.model else { panic!("http model") };
+        assert_eq!(connection.api_key.as_deref(), Some("from-env"));
+        assert_eq!(connection.base_url, "https://api.anthropic.com");
+    }
+
+    #[test]
+    fn each_bad_option_is_named() {
+        let cases = [
+            (json!({}), "model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)"),
+            (json!({"model": 3}), "model must be a model id string or scriptedModel(...) (got 3)"),
+            (json!({"model": " "}), "model must not be empty"),
+            (json!({"model": "m", "apiKey": "k", "provider": "gemini"}), "provider must be one of openai, openai-compatible, anthropic, deepseek (got \"gemini\")"),
+            (json!({"model": "m"}), "apiKey is required for provider openai: pass apiKey or set OPENAI_API_KEY"),
+            (json!({"model": "m", "baseUrl": "http://a", "baseURL": "http://b"}), "baseUrl and baseURL are both set and differ (\"http://a\" and \"http://b\"): pass only one"),
+            (json!({"model": "m", "baseURL": "ftp://a"}), "baseURL must be an http(s) URL (\"ftp://a\" uses ftp)"),
+            (json!({"model": "m", "apiKey": "k", "maxTurns": 0}), "maxTurns must be a positive integer no greater than 2147483647 (got 0)"),
+            (json!({"model": "m", "apiKey": "k", "maxTurns": 1.5}), "maxTurns must be a positive integer no greater than 2147483647 (got 1.5)"),
+            (json!({"model": "m", "apiKey": "k", "temperature": 3}), "temperature must be a number from 0 to 2 (got 3)"),
+            (json!({"model": "m", "apiKey": "k", "systemPrompt": 1}), "systemPrompt must be a string (got 1)"),
+            (json!({"model": "m", "apiKey": "k", "maxTurn": 1}), "maxTurn is not a known option (known here: model, apiKey, provider, baseUrl, baseURL, systemPrompt, temperature, maxOutputTokens, maxTurns, tools, advanced)"),
+            (json!({"model": "m", "apiKey": "k", "tools": {}}), "tools must be an array of tool definitions (got an object)"),
+            (json!({"model": "m", "apiKey": "k", "tools": [{"execute": {"$function": 0}}]}), "tools[0].name must be a non-empty string"),
+            (json!({"model": "m", "apiKey": "k", "tools": [{"name": "x"}]}), "tools[0].execute must be a function"),
+            (json!({"model": "m", "apiKey": "k", "tools": [tool("a"), tool("a")]}), "tools[1].name \"a\" is already the name of another tool"),
+            (json!({"model": "m", "apiKey": "k", "tools": [{"name": "a", "kind": "admin", "execute": {"$function": 0}}]}), "tools[0].kind must be one of readonly, write, execute (got \"admin\")"),
+            (json!({"model": "m", "apiKey": "k", "tools": [{"name": "a", "parameters": "x", "execute": {"$function": 0}}]}), "tools[0].parameters must be a JSON Schema object (got \"x\")"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"headers": {"x": 1}}}}), "advanced.connection.headers.x must be a string (got 1)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection)"),
+            (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
+        ];
+        for (options, expected) in cases {
+            assert_eq!(error(options.clone()), expected, "for {options}");
+        }
+    }
+
+    #[test]
+    fn hook_timeouts_use_the_exact_texts() {
+        for bad in [json!(0), json!(-1), json!(1.5), json!("50"), json!(2_147_483_648u64)] {
+            assert_eq!(
+                error(json!({"model": "m", "apiKey": "k", "advanced": {"hookTimeoutMs": bad}})),
+                "hookTimeoutMs must be a positive integer no greater than 2147483647"
+            );
+            assert_eq!(
+                error(json!({"model": "m", "apiKey": "k", "advanced": {"sessionEndHookTimeoutMs": bad}})),
+                "sessionEndHookTimeoutMs must be a positive integer no greater than 2147483647"
+            );
+        }
+        let config = config(json!({"model": "m", "apiKey": "k", "advanced": {"hookTimeoutMs": 50, "sessionEndHookTimeoutMs": 2147483647}})).unwrap();
+        assert_eq!((config.hook_timeout_ms, config.session_end_hook_timeout_ms), (50, 2_147_483_647));
+    }
+
+    #[test]
+    fn scripted_models_are_read_from_turns_or_a_function() {
+        let turns = config(json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}})).unwrap();
+        assert!(matches!(turns.model, ModelChoice::ScriptedTurns(ref t) if t.len() == 1));
+        let function = config(json!({"model": {"kind": "scripted", "script": {"$function": 4}}})).unwrap();
+        assert!(matches!(function.model, ModelChoice::ScriptedFunction(Callable(4))));
+        assert_eq!(
+            error(json!({"model": {"kind": "scripted", "turns": [{"text": 1}]}})),
+            "model.turns[0].text must be a string (got 1)"
+        );
+    }
+}

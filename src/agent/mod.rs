@@ -1,0 +1,12 @@
+//! The agent: options, the session (conversation, busy/closed state), the loop, tool execution
+//! and the events a run streams.
+
+pub mod config;
+pub mod events;
+mod run;
+pub mod session;
+pub mod tools;
+
+pub use config::AgentConfig;
+pub use events::{PromptResult, StopReason, StreamEvent, ToolCallRecord};
+pub use session::{RunControl, RunHandle, SendOptions, Session};

@@ -1,0 +1,255 @@
+//! One agent session: its conversation, whether a run is active, whether it is closed.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::config::AgentConfig;
+use super::events::StreamEvent;
+use super::run::Run;
+use crate::error::{ErrorCode, Result, SdkError};
+use crate::host::Host;
+use crate::ids;
+use crate::model::scripted::describe;
+use crate::model::{Message, Model, ToolSchema, UserContent};
+
+pub struct Session {
+    pub id: String,
+    pub(crate) config: AgentConfig,
+    pub(crate) tool_schemas: Vec<ToolSchema>,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) host: Arc<dyn Host>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    messages: Vec<Arc<Message>>,
+    active: Option<Arc<RunControl>>,
+    closed: bool,
+}
+
+/// Stops a run: the caller's signal and `agent.abort()` both end up here.
+#[derive(Default)]
+pub struct RunControl {
+    token: CancellationToken,
+    reason: Mutex<Option<String>>,
+}
+
+impl RunControl {
+    /// Aborts the run; the first reason given is the one reported.
+    pub fn abort(&self, reason: String) {
+        lock(&self.reason).get_or_insert(reason);
+        self.token.cancel();
+    }
+
+    pub(crate) async fn aborted(&self) {
+        self.token.cancelled().await
+    }
+
+    pub(crate) fn reason(&self) -> String {
+        lock(&self.reason).clone().unwrap_or_else(|| "Operation aborted".into())
+    }
+}
+
+/// Per-`send` options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SendOptions {
+    pub max_turns: Option<u32>,
+    /// The host scope whose signal tools and callbacks of this run receive.
+    pub scope: u32,
+}
+
+/// The caller's end of a run: its events, and the means to abort it.
+pub struct RunHandle {
+    pub events: mpsc::UnboundedReceiver<StreamEvent>,
+    pub control: Arc<RunControl>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves plain data behind; keep serving it.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Session {
+    pub fn new(config: AgentConfig, host: Arc<dyn Host>) -> Arc<Self> {
+        Arc::new(Session {
+            id: ids::uuid(),
+            tool_schemas: config.tool_schemas(),
+            model: config.build_model(host.clone()),
+            config,
+            host,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// The conversation so far, without the system prompt.
+    pub fn messages(&self) -> Vec<Arc<Message>> {
+        lock(&self.state).messages.clone()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
+    pub(crate) fn push(&self, message: Message) {
+        lock(&self.state).messages.push(Arc::new(message));
+    }
+
+    /// Starts a run. The returned future drives it and must be spawned; the handle receives
+    /// its events.
+    pub fn send(self: &Arc<Self>, message: &Value, options: SendOptions) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
+        let content = parse_message(message)?;
+        let control = Arc::new(RunControl::default());
+        {
+            let mut state = lock(&self.state);
+            if state.closed {
+                return Err(SdkError::new(ErrorCode::SessionClosed, "Session is closed"));
+            }
+            if state.active.is_some() {
+                return Err(SdkError::new(
+                    ErrorCode::SessionBusy,
+                    "The previous Agent response is still active. Wait for it to settle before sending another message.",
+                ));
+            }
+            state.active = Some(control.clone());
+        }
+        let (sender, events) = mpsc::unbounded_channel();
+        let run = Run::new(self.clone(), control.clone(), sender, options);
+        Ok((RunHandle { events, control }, Box::pin(run.drive(content))))
+    }
+
+    /// Aborts the active run, if any.
+    pub fn abort(&self, reason: String) {
+        if let Some(control) = lock(&self.state).active.clone() {
+            control.abort(reason);
+        }
+    }
+
+    /// Ends the session: an active run is aborted, later `send`s fail with `SESSION_CLOSED`.
+    pub async fn close(&self) -> Result<()> {
+        let active = {
+            let mut state = lock(&self.state);
+            state.closed = true;
+            state.active.clone()
+        };
+        if let Some(control) = active {
+            control.abort("Session is closed".into());
+        }
+        Ok(())
+    }
+
+    /// Called by the run as it ends, before its last event is published, so a caller that sees
+    /// the result can send again at once. An aborted run's unanswered tool calls get results.
+    pub(crate) fn finish_run(&self, control: &Arc<RunControl>, aborted: Option<&str>) {
+        let mut state = lock(&self.state);
+        if let Some(reason) = aborted {
+            answer_open_calls(&mut state.messages, reason);
+        }
+        if state.active.as_ref().is_some_and(|active| Arc::ptr_eq(active, control)) {
+            state.active = None;
+        }
+    }
+}
+
+/// Gives every tool call of the last assistant message without a result the result
+/// `Tool execution aborted: <reason>`, so the conversation stays valid for the next `send`.
+fn answer_open_calls(messages: &mut Vec<Arc<Message>>, reason: &str) {
+    let Some(position) = messages
+        .iter()
+        .rposition(|message| matches!(message.as_ref(), Message::Assistant { .. }))
+    else {
+        return;
+    };
+    let Message::Assistant { tool_calls, .. } = messages[position].as_ref() else {
+        return;
+    };
+    let answered: Vec<&str> = messages[position + 1..]
+        .iter()
+        .filter_map(|message| match message.as_ref() {
+            Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let missing: Vec<Message> = tool_calls
+        .iter()
+        .filter(|call| !answered.contains(&call.id.as_str()))
+        .map(|call| Message::Tool {
+            tool_call_id: call.id.clone(),
+            content: format!("Tool execution aborted: {reason}"),
+        })
+        .collect();
+    messages.extend(missing.into_iter().map(Arc::new));
+}
+
+/// A `send` message: a string, or an array of `{ type: 'text', text }` and
+/// `{ type: 'image_url', image_url: { url } }` parts.
+pub fn parse_message(value: &Value) -> Result<UserContent> {
+    let invalid = |detail: String| SdkError::new(ErrorCode::InvalidInput, detail);
+    match value {
+        Value::String(text) => Ok(UserContent::Text(text.clone())),
+        Value::Array(parts) => {
+            for (index, part) in parts.iter().enumerate() {
+                let kind = part.get("type").and_then(Value::as_str);
+                let ok = match kind {
+                    Some("text") => part.get("text").is_some_and(Value::is_string),
+                    Some("image_url") => part.pointer("/image_url/url").is_some_and(Value::is_string),
+                    _ => false,
+                };
+                if !ok {
+                    return Err(invalid(format!(
+                        "message[{index}] must be {{ type: 'text', text: string }} or {{ type: 'image_url', image_url: {{ url: string }} }} (got {})",
+                        describe(part)
+                    )));
+                }
+            }
+            serde_json::from_value(value.clone()).map_err(|error| invalid(format!("message is not valid: {error}")))
+        }
+        other => Err(invalid(format!(
+            "message must be a string or an array of text and image_url parts (got {})",
+            describe(other)
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::AssistantToolCall;
+    use serde_json::json;
+
+    #[test]
+    fn aborted_calls_get_a_result_each() {
+        let mut messages = vec![
+            Arc::new(Message::User { content: UserContent::Text("go".into()) }),
+            Arc::new(Message::Assistant {
+                content: None,
+                tool_calls: vec![
+                    AssistantToolCall::new("a".into(), "t".into(), "{}".into()),
+                    AssistantToolCall::new("b".into(), "t".into(), "{}".into()),
+                ],
+            }),
+            Arc::new(Message::Tool { tool_call_id: "a".into(), content: "done".into() }),
+        ];
+        answer_open_calls(&mut messages, "stop now");
+        assert_eq!(messages.len(), 4);
+        assert_eq!(
+            *messages[3],
+            Message::Tool { tool_call_id: "b".into(), content: "Tool execution aborted: stop now".into() }
+        );
+    }
+
+    #[test]
+    fn messages_are_strings_or_parts() {
+        assert_eq!(parse_message(&json!("hi")).unwrap(), UserContent::Text("hi".into()));
+        assert_eq!(parse_message(&json!([{"type": "text", "text": "a"}])).unwrap().text(), "a");
+        let error = parse_message(&json!(5)).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidInput);
+        assert_eq!(error.message, "message must be a string or an array of text and image_url parts (got 5)");
+        let error = parse_message(&json!([{"type": "image"}])).unwrap_err();
+        assert!(error.message.starts_with("message[0] must be"), "{}", error.message);
+    }
+}

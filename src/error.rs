@@ -1,0 +1,97 @@
+//! The one error type of the core. Each code maps to a JS error class in `index.js`.
+
+use std::fmt;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+/// What kind of failure this is; `code()` gives the stable string users match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// Bad options: the message names the field.
+    Config,
+    /// The run was aborted by the caller's signal or `agent.abort()`.
+    Abort,
+    /// The model could not be reached or answered badly.
+    Model,
+    /// `send` while the previous response is still running.
+    SessionBusy,
+    /// `send` after `close`.
+    SessionClosed,
+    /// A `send` argument that is not a message.
+    InvalidInput,
+}
+
+impl ErrorCode {
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorCode::Config => "CONFIG_ERROR",
+            ErrorCode::Abort => "ABORT",
+            ErrorCode::Model => "MODEL_ERROR",
+            ErrorCode::SessionBusy => "SESSION_BUSY",
+            ErrorCode::SessionClosed => "SESSION_CLOSED",
+            ErrorCode::InvalidInput => "INVALID_INPUT",
+        }
+    }
+}
+
+/// An error raised by the core, or one thrown by a user function and carried back unchanged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SdkError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// HTTP status of a failed model request.
+    pub status: Option<u16>,
+    /// Set when the error was thrown by a user function: the host's handle for the original
+    /// value, so the caller receives the very same instance.
+    pub thrown: Option<u32>,
+}
+
+impl SdkError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        SdkError {
+            code,
+            message: message.into(),
+            status: None,
+            thrown: None,
+        }
+    }
+
+    pub fn config(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Config, message)
+    }
+
+    pub fn model(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Model, message)
+    }
+
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+}
+
+impl fmt::Display for SdkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code.code(), self.message)
+    }
+}
+
+impl std::error::Error for SdkError {}
+
+/// `{ code, message, status?, thrown? }`: what the binding hands to `index.js`.
+impl Serialize for SdkError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", self.code.code())?;
+        map.serialize_entry("message", &self.message)?;
+        if let Some(status) = self.status {
+            map.serialize_entry("status", &status)?;
+        }
+        if let Some(thrown) = self.thrown {
+            map.serialize_entry("thrown", &thrown)?;
+        }
+        map.end()
+    }
+}
+
+pub type Result<T, E = SdkError> = std::result::Result<T, E>;

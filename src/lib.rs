@@ -1,0 +1,11 @@
+//! agent-runtime-hooks: an agent loop (model → tool calls → model) written in plain Rust, with a
+//! thin Node-API edge in `binding/`. Everything outside `binding/` is testable with `cargo test`.
+
+pub mod agent;
+pub mod error;
+pub mod host;
+pub mod ids;
+pub mod model;
+
+#[cfg(feature = "node")]
+mod binding;

@@ -1,0 +1,93 @@
+//! Model clients. They turn a conversation into one assistant turn (text + tool calls + usage)
+//! and know nothing of hooks or tools' execution.
+
+pub mod anthropic;
+mod http;
+pub mod messages;
+pub mod openai;
+pub mod scripted;
+mod sse;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::Result;
+pub use http::{Connection, HttpSettings};
+pub use messages::{AssistantToolCall, ContentPart, Message, UserContent};
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolSchema {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub parameters: Value,
+}
+
+/// Token counts; all three are totals for whatever they describe.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Usage {
+            input_tokens,
+            output_tokens,
+            total_tokens: input_tokens + output_tokens,
+        }
+    }
+
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.total_tokens += other.total_tokens;
+    }
+}
+
+/// What one model call is asked.
+pub struct ModelRequest<'a> {
+    pub system_prompt: Option<&'a str>,
+    pub messages: &'a [Arc<Message>],
+    pub tools: &'a [ToolSchema],
+    pub temperature: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+    /// 1 for the first model call of a run.
+    pub turn: u32,
+    /// The host scope of the run, for models that call user functions.
+    pub scope: u32,
+}
+
+/// A tool call as the model asked for it; `arguments` is the raw JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallRequest {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One assistant turn.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelReply {
+    pub text: String,
+    pub tool_calls: Vec<ToolCallRequest>,
+    pub usage: Usage,
+}
+
+/// Receives text deltas as they stream.
+pub type TextSink<'a> = &'a mut (dyn FnMut(&str) + Send);
+
+pub trait Model: Send + Sync {
+    fn complete<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_text: TextSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply>>;
+}

@@ -1,0 +1,256 @@
+//! `scriptedModel(turns | fn)`: a model that answers from a script, for tests and the demo.
+//! Each model call consumes the next turn; the function form is asked for each turn and sees
+//! the request (messages, tools) the model would have been sent.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+
+use super::{Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage};
+use crate::error::{Result, SdkError};
+use crate::host::{Callable, Host, HostCall};
+use crate::ids;
+
+/// One scripted assistant turn.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScriptedTurn {
+    pub text: String,
+    pub tool_calls: Vec<ToolCallRequest>,
+    pub usage: Usage,
+}
+
+pub enum Script {
+    Turns(Vec<ScriptedTurn>),
+    Function(Callable),
+}
+
+pub struct ScriptedModel {
+    script: Script,
+    host: Arc<dyn Host>,
+    calls: AtomicUsize,
+}
+
+impl ScriptedModel {
+    pub fn new(script: Script, host: Arc<dyn Host>) -> Self {
+        ScriptedModel {
+            script,
+            host,
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        let turn = match &self.script {
+            Script::Turns(turns) => turns.get(call).cloned().ok_or_else(|| {
+                SdkError::model(format!(
+                    "scriptedModel ran out of turns: it has {}, and this is model call {}",
+                    turns.len(),
+                    call + 1
+                ))
+            })?,
+            Script::Function(function) => {
+                let returned = self
+                    .host
+                    .call(HostCall {
+                        function: *function,
+                        args: vec![request_value(&request)],
+                        scope: request.scope,
+                        signal: None,
+                    })
+                    .await
+                    .map_err(|error| SdkError {
+                        thrown: error.thrown,
+                        ..SdkError::model(error.message)
+                    })?;
+                let returned = returned.unwrap_or(Value::Null);
+                parse_turn(&returned, "").map_err(|problem| {
+                    SdkError::model(format!("scriptedModel function returned an invalid turn: {problem}"))
+                })?
+            }
+        };
+        if !turn.text.is_empty() {
+            on_text(&turn.text);
+        }
+        Ok(ModelReply {
+            text: turn.text,
+            tool_calls: turn
+                .tool_calls
+                .into_iter()
+                .map(|mut call| {
+                    if call.id.is_empty() {
+                        call.id = ids::call_id();
+                    }
+                    call
+                })
+                .collect(),
+            usage: turn.usage,
+        })
+    }
+}
+
+impl Model for ScriptedModel {
+    fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
+        Box::pin(self.complete_inner(request, on_text))
+    }
+}
+
+/// What the function form is given: `{ turn, messages, tools }`, with the system prompt as the
+/// first message, as a chat-completions model would receive it.
+fn request_value(request: &ModelRequest<'_>) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(system) = request.system_prompt {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    messages.extend(
+        request
+            .messages
+            .iter()
+            .map(|message| serde_json::to_value(message.as_ref()).unwrap_or(Value::Null)),
+    );
+    json!({
+        "turn": request.turn,
+        "messages": messages,
+        "tools": request.tools,
+    })
+}
+
+/// Reads `{ text?, toolCalls?: [{ id?, name, input?, arguments? }], usage? }`; the error names
+/// the field under `path`.
+pub fn parse_turn(value: &Value, path: &str) -> std::result::Result<ScriptedTurn, String> {
+    let at = |field: &str| {
+        if path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{path}.{field}")
+        }
+    };
+    let Some(object) = value.as_object() else {
+        let what = if path.is_empty() { "the turn" } else { path };
+        return Err(format!("{what} must be an object like {{ text, toolCalls }} (got {})", describe(value)));
+    };
+    for key in object.keys() {
+        if !matches!(key.as_str(), "text" | "toolCalls" | "usage") {
+            return Err(format!("{} is not a turn field (use text, toolCalls, usage)", at(key)));
+        }
+    }
+    let text = match object.get("text") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => return Err(format!("{} must be a string (got {})", at("text"), describe(other))),
+    };
+    let tool_calls = match object.get("toolCalls") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(calls)) => calls
+            .iter()
+            .enumerate()
+            .map(|(index, call)| parse_call(call, &at(&format!("toolCalls[{index}]"))))
+            .collect::<std::result::Result<_, _>>()?,
+        Some(other) => return Err(format!("{} must be an array (got {})", at("toolCalls"), describe(other))),
+    };
+    let usage = match object.get("usage") {
+        None | Some(Value::Null) => Usage::default(),
+        Some(Value::Object(usage)) => {
+            let tokens = |field: &str| match usage.get(field) {
+                None => Ok(0),
+                Some(value) => value
+                    .as_u64()
+                    .ok_or_else(|| format!("{} must be a non-negative integer", at(&format!("usage.{field}")))),
+            };
+            Usage::new(tokens("inputTokens")?, tokens("outputTokens")?)
+        }
+        Some(other) => return Err(format!("{} must be an object (got {})", at("usage"), describe(other))),
+    };
+    Ok(ScriptedTurn { text, tool_calls, usage })
+}
+
+fn parse_call(value: &Value, path: &str) -> std::result::Result<ToolCallRequest, String> {
+    let Some(call) = value.as_object() else {
+        return Err(format!("{path} must be an object like {{ name, input }} (got {})", describe(value)));
+    };
+    let string = |field: &str| match call.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(format!("{path}.{field} must be a string (got {})", describe(other))),
+    };
+    let name = string("name")?
+        .filter(|name| !name.is_empty())
+        .ok_or_else(|| format!("{path}.name must be a non-empty string"))?;
+    // `arguments` is raw text, so a script can send arguments that are not valid JSON.
+    let arguments = match string("arguments")? {
+        Some(raw) => raw,
+        None => match call.get("input") {
+            None | Some(Value::Null) => "{}".to_string(),
+            Some(input) => input.to_string(),
+        },
+    };
+    for key in call.keys() {
+        if !matches!(key.as_str(), "id" | "name" | "input" | "arguments") {
+            return Err(format!("{path}.{key} is not a tool call field (use id, name, input, arguments)"));
+        }
+    }
+    Ok(ToolCallRequest {
+        id: string("id")?.unwrap_or_default(),
+        name,
+        arguments,
+    })
+}
+
+/// A short description of a JSON value for error messages.
+pub fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Number(number) => number.to_string(),
+        Value::String(text) => format!("{:?}", super::http::excerpt(text, 40)),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// Parses the turns array given to `scriptedModel([...])`.
+pub fn parse_turns(value: &Value, path: &str) -> std::result::Result<Vec<ScriptedTurn>, String> {
+    match value {
+        Value::Array(turns) => turns
+            .iter()
+            .enumerate()
+            .map(|(index, turn)| parse_turn(turn, &format!("{path}[{index}]")))
+            .collect(),
+        other => Err(format!("{path} must be an array of turns (got {})", describe(other))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_is_read_with_its_tool_calls_and_usage() {
+        let turn = parse_turn(
+            &json!({"text": "hi", "toolCalls": [{"id": "c1", "name": "read", "input": {"path": "a"}}, {"name": "raw", "arguments": "{oops"}], "usage": {"inputTokens": 2, "outputTokens": 3}}),
+            "",
+        )
+        .unwrap();
+        assert_eq!(turn.text, "hi");
+        assert_eq!(turn.tool_calls[0].arguments, "{\"path\":\"a\"}");
+        assert_eq!(turn.tool_calls[1].arguments, "{oops");
+        assert_eq!(turn.tool_calls[1].id, "");
+        assert_eq!(turn.usage, Usage::new(2, 3));
+    }
+
+    #[test]
+    fn bad_turns_name_the_field() {
+        let cases = [
+            (json!([{"text": 1}]), "model.turns[0].text must be a string (got 1)"),
+            (json!([{}, {"toolCalls": [{"input": {}}]}]), "model.turns[1].toolCalls[0].name must be a non-empty string"),
+            (json!([{"tools": []}]), "model.turns[0].tools is not a turn field (use text, toolCalls, usage)"),
+            (json!("x"), "model.turns must be an array of turns (got \"x\")"),
+            (json!([{"usage": {"inputTokens": -1}}]), "model.turns[0].usage.inputTokens must be a non-negative integer"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(parse_turns(&value, "model.turns").unwrap_err(), expected);
+        }
+    }
+}
