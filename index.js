@@ -1,0 +1,315 @@
+'use strict'
+// The public API. It stays thin: every export is an async JS function (promises of the
+// caller's own realm, even under Jest), the error classes are real JS classes, and AbortSignal
+// plumbing lives here. Options, the loop, tools' results and events are handled in Rust.
+
+const native = require('./binding.js')
+
+const FUNCTION_KEY = '$function'
+
+class SdkError extends Error {
+  constructor(code, message, options) {
+    super(message, options)
+    this.name = new.target.name
+    this.code = code
+  }
+
+  toJSON() {
+    const json = { name: this.name, code: this.code, message: this.message }
+    if (this.cause !== undefined) json.cause = this.cause
+    return json
+  }
+}
+
+class ConfigError extends SdkError {
+  constructor(message, options) {
+    super('CONFIG_ERROR', message, options)
+  }
+}
+
+class AbortError extends SdkError {
+  constructor(message = 'Operation aborted', options) {
+    super('ABORT', message, options)
+  }
+}
+
+class HookTimeoutError extends SdkError {
+  constructor(event, timeoutMs) {
+    super('HOOK_TIMEOUT', `Hook ${event} exceeded ${timeoutMs}ms`)
+    this.event = event
+    this.timeoutMs = timeoutMs
+  }
+
+  toJSON() {
+    return { ...super.toJSON(), event: this.event, timeoutMs: this.timeoutMs }
+  }
+}
+
+class CriticalHookDeliveryError extends SdkError {
+  constructor(hookId, cause) {
+    super('CRITICAL_HOOK_DELIVERY', `Critical hook "${hookId}" could not be delivered`, cause === undefined ? undefined : { cause })
+    this.hookId = hookId
+  }
+}
+
+const HookEvent = Object.freeze({
+  PreToolUse: 'PreToolUse',
+  PostToolUse: 'PostToolUse',
+  PostToolUseFailure: 'PostToolUseFailure',
+  PermissionRequest: 'PermissionRequest',
+  UserPromptSubmit: 'UserPromptSubmit',
+  SessionStart: 'SessionStart',
+  SessionEnd: 'SessionEnd',
+  TaskCompleted: 'TaskCompleted',
+})
+
+const ERROR_CLASSES = { CONFIG_ERROR: ConfigError, ABORT: AbortError }
+
+function messageOf(error) {
+  try {
+    if (error !== null && typeof error === 'object' && typeof error.message === 'string') return error.message
+    return String(error)
+  } catch {
+    return 'an error that cannot be described'
+  }
+}
+
+/** An error the binding described as `{ code, message, status?, thrown? }`. */
+function toError(info, scope) {
+  if (info.thrown !== undefined && scope?.thrown.has(info.thrown)) return scope.thrown.get(info.thrown)
+  if (info.code === 'ABORT' && scope?.signal.aborted) return scope.signal.reason
+  const Class = ERROR_CLASSES[info.code]
+  const error = Class ? new Class(info.message) : new SdkError(info.code, info.message)
+  if (info.status !== undefined) error.status = info.status
+  return error
+}
+
+/**
+ * Replaces every function in the options with `{ "$function": n }`, so the options cross into
+ * Rust as JSON; the functions stay here and are called by number (with their object as `this`).
+ */
+function splitFunctions(options) {
+  const functions = []
+  const seen = new Set()
+  const walk = (value, owner) => {
+    if (typeof value === 'function') {
+      functions.push({ fn: value, owner })
+      return { [FUNCTION_KEY]: functions.length - 1 }
+    }
+    if (value === null || typeof value !== 'object') return value
+    if (seen.has(value)) throw new ConfigError('options contain a circular reference')
+    seen.add(value)
+    const copy = Array.isArray(value) ? value.map((item) => walk(item, value)) : {}
+    if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value)
+    seen.delete(value)
+    return copy
+  }
+  return { data: walk(options, undefined), functions }
+}
+
+/** One caller-side operation (a `send`): the signal its callbacks get and the errors they threw. */
+class Scope {
+  constructor(signal) {
+    this.signal = signal
+    this.thrown = new Map()
+  }
+
+  keep(error) {
+    const id = this.thrown.size + 1
+    this.thrown.set(id, error)
+    return id
+  }
+}
+
+const NEVER_ABORTED = new AbortController().signal
+
+/** The function Rust calls for every user function: `invoke(callJson) => Promise<replyJson>`. */
+function makeInvoke(functions, scopes) {
+  return async function invoke(callJson) {
+    const call = JSON.parse(callJson)
+    const scope = scopes.get(call.scope)
+    if (call.signal) call.args[call.signal[0]][call.signal[1]] = scope ? scope.signal : NEVER_ABORTED
+    try {
+      const { fn, owner } = functions[call.fn]
+      const value = await fn.apply(owner, call.args)
+      return JSON.stringify({ ok: true, value })
+    } catch (error) {
+      return JSON.stringify({ ok: false, message: messageOf(error), thrown: scope ? scope.keep(error) : undefined })
+    }
+  }
+}
+
+class AgentResponse {
+  #events = []
+  #settled = false
+  #wake = null
+  #changed = null
+
+  constructor(run, scope) {
+    this.#renew()
+    this.#pump(run, scope)
+  }
+
+  #renew() {
+    this.#changed = new Promise((resolve) => {
+      this.#wake = resolve
+    })
+  }
+
+  async #pump(run, scope) {
+    for (;;) {
+      let batch
+      try {
+        batch = await run.next()
+      } catch (error) {
+        batch = JSON.stringify([{ type: 'error', error: { code: 'INTERNAL', message: messageOf(error) } }])
+      }
+      if (batch === null) break
+      for (const event of JSON.parse(batch)) {
+        if (event.type === 'error') event.error = toError(event.error, scope)
+        this.#events.push(event)
+        if (event.type === 'result' || event.type === 'error') this.#settled = true
+      }
+      const wake = this.#wake
+      this.#renew()
+      wake()
+    }
+    this.#settled = true
+    this.#wake()
+  }
+
+  get isSettled() {
+    return this.#settled
+  }
+
+  /** Every event of the run; each call starts again from the first. */
+  async *stream() {
+    let index = 0
+    for (;;) {
+      while (index < this.#events.length) yield this.#events[index++]
+      if (this.#settled) return
+      await this.#changed
+    }
+  }
+
+  async *textStream() {
+    for await (const event of this.stream()) {
+      if (event.type === 'content') yield event.delta
+      else if (event.type === 'error') throw event.error
+    }
+  }
+
+  async result() {
+    for await (const event of this.stream()) {
+      if (event.type === 'result') return event.result
+      if (event.type === 'error') throw event.error
+    }
+    throw new SdkError('INTERNAL', 'The run ended without a result')
+  }
+
+  async text() {
+    return (await this.result()).content
+  }
+}
+
+class Agent {
+  #native
+  #scopes
+  #nextScope = 1
+  #active = null
+
+  constructor(nativeAgent, scopes) {
+    this.#native = nativeAgent
+    this.#scopes = scopes
+  }
+
+  get sessionId() {
+    return this.#native.sessionId
+  }
+
+  get isClosed() {
+    return this.#native.isClosed
+  }
+
+  get messages() {
+    return JSON.parse(this.#native.messages())
+  }
+
+  async send(message, options = {}) {
+    const { signal, maxTurns } = options ?? {}
+    signal?.throwIfAborted()
+    const controller = new AbortController()
+    const scopeId = this.#nextScope++
+    const scope = new Scope(controller.signal)
+    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns)
+    if (typeof made === 'string') throw toError(JSON.parse(made))
+    this.#scopes.set(scopeId, scope)
+    const onCallerAbort = () => controller.abort(signal.reason)
+    signal?.addEventListener('abort', onCallerAbort, { once: true })
+    controller.signal.addEventListener('abort', () => made.abort(messageOf(controller.signal.reason)), { once: true })
+    const response = new AgentResponse(made, scope)
+    const active = { controller }
+    this.#active = active
+    response
+      .result()
+      .catch(() => {})
+      .finally(() => {
+        signal?.removeEventListener('abort', onCallerAbort)
+        this.#scopes.delete(scopeId)
+        if (this.#active === active) this.#active = null
+      })
+    return response
+  }
+
+  abort(reason) {
+    this.#active?.controller.abort(reason === undefined ? new AbortError() : reason)
+  }
+
+  async close() {
+    this.#active?.controller.abort(new AbortError('Session is closed'))
+    const failure = await this.#native.close()
+    if (failure !== null) throw toError(JSON.parse(failure))
+  }
+}
+
+async function createAgent(options) {
+  if (options === null || typeof options !== 'object') {
+    throw new ConfigError(`options must be an object (got ${options === null ? 'null' : typeof options})`)
+  }
+  const { data, functions } = splitFunctions(options)
+  const scopes = new Map()
+  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), process.env)
+  if (typeof made === 'string') throw toError(JSON.parse(made))
+  return new Agent(made, scopes)
+}
+
+async function prompt(message, options) {
+  const agent = await createAgent(options)
+  try {
+    const response = await agent.send(message)
+    return await response.result()
+  } finally {
+    await agent.close()
+  }
+}
+
+function defineTool(definition) {
+  return definition
+}
+
+function scriptedModel(script) {
+  return Object.freeze(typeof script === 'function' ? { kind: 'scripted', script } : { kind: 'scripted', turns: script })
+}
+
+module.exports = {
+  createAgent,
+  prompt,
+  defineTool,
+  scriptedModel,
+  HookEvent,
+  SdkError,
+  HookTimeoutError,
+  ConfigError,
+  AbortError,
+  CriticalHookDeliveryError,
+}

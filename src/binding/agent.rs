@@ -1,0 +1,135 @@
+//! `NativeAgent` and `NativeRun`: the session and one of its runs, as JS classes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use serde_json::Value;
+use tokio::sync::{mpsc, Mutex};
+
+use super::host::{InvokeFn, JsHost};
+use crate::agent::config::ENV_VARS;
+use crate::agent::{AgentConfig, RunControl, SendOptions, Session, StreamEvent};
+use crate::error::SdkError;
+
+fn error_json(error: &SdkError) -> String {
+    serde_json::to_string(error).unwrap_or_default()
+}
+
+/// A created session, or the JSON of the error that prevented it.
+#[napi]
+pub fn create_session(options: String, invoke: InvokeFn, environment: Object) -> Result<Either<NativeAgent, String>> {
+    let options: Value = match serde_json::from_str(&options) {
+        Ok(options) => options,
+        Err(error) => {
+            return Ok(Either::B(error_json(&SdkError::config(format!(
+                "options could not be read: {error}"
+            )))))
+        }
+    };
+    let mut variables = HashMap::new();
+    for name in ENV_VARS {
+        if let Some(value) = environment.get::<String>(name)? {
+            variables.insert(name.to_string(), value);
+        }
+    }
+    match AgentConfig::from_options(&options, &variables) {
+        Ok(config) => Ok(Either::A(NativeAgent {
+            session: Session::new(config, Arc::new(JsHost::new(invoke))),
+        })),
+        Err(error) => Ok(Either::B(error_json(&error))),
+    }
+}
+
+#[napi]
+pub struct NativeAgent {
+    session: Arc<Session>,
+}
+
+#[napi]
+impl NativeAgent {
+    #[napi(getter)]
+    pub fn session_id(&self) -> String {
+        self.session.id.clone()
+    }
+
+    #[napi(getter)]
+    pub fn is_closed(&self) -> bool {
+        self.session.is_closed()
+    }
+
+    /// The conversation as JSON text.
+    #[napi]
+    pub fn messages(&self) -> String {
+        serde_json::to_string(&self.session.messages()).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// Starts a run, or returns the JSON of the error that refused it.
+    #[napi]
+    pub fn send(&self, message: String, scope: u32, max_turns: Option<f64>) -> Either<NativeRun, String> {
+        let message: Value = match serde_json::from_str(&message) {
+            Ok(message) => message,
+            Err(error) => return Either::B(error_json(&SdkError::new(crate::error::ErrorCode::InvalidInput, format!("message could not be read: {error}")))),
+        };
+        let max_turns = match max_turns {
+            None => None,
+            Some(n) if n.fract() == 0.0 && (1.0..=2_147_483_647.0).contains(&n) => Some(n as u32),
+            Some(_) => {
+                return Either::B(error_json(&SdkError::new(
+                    crate::error::ErrorCode::InvalidInput,
+                    "maxTurns must be a positive integer no greater than 2147483647",
+                )))
+            }
+        };
+        match self.session.send(&message, SendOptions { max_turns, scope }) {
+            Ok((handle, run)) => {
+                napi::bindgen_prelude::spawn(run);
+                Either::A(NativeRun {
+                    events: Mutex::new(handle.events),
+                    control: handle.control,
+                })
+            }
+            Err(error) => Either::B(error_json(&error)),
+        }
+    }
+
+    #[napi]
+    pub fn abort(&self, reason: String) {
+        self.session.abort(reason);
+    }
+
+    /// Resolves `null`, or the JSON of the error that stopped the close.
+    #[napi]
+    pub async fn close(&self) -> Option<String> {
+        let session = self.session.clone();
+        session.close().await.err().map(|error| error_json(&error))
+    }
+}
+
+#[napi]
+pub struct NativeRun {
+    events: Mutex<mpsc::UnboundedReceiver<StreamEvent>>,
+    control: Arc<RunControl>,
+}
+
+#[napi]
+impl NativeRun {
+    /// The events published since the last call, as a JSON array; waits for at least one.
+    /// `null` once the run has ended and every event was taken.
+    #[napi]
+    pub async fn next(&self) -> Option<String> {
+        let mut events = self.events.lock().await;
+        let first = events.recv().await?;
+        let mut batch = vec![first];
+        while let Ok(event) = events.try_recv() {
+            batch.push(event);
+        }
+        Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
+    }
+
+    #[napi]
+    pub fn abort(&self, reason: String) {
+        self.control.abort(reason);
+    }
+}

@@ -1,0 +1,72 @@
+//! The core's `Host`, implemented with one threadsafe function per agent: `index.js` hands over
+//! `invoke(callJson) => Promise<replyJson>`, which calls the user function the call names.
+//! JSON text crosses the boundary in both directions: it is cheaper than building objects
+//! through napi, and the values land in the caller's own JS realm (Jest runs tests in a VM realm).
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::Promise;
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi::Status;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::host::{Host, HostCall, HostError, HostFuture};
+
+/// `CalleeHandled = false` (the JS side is a plain function) and `Weak = true` (a stored agent
+/// never keeps Node alive; a pending call is kept alive by the promise awaiting it).
+pub type InvokeFn = ThreadsafeFunction<String, Promise<String>, String, Status, false, true>;
+
+pub struct JsHost {
+    invoke: Arc<InvokeFn>,
+}
+
+impl JsHost {
+    pub fn new(invoke: InvokeFn) -> Self {
+        JsHost {
+            invoke: Arc::new(invoke),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    ok: bool,
+    value: Option<Value>,
+    message: Option<String>,
+    thrown: Option<u32>,
+}
+
+impl Host for JsHost {
+    fn call(&self, call: HostCall) -> HostFuture {
+        let payload = json!({
+            "fn": call.function.0,
+            "args": call.args,
+            "scope": call.scope,
+            "signal": call.signal.map(|slot| json!([slot.arg, slot.key])),
+        })
+        .to_string();
+        let invoke = self.invoke.clone();
+        Box::pin(async move {
+            let lost = |error: napi::Error| HostError {
+                message: format!("the JavaScript callback could not be called: {}", error.reason),
+                thrown: None,
+            };
+            // `call_async_catch` turns a synchronous throw into an error, not a fatal exception.
+            let promise = invoke.call_async_catch(payload).await.map_err(lost)?;
+            let text = promise.await.map_err(lost)?;
+            let reply: Reply = serde_json::from_str(&text).map_err(|error| HostError {
+                message: format!("the JavaScript callback sent an unreadable reply: {error}"),
+                thrown: None,
+            })?;
+            if reply.ok {
+                Ok(reply.value)
+            } else {
+                Err(HostError {
+                    message: reply.message.unwrap_or_default(),
+                    thrown: reply.thrown,
+                })
+            }
+        })
+    }
+}
