@@ -6,6 +6,8 @@
 const native = require('./binding.js')
 
 const FUNCTION_KEY = '$function'
+// Marks an option value JSON cannot carry (NaN, Infinity, a bigint, a symbol), so Rust can name it.
+const JS_VALUE_KEY = '$js'
 
 class SdkError extends Error {
   constructor(code, message, options) {
@@ -87,6 +89,7 @@ function toError(info, scope) {
 /**
  * Replaces every function in the options with `{ "$function": n }`, so the options cross into
  * Rust as JSON; the functions stay here and are called by number (with their object as `this`).
+ * Values JSON would silently change (NaN, Infinity, bigints, symbols) become `{ "$js": text }`.
  */
 function splitFunctions(options) {
   const functions = []
@@ -95,6 +98,9 @@ function splitFunctions(options) {
     if (typeof value === 'function') {
       functions.push({ fn: value, owner })
       return { [FUNCTION_KEY]: functions.length - 1 }
+    }
+    if ((typeof value === 'number' && !Number.isFinite(value)) || typeof value === 'bigint' || typeof value === 'symbol') {
+      return { [JS_VALUE_KEY]: typeof value === 'bigint' ? `${value}n` : String(value) }
     }
     if (value === null || typeof value !== 'object') return value
     if (seen.has(value)) throw new ConfigError('options contain a circular reference')

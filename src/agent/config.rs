@@ -347,7 +347,7 @@ fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
     for (index, item) in items.iter().enumerate() {
         let path = format!("tools[{index}]");
         let tool = Fields::object(item, &path, "a tool definition (defineTool({ name, execute }))")?;
-        tool.only(&["name", "description", "parameters", "kind", "sideEffect", "execute"])?;
+        // Other keys are left alone: tool objects often carry fields of the caller's own.
         let name = tool
             .string("name")?
             .filter(|name| !name.trim().is_empty())
@@ -466,12 +466,18 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// Describes a value for an error message, calling user functions "a function".
+/// The key `index.js` uses for a value JSON cannot carry: `{ "$js": "NaN" }`.
+pub const JS_VALUE_KEY: &str = "$js";
+
+/// Describes a value for an error message: user functions are "a function", values JSON
+/// cannot carry are named as JS would print them.
 fn kind_of(value: &Value) -> String {
     if callable(value).is_some() {
-        "a function".into()
-    } else {
-        describe(value)
+        return "a function".into();
+    }
+    match value.get(JS_VALUE_KEY).and_then(Value::as_str) {
+        Some(text) if value.as_object().is_some_and(|object| object.len() == 1) => text.to_string(),
+        _ => describe(value),
     }
 }
 
@@ -534,6 +540,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "tools": {}}), "tools must be an array of tool definitions (got an object)"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"execute": {"$function": 0}}]}), "tools[0].name must be a non-empty string"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "x"}]}), "tools[0].execute must be a function"),
+            (json!({"model": "m", "apiKey": "k", "tools": [{"name": "x", "execute": "run"}]}), "tools[0].execute must be a function"),
             (json!({"model": "m", "apiKey": "k", "tools": [tool("a"), tool("a")]}), "tools[1].name \"a\" is already the name of another tool"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "a", "kind": "admin", "execute": {"$function": 0}}]}), "tools[0].kind must be one of readonly, write, execute (got \"admin\")"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "a", "parameters": "x", "execute": {"$function": 0}}]}), "tools[0].parameters must be a JSON Schema object (got \"x\")"),
@@ -541,6 +548,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
+            (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];
         for (options, expected) in cases {
             assert_eq!(error(options.clone()), expected, "for {options}");

@@ -32,9 +32,15 @@ impl JsHost {
 #[derive(Deserialize)]
 struct Reply {
     ok: bool,
+    /// Absent for `undefined`; `null` is a value.
+    #[serde(default, deserialize_with = "present")]
     value: Option<Value>,
     message: Option<String>,
     thrown: Option<u32>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 impl Host for JsHost {

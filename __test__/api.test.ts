@@ -1,0 +1,111 @@
+// The exported surface: error classes, HookEvent, and createAgent's validation of options.
+import { describe, expect, it } from 'vitest'
+import {
+  AbortError,
+  ConfigError,
+  createAgent,
+  CriticalHookDeliveryError,
+  defineTool,
+  HookEvent,
+  HookTimeoutError,
+  scriptedModel,
+  SdkError,
+} from '../index.js'
+import * as esm from '../index.mjs'
+
+describe('error classes', () => {
+  it('SdkError carries code, name, cause and a toJSON without an undefined cause', () => {
+    const plain = new SdkError('SOME_CODE', 'went wrong')
+    expect(plain).toBeInstanceOf(Error)
+    expect(plain.name).toBe('SdkError')
+    expect(plain.toJSON()).toEqual({ name: 'SdkError', code: 'SOME_CODE', message: 'went wrong' })
+    expect('cause' in plain.toJSON()).toBe(false)
+    const cause = new Error('root')
+    const wrapped = new SdkError('X', 'outer', { cause })
+    expect(wrapped.cause).toBe(cause)
+    expect(wrapped.toJSON()).toEqual({ name: 'SdkError', code: 'X', message: 'outer', cause })
+  })
+
+  it('HookTimeoutError names the event and budget', () => {
+    const error = new HookTimeoutError('UserPromptSubmit', 50)
+    expect(error).toBeInstanceOf(HookTimeoutError)
+    expect(error).toBeInstanceOf(SdkError)
+    expect(error).toBeInstanceOf(Error)
+    expect(error.toJSON()).toEqual({
+      name: 'HookTimeoutError',
+      code: 'HOOK_TIMEOUT',
+      message: 'Hook UserPromptSubmit exceeded 50ms',
+      event: 'UserPromptSubmit',
+      timeoutMs: 50,
+    })
+  })
+
+  it('ConfigError, AbortError and CriticalHookDeliveryError have their codes', () => {
+    expect(new ConfigError('bad').toJSON()).toEqual({ name: 'ConfigError', code: 'CONFIG_ERROR', message: 'bad' })
+    expect(new AbortError().toJSON()).toEqual({ name: 'AbortError', code: 'ABORT', message: 'Operation aborted' })
+    const cause = new Error('refused')
+    const critical = new CriticalHookDeliveryError('audit', cause)
+    expect(critical).toMatchObject({ name: 'CriticalHookDeliveryError', code: 'CRITICAL_HOOK_DELIVERY', hookId: 'audit', cause })
+  })
+
+  it('HookEvent lists the eight session events, values equal to keys', () => {
+    expect(Object.values(HookEvent)).toEqual([
+      'PreToolUse',
+      'PostToolUse',
+      'PostToolUseFailure',
+      'PermissionRequest',
+      'UserPromptSubmit',
+      'SessionStart',
+      'SessionEnd',
+      'TaskCompleted',
+    ])
+    for (const [key, value] of Object.entries(HookEvent)) expect(value).toBe(key)
+  })
+
+  it('the ESM entry exports the same objects', () => {
+    expect(esm.createAgent).toBe(createAgent)
+    expect(esm.SdkError).toBe(SdkError)
+    expect(esm.HookEvent).toBe(HookEvent)
+  })
+})
+
+describe('createAgent rejects bad options with a ConfigError naming the field', () => {
+  const tool = defineTool({ name: 'ok', execute: () => 'x' })
+  const cases: [string, unknown, string][] = [
+    ['no options', undefined, 'options must be an object (got undefined)'],
+    ['missing model', {}, 'model is required: pass a model id such as "gpt-4o-mini", or scriptedModel(...)'],
+    ['unknown provider', { model: 'm', apiKey: 'k', provider: 'gemini' }, 'provider must be one of openai, openai-compatible, anthropic, deepseek (got "gemini")'],
+    ['both base URL spellings, different', { model: 'm', apiKey: 'k', baseUrl: 'http://a.test', baseURL: 'http://b.test' }, 'baseUrl and baseURL are both set and differ ("http://a.test" and "http://b.test"): pass only one'],
+    ['a tool without a name', { model: scriptedModel([]), tools: [{ execute: () => 1 }] }, 'tools[0].name must be a non-empty string'],
+    ['a tool without execute', { model: scriptedModel([]), tools: [tool, { name: 'second' }] }, 'tools[1].execute must be a function'],
+    ['two tools with one name', { model: scriptedModel([]), tools: [tool, tool] }, 'tools[1].name "ok" is already the name of another tool'],
+    ['a bad hook timeout', { model: scriptedModel([]), advanced: { hookTimeoutMs: 0 } }, 'hookTimeoutMs must be a positive integer no greater than 2147483647'],
+    ['a bad SessionEnd timeout', { model: scriptedModel([]), advanced: { sessionEndHookTimeoutMs: 2147483648 } }, 'sessionEndHookTimeoutMs must be a positive integer no greater than 2147483647'],
+    ['a NaN timeout', { model: scriptedModel([]), advanced: { hookTimeoutMs: NaN } }, 'hookTimeoutMs must be a positive integer no greater than 2147483647'],
+    ['an infinite temperature', { model: scriptedModel([]), temperature: Infinity }, 'temperature must be a number from 0 to 2 (got Infinity)'],
+    ['a bigint maxTurns', { model: scriptedModel([]), maxTurns: 5n }, 'maxTurns must be a positive integer no greater than 2147483647 (got 5n)'],
+    ['a misspelt option', { model: scriptedModel([]), maxTurn: 3 }, 'maxTurn is not a known option (known here: model, apiKey, provider, baseUrl, baseURL, systemPrompt, temperature, maxOutputTokens, maxTurns, tools, advanced)'],
+    ['bad scripted turns', { model: scriptedModel([{ text: 'a' }, { toolCalls: 'x' }] as any) }, 'model.turns[1].toolCalls must be an array (got "x")'],
+    ['a missing API key', { model: 'gpt-4o-mini', apiKey: '' }, 'apiKey is required for provider openai: pass apiKey or set OPENAI_API_KEY'],
+    ['a non-http base URL', { model: 'm', baseURL: 'file:///etc' }, 'baseURL must be an http(s) URL ("file:///etc" uses file)'],
+    ['a circular option', (() => { const o: any = { model: scriptedModel([]) }; o.self = o; return o })(), 'options contain a circular reference'],
+  ]
+  for (const [what, options, message] of cases) {
+    it(what, async () => {
+      const error = await createAgent(options as any).catch((e) => e)
+      expect(error).toBeInstanceOf(ConfigError)
+      expect(error).toMatchObject({ name: 'ConfigError', code: 'CONFIG_ERROR', message })
+    })
+  }
+
+  it('reads the API key from the environment when apiKey is not given', async () => {
+    process.env.OPENAI_API_KEY = 'sk-from-env'
+    try {
+      const agent = await createAgent({ model: 'gpt-4o-mini' })
+      expect(agent.sessionId).toMatch(/^[0-9a-f-]{36}$/)
+      await agent.close()
+    } finally {
+      delete process.env.OPENAI_API_KEY
+    }
+  })
+})

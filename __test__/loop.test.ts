@@ -1,0 +1,304 @@
+// The agent loop driven by scriptedModel: events, tool calls, results, limits and session state.
+import { describe, expect, it } from 'vitest'
+import { createAgent, defineTool, prompt, scriptedModel, SdkError, type StreamEvent, type ScriptRequest } from '../index.js'
+
+const echo = defineTool<{ text: string }>({
+  name: 'echo',
+  description: 'Echoes text',
+  parameters: { type: 'object', properties: { text: { type: 'string' } } },
+  execute: (input) => `echo:${input.text}`,
+})
+
+async function collect(stream: AsyncIterable<StreamEvent>) {
+  const events: StreamEvent[] = []
+  for await (const event of stream) events.push(event)
+  return events
+}
+
+describe('a run', () => {
+  it('streams turn, tool_use, tool_result, content, usage and result in order', async () => {
+    const agent = await createAgent({
+      model: scriptedModel([
+        { text: 'let me check', toolCalls: [{ id: 'c1', name: 'echo', input: { text: 'hi' } }], usage: { inputTokens: 10, outputTokens: 4 } },
+        { text: 'done', usage: { inputTokens: 20, outputTokens: 2 } },
+      ]),
+      tools: [echo],
+    })
+    const response = await agent.send('go')
+    const events = await collect(response.stream())
+    expect(events).toEqual([
+      { type: 'turn', index: 1 },
+      { type: 'content', delta: 'let me check' },
+      { type: 'tool_use', id: 'c1', name: 'echo', input: { text: 'hi' } },
+      { type: 'tool_result', id: 'c1', name: 'echo', output: 'echo:hi', status: 'success' },
+      { type: 'turn', index: 2 },
+      { type: 'content', delta: 'done' },
+      { type: 'usage', usage: { inputTokens: 30, outputTokens: 6, totalTokens: 36 } },
+      {
+        type: 'result',
+        result: {
+          content: 'done',
+          toolCalls: [{ id: 'c1', name: 'echo', input: { text: 'hi' }, output: 'echo:hi', status: 'success' }],
+          usage: { inputTokens: 30, outputTokens: 6, totalTokens: 36 },
+          turns: 2,
+          stopReason: 'done',
+        },
+      },
+    ])
+    expect(await response.text()).toBe('done')
+    expect(response.isSettled).toBe(true)
+    await agent.close()
+  })
+
+  it('replays the stream from the first event on every call, and textStream yields the deltas', async () => {
+    const agent = await createAgent({ model: scriptedModel([{ text: 'hello' }]) })
+    const response = await agent.send('hi')
+    const first = await collect(response.stream())
+    const second = await collect(response.stream())
+    expect(second).toEqual(first)
+    expect(second[0]).toBe(first[0])
+    const deltas: string[] = []
+    for await (const delta of response.textStream()) deltas.push(delta)
+    expect(deltas).toEqual(['hello'])
+    await agent.close()
+  })
+
+  it('keeps the conversation in agent.messages, in the OpenAI chat shape, without the system prompt', async () => {
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'a', name: 'echo', input: { text: 'x' } }] }, { text: 'ok' }, { text: 'second' }]),
+      systemPrompt: 'be brief',
+      tools: [echo],
+    })
+    await (await agent.send('one')).result()
+    await (await agent.send([{ type: 'text', text: 'two' }])).result()
+    expect(agent.messages).toEqual([
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'echo', arguments: '{"text":"x"}' } }] },
+      { role: 'tool', tool_call_id: 'a', content: 'echo:x' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: [{ type: 'text', text: 'two' }] },
+      { role: 'assistant', content: 'second' },
+    ])
+    await agent.close()
+  })
+
+  it('gives the function form of scriptedModel what the model would be sent', async () => {
+    const seen: ScriptRequest[] = []
+    const agent = await createAgent({
+      model: scriptedModel((request) => {
+        seen.push(request)
+        return request.turn === 1 ? { toolCalls: [{ id: 't', name: 'echo', input: { text: 'q' } }] } : { text: 'fin' }
+      }),
+      systemPrompt: 'sys',
+      tools: [echo],
+    })
+    expect(await (await agent.send('ask')).text()).toBe('fin')
+    expect(seen).toHaveLength(2)
+    expect(seen[0]).toEqual({
+      turn: 1,
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'ask' },
+      ],
+      tools: [{ name: 'echo', description: 'Echoes text', parameters: { type: 'object', properties: { text: { type: 'string' } } } }],
+    })
+    expect(seen[1].messages.slice(2)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'echo', arguments: '{"text":"q"}' } }] },
+      { role: 'tool', tool_call_id: 't', content: 'echo:q' },
+    ])
+    await agent.close()
+  })
+
+  it('prompt() creates, sends and closes in one call', async () => {
+    const result = await prompt('hi', { model: scriptedModel([{ text: 'one-shot' }]) })
+    expect(result.content).toBe('one-shot')
+    expect(result.turns).toBe(1)
+  })
+})
+
+describe('tool calls', () => {
+  it('turns every kind of tool outcome into the text the model is sent', async () => {
+    const boom = new Error('disk full')
+    const tools = [
+      defineTool({ name: 'str', execute: () => 'plain' }),
+      defineTool({ name: 'obj', execute: async () => ({ b: 1, a: [true, null], c: 1.5 }) }),
+      defineTool({ name: 'num', execute: () => 42 }),
+      defineTool({ name: 'nul', execute: () => null }),
+      defineTool({ name: 'void', execute: () => undefined }),
+      defineTool({ name: 'ok', execute: () => ({ status: 'success' as const, model: { n: 1 } }) }),
+      defineTool({ name: 'err', execute: () => ({ status: 'error' as const, error: { message: 'bad input' } }) }),
+      defineTool({ name: 'throws', execute: () => { throw boom } }),
+      defineTool({ name: 'rejects', execute: async () => Promise.reject(new TypeError('nope')) }),
+      defineTool({ name: 'throwsString', execute: () => { throw 'just a string' } }),
+    ]
+    const calls = tools.map((tool, index) => ({ id: `c${index}`, name: tool.name, input: {} }))
+    const result = await prompt('go', { model: scriptedModel([{ toolCalls: calls }, { text: 'end' }]), tools })
+    expect(result.toolCalls.map((call) => [call.name, call.status, call.output])).toEqual([
+      ['str', 'success', 'plain'],
+      ['obj', 'success', '{"b":1,"a":[true,null],"c":1.5}'],
+      ['num', 'success', '42'],
+      ['nul', 'success', 'null'],
+      ['void', 'success', ''],
+      ['ok', 'success', '{"n":1}'],
+      ['err', 'error', 'Tool execution failed: bad input'],
+      ['throws', 'error', 'Tool execution failed: disk full'],
+      ['rejects', 'error', 'Tool execution failed: nope'],
+      ['throwsString', 'error', 'Tool execution failed: just a string'],
+    ])
+  })
+
+  it('fails calls of unknown tools and calls whose arguments are not a JSON object, without running anything', async () => {
+    let runs = 0
+    const counted = defineTool({ name: 'counted', execute: () => { runs++; return 'ran' } })
+    const result = await prompt('go', {
+      model: scriptedModel([
+        {
+          toolCalls: [
+            { id: 'u', name: 'missing', input: {} },
+            { id: 'p', name: 'counted', arguments: '{"path": ' },
+            { id: 'a', name: 'counted', arguments: '[1, 2]' },
+          ],
+        },
+        { text: 'end' },
+      ]),
+      tools: [counted],
+    })
+    expect(result.toolCalls.map((call) => call.output)).toEqual([
+      'Tool execution failed: Tool "missing" not found',
+      'Tool execution failed: arguments are not valid JSON: EOF while parsing a value at line 1 column 9',
+      'Tool execution failed: arguments must be a JSON object (got an array)',
+    ])
+    expect(result.toolCalls.every((call) => call.status === 'error')).toBe(true)
+    expect(runs).toBe(0)
+  })
+
+  it('runs the calls of one turn concurrently and returns their results in call order', async () => {
+    const started: string[] = []
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const slow = defineTool<{ name: string; ms: number }>({
+      name: 'slow',
+      execute: async ({ name, ms }) => {
+        started.push(name)
+        if (started.length === 3) release()
+        await gate
+        await new Promise((resolve) => setTimeout(resolve, ms))
+        return name
+      },
+    })
+    const result = await prompt('go', {
+      model: scriptedModel([
+        { toolCalls: [{ id: '1', name: 'slow', input: { name: 'a', ms: 30 } }, { id: '2', name: 'slow', input: { name: 'b', ms: 1 } }, { id: '3', name: 'slow', input: { name: 'c', ms: 15 } }] },
+        { text: 'end' },
+      ]),
+      tools: [slow],
+    })
+    // All three were running before any finished: the gate opens only when the third starts.
+    expect(started.sort()).toEqual(['a', 'b', 'c'])
+    expect(result.toolCalls.map((call) => call.output)).toEqual(['a', 'b', 'c'])
+  })
+
+  it('gives execute the tool call id, the session id, a live signal and its definition as this', async () => {
+    let seen: any
+    const tool = defineTool({
+      name: 'ctx',
+      marker: 'mine',
+      execute(this: any, _input, context) {
+        seen = { ...context, signalAborted: context.signal.aborted, isSignal: context.signal instanceof AbortSignal, marker: this.marker }
+        return 'ok'
+      },
+    } as any)
+    const agent = await createAgent({ model: scriptedModel([{ toolCalls: [{ id: 'call-9', name: 'ctx', input: {} }] }, { text: 'end' }]), tools: [tool] })
+    await (await agent.send('go')).result()
+    expect(seen).toMatchObject({ toolCallId: 'call-9', sessionId: agent.sessionId, signalAborted: false, isSignal: true })
+    await agent.close()
+  })
+})
+
+describe('limits and session state', () => {
+  it('stops at maxTurns with stopReason max_turns, after answering the last turn\'s calls', async () => {
+    const again = { toolCalls: [{ name: 'echo', input: { text: 'again' } }] }
+    const agent = await createAgent({ model: scriptedModel([again, again, again, again]), tools: [echo], maxTurns: 2 })
+    const result = await (await agent.send('loop')).result()
+    expect(result.stopReason).toBe('max_turns')
+    expect(result.turns).toBe(2)
+    expect(result.toolCalls).toHaveLength(2)
+    expect(agent.messages.at(-1)).toMatchObject({ role: 'tool', content: 'echo:again' })
+    const perSend = await (await agent.send('once more', { maxTurns: 1 })).result()
+    expect(perSend).toMatchObject({ stopReason: 'max_turns', turns: 1 })
+    await agent.close()
+  })
+
+  it('rejects a send while the previous response runs (SESSION_BUSY) and after close (SESSION_CLOSED)', async () => {
+    let release!: () => void
+    const wait = defineTool({ name: 'wait', execute: () => new Promise<string>((resolve) => (release = () => resolve('ok'))) })
+    const agent = await createAgent({ model: scriptedModel([{ toolCalls: [{ name: 'wait', input: {} }] }, { text: 'end' }, { text: 'again' }]), tools: [wait] })
+    const first = await agent.send('one')
+    expect(first.isSettled).toBe(false)
+    await expect(agent.send('two')).rejects.toMatchObject({ name: 'SdkError', code: 'SESSION_BUSY' })
+    while (!release) await new Promise((resolve) => setTimeout(resolve, 1))
+    release()
+    expect(await first.text()).toBe('end')
+    expect(await (await agent.send('three')).text()).toBe('again')
+    await agent.close()
+    expect(agent.isClosed).toBe(true)
+    const closed = await agent.send('four').catch((error) => error)
+    expect(closed).toBeInstanceOf(SdkError)
+    expect(closed).toMatchObject({ code: 'SESSION_CLOSED', message: 'Session is closed' })
+  })
+
+  it('ends the run with MODEL_ERROR when the script runs out, and stays usable', async () => {
+    const agent = await createAgent({ model: scriptedModel([{ toolCalls: [{ name: 'echo', input: { text: 'a' } }] }]), tools: [echo] })
+    const response = await agent.send('go')
+    const error = await response.text().catch((e) => e)
+    expect(error).toBeInstanceOf(SdkError)
+    expect(error).toMatchObject({ code: 'MODEL_ERROR', message: 'scriptedModel ran out of turns: it has 1, and this is model call 2' })
+    await expect(response.result()).rejects.toBe(error)
+    const events = await collect(response.stream())
+    expect(events.at(-1)).toEqual({ type: 'error', error })
+    await expect(async () => {
+      for await (const _ of response.textStream()) {
+      }
+    }).rejects.toBe(error)
+    expect(response.isSettled).toBe(true)
+    await agent.close()
+  })
+
+  it('rejects the run with the very error the script function threw', async () => {
+    const thrown = new RangeError('script broke')
+    const agent = await createAgent({ model: scriptedModel(() => { throw thrown }) })
+    await expect((await agent.send('go')).text()).rejects.toBe(thrown)
+    await agent.close()
+  })
+
+  it('reports a script function that returns a bad turn as MODEL_ERROR naming the field', async () => {
+    const agent = await createAgent({ model: scriptedModel(() => ({ toolCalls: [{ input: {} }] }) as any) })
+    await expect((await agent.send('go')).text()).rejects.toMatchObject({
+      code: 'MODEL_ERROR',
+      message: 'scriptedModel function returned an invalid turn: toolCalls[0].name must be a non-empty string',
+    })
+    await agent.close()
+  })
+
+  it('rejects a message that is neither text nor parts', async () => {
+    const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]) })
+    await expect(agent.send(42 as any)).rejects.toMatchObject({ code: 'INVALID_INPUT', message: 'message must be a string or an array of text and image_url parts (got 42)' })
+    await expect(agent.send('x', { maxTurns: 0 })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: 'maxTurns must be a positive integer no greater than 2147483647' })
+    await agent.close()
+  })
+
+  it('send resolves before the run has finished', async () => {
+    let release!: () => void
+    const model = scriptedModel(async () => {
+      await new Promise<void>((resolve) => (release = resolve))
+      return { text: 'late' }
+    })
+    const agent = await createAgent({ model })
+    const response = await agent.send('go')
+    expect(response.isSettled).toBe(false)
+    while (!release) await new Promise((resolve) => setTimeout(resolve, 1))
+    release()
+    expect(await response.text()).toBe('late')
+    await agent.close()
+  })
+})

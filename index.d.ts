@@ -1,0 +1,210 @@
+// Public types of agent-runtime-hooks. Hand-written: the generated `binding.d.ts` describes the
+// internal native layer only.
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+export type JsonObject = { [key: string]: JsonValue }
+/** A JSON Schema object describing a tool's input. */
+export type JsonSchemaObject = { [key: string]: JsonValue }
+
+export declare const HookEvent: {
+  readonly PreToolUse: 'PreToolUse'
+  readonly PostToolUse: 'PostToolUse'
+  readonly PostToolUseFailure: 'PostToolUseFailure'
+  readonly PermissionRequest: 'PermissionRequest'
+  readonly UserPromptSubmit: 'UserPromptSubmit'
+  readonly SessionStart: 'SessionStart'
+  readonly SessionEnd: 'SessionEnd'
+  readonly TaskCompleted: 'TaskCompleted'
+}
+export type HookEventName = (typeof HookEvent)[keyof typeof HookEvent]
+
+export declare class SdkError extends Error {
+  constructor(code: string, message: string, options?: { cause?: unknown })
+  readonly code: string
+  cause?: unknown
+  /** HTTP status, on a `MODEL_ERROR` caused by a non-2xx answer. */
+  status?: number
+  toJSON(): { name: string; code: string; message: string; cause?: unknown }
+}
+export declare class HookTimeoutError extends SdkError {
+  constructor(event: HookEventName, timeoutMs: number)
+  readonly event: HookEventName
+  readonly timeoutMs: number
+  toJSON(): { name: string; code: string; message: string; cause?: unknown; event: HookEventName; timeoutMs: number }
+}
+export declare class ConfigError extends SdkError {
+  constructor(message: string, options?: { cause?: unknown })
+}
+export declare class AbortError extends SdkError {
+  constructor(message?: string, options?: { cause?: unknown })
+}
+export declare class CriticalHookDeliveryError extends SdkError {
+  constructor(hookId: string, cause?: unknown)
+  readonly hookId: string
+}
+
+/** What `scriptedModel` returns; pass it as `model`. */
+export interface ModelProvider {
+  readonly kind: 'scripted'
+}
+
+export interface ScriptedToolCall {
+  id?: string
+  name: string
+  input?: JsonObject
+  /** Raw argument text instead of `input`, e.g. to send the loop arguments that are not JSON. */
+  arguments?: string
+}
+export interface ScriptedTurn {
+  text?: string
+  toolCalls?: ScriptedToolCall[]
+  usage?: { inputTokens?: number; outputTokens?: number }
+}
+/** What the function form of `scriptedModel` is asked with: what a model would have been sent. */
+export interface ScriptRequest {
+  /** 1 for the first model call of a run. */
+  turn: number
+  /** The conversation, system prompt first (when set). */
+  messages: Array<{ role: 'system'; content: string } | Message>
+  tools: Array<{ name: string; description?: string; parameters: JsonSchemaObject }>
+}
+export type ScriptFn = (request: ScriptRequest) => ScriptedTurn | Promise<ScriptedTurn>
+
+export type UserMessageContent =
+  | string
+  | Array<{ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } }>
+
+/** The conversation, in the OpenAI chat shape. */
+export type Message =
+  | { role: 'user'; content: UserMessageContent }
+  | {
+      role: 'assistant'
+      content: string | null
+      tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
+    }
+  | { role: 'tool'; tool_call_id: string; content: string }
+
+export type ToolResult =
+  | { status: 'success'; model: JsonValue }
+  | { status: 'error'; model?: JsonValue; error: { message: string } }
+
+export interface ToolContext {
+  /** Aborted when the run is aborted (`agent.abort()` or the caller's signal). */
+  signal: AbortSignal
+  toolCallId: string
+  sessionId: string
+}
+
+export interface ToolDefinition<I = JsonObject> {
+  name: string
+  description?: string
+  /** Sent to the model; default `{ type: 'object', properties: {} }`. */
+  parameters?: JsonSchemaObject
+  /** Default `'execute'`. */
+  kind?: 'readonly' | 'write' | 'execute'
+  /** Default `'non_idempotent'`. */
+  sideEffect?: 'pure' | 'idempotent' | 'non_idempotent'
+  execute(input: I, context: ToolContext): Promise<JsonValue | ToolResult | void> | JsonValue | ToolResult | void
+}
+
+export interface ConnectionOptions {
+  headers?: Record<string, string>
+  organization?: string
+  projectId?: string
+  /** Budget of one HTTP attempt, headers to last byte; default 600000. */
+  requestTimeoutMs?: number
+  /** Further attempts after a 429 or 5xx answer; default 2. */
+  maxRetries?: number
+  /** Stream answers over SSE; default true. */
+  stream?: boolean
+}
+
+export interface AgentOptions {
+  model: string | ModelProvider
+  /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY from the environment. */
+  apiKey?: string
+  /** Default 'openai'. */
+  provider?: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek'
+  baseUrl?: string
+  baseURL?: string
+  systemPrompt?: string
+  temperature?: number
+  maxOutputTokens?: number
+  /** Default 200; reaching it ends the run with stopReason 'max_turns'. */
+  maxTurns?: number
+  tools?: ToolDefinition<any>[]
+  advanced?: {
+    /** Default 600000. */
+    hookTimeoutMs?: number
+    /** Default 3000. */
+    sessionEndHookTimeoutMs?: number
+    connection?: ConnectionOptions
+  }
+}
+
+export interface Usage {
+  inputTokens: number
+  outputTokens: number
+  totalTokens: number
+}
+
+export interface ToolCallRecord {
+  id: string
+  name: string
+  input: JsonObject
+  /** What the model was sent. */
+  output: string
+  status: 'success' | 'error'
+  mocked?: boolean
+}
+
+export interface PromptResult {
+  content: string
+  toolCalls: ToolCallRecord[]
+  usage: Usage
+  /** Model calls made in this run. */
+  turns: number
+  stopReason: 'done' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
+}
+
+export type StreamEvent =
+  | { type: 'content'; delta: string }
+  | { type: 'tool_use'; id: string; name: string; input: JsonObject }
+  | { type: 'tool_result'; id: string; name: string; output: string; status: 'success' | 'error' }
+  | { type: 'turn'; index: number }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'result'; result: PromptResult }
+  | { type: 'error'; error: SdkError | Error }
+
+export interface SendOptions {
+  signal?: AbortSignal
+  maxTurns?: number
+}
+
+export interface AgentResponse {
+  /** The final assistant text; rejects with the run's error. */
+  text(): Promise<string>
+  /** Text deltas as they stream. */
+  textStream(): AsyncIterable<string>
+  /** Every event of the run; each call starts again from the first. */
+  stream(): AsyncIterable<StreamEvent>
+  result(): Promise<PromptResult>
+  readonly isSettled: boolean
+}
+
+export interface Agent {
+  readonly sessionId: string
+  readonly isClosed: boolean
+  /** The conversation so far, without the system prompt. */
+  readonly messages: Message[]
+  send(message: UserMessageContent, options?: SendOptions): Promise<AgentResponse>
+  /** Aborts the active run. */
+  abort(reason?: unknown): void
+  close(): Promise<void>
+}
+
+export declare function createAgent(options: AgentOptions): Promise<Agent>
+/** One-shot: create an agent, send the message, close it. */
+export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
+export declare function defineTool<I extends JsonObject = JsonObject>(definition: ToolDefinition<I>): ToolDefinition<I>
+export declare function scriptedModel(turns: ScriptedTurn[] | ScriptFn): ModelProvider
