@@ -1,0 +1,239 @@
+// The OpenAI Chat Completions client against a real HTTP server on 127.0.0.1.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { createAgent, defineTool, prompt, SdkError, type AgentOptions } from '../index.js'
+import { completion, json, openaiChunks, rawStream, sleep, splitBytes, sse, startServer, type ModelServer } from './helpers/server.js'
+
+let server: ModelServer
+beforeAll(async () => {
+  server = await startServer()
+})
+afterAll(() => server.close())
+beforeEach(() => {
+  server.requests.length = 0
+})
+
+const readFile = defineTool<{ path: string }>({
+  name: 'read_file',
+  description: 'Reads a file',
+  parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  kind: 'readonly',
+  execute: ({ path }) => `contents of ${path}`,
+})
+
+function options(extra: Partial<AgentOptions> = {}): AgentOptions {
+  return { model: 'gpt-test', apiKey: 'sk-test', baseUrl: server.url + '/v1', ...extra }
+}
+
+describe('streaming (SSE)', () => {
+  it('streams text, runs tool calls and sends their results back, with usage totals', async () => {
+    server.reply(
+      rawStream([sse(openaiChunks('', [{ id: 'call_1', name: 'read_file', arguments: '{"path":"a.txt"}' }]))]),
+      rawStream([sse(openaiChunks('Done ✓'))]),
+    )
+    const agent = await createAgent(options({ systemPrompt: 'You are terse.', tools: [readFile], temperature: 0.2, maxOutputTokens: 256 }))
+    const response = await agent.send('read a.txt')
+    const deltas: string[] = []
+    for await (const delta of response.textStream()) deltas.push(delta)
+    expect(deltas.join('')).toBe('Done ✓')
+    const result = await response.result()
+    expect(result).toMatchObject({
+      content: 'Done ✓',
+      turns: 2,
+      stopReason: 'done',
+      usage: { inputTokens: 22, outputTokens: 14, totalTokens: 36 },
+      toolCalls: [{ id: 'call_1', name: 'read_file', input: { path: 'a.txt' }, output: 'contents of a.txt', status: 'success' }],
+    })
+
+    expect(server.requests).toHaveLength(2)
+    const [first, second] = server.requests
+    expect(first.method).toBe('POST')
+    expect(first.url).toBe('/v1/chat/completions')
+    expect(first.headers.authorization).toBe('Bearer sk-test')
+    expect(first.headers['content-type']).toBe('application/json')
+    expect(first.body).toEqual({
+      model: 'gpt-test',
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'user', content: 'read a.txt' },
+      ],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'read_file',
+            description: 'Reads a file',
+            parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+          },
+        },
+      ],
+      temperature: 0.2,
+      max_completion_tokens: 256,
+      stream: true,
+      stream_options: { include_usage: true },
+    })
+    expect(second.body.messages.slice(2)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'contents of a.txt' },
+    ])
+    await agent.close()
+  })
+
+  it('assembles a stream delivered in 3-byte pieces, cut mid-JSON and mid-UTF-8 character', async () => {
+    const body = sse(openaiChunks('héllo wörld — 你好 🙂', [{ id: 'c9', name: 'read_file', arguments: '{"path":"日本/ファイル.txt"}' }]))
+    server.reply(rawStream(splitBytes(body, 3), 0), rawStream([sse(openaiChunks('ok'))]))
+    const result = await prompt('go', options({ tools: [readFile] }))
+    expect(result.toolCalls[0]).toMatchObject({ input: { path: '日本/ファイル.txt' }, output: 'contents of 日本/ファイル.txt' })
+    expect(server.requests[1].body.messages[1]).toEqual({
+      role: 'assistant',
+      content: 'héllo wörld — 你好 🙂',
+      tool_calls: [{ id: 'c9', type: 'function', function: { name: 'read_file', arguments: '{"path":"日本/ファイル.txt"}' } }],
+    })
+  })
+
+  it('assembles several tool calls whose fragments interleave by index', async () => {
+    const chunks = [
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'a', function: { name: 'read_file', arguments: '{"pa' } }] } }] },
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 1, id: 'b', function: { name: 'read_file', arguments: '{"path"' } }] } }] },
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: 'th":"1"}' } }] } }] },
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 1, function: { arguments: ':"2"}' } }] } }] },
+      { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+    ]
+    server.reply(rawStream([sse(chunks)]), rawStream([sse(openaiChunks('end'))]))
+    const result = await prompt('go', options({ tools: [readFile] }))
+    expect(result.toolCalls.map((call) => [call.id, call.output])).toEqual([
+      ['a', 'contents of 1'],
+      ['b', 'contents of 2'],
+    ])
+  })
+
+  it('a stream that stops before it is complete is a MODEL_ERROR', async () => {
+    server.reply(rawStream([sse([{ choices: [{ index: 0, delta: { content: 'partial' } }] }], false)]))
+    await expect(prompt('go', options())).rejects.toMatchObject({ code: 'MODEL_ERROR', message: 'Model stream ended before the response was complete' })
+  })
+
+  it('a malformed chunk is a MODEL_ERROR that quotes it', async () => {
+    server.reply(rawStream(['data: {"choices": [oops\n\n']))
+    const error = await prompt('go', options()).catch((e) => e)
+    expect(error).toBeInstanceOf(SdkError)
+    expect(error.code).toBe('MODEL_ERROR')
+    expect(error.message).toMatch(/^Model stream is malformed: .* in \{"choices": \[oops$/)
+  })
+
+  it('an error object inside the stream is a MODEL_ERROR with its message', async () => {
+    server.reply(rawStream([sse([{ error: { message: 'context length exceeded', type: 'invalid_request_error' } }], false)]))
+    await expect(prompt('go', options())).rejects.toMatchObject({ code: 'MODEL_ERROR', message: 'Model stream reported an error: context length exceeded' })
+  })
+})
+
+describe('non-streaming', () => {
+  it('reads a chat completion and its tool calls when stream is off', async () => {
+    server.reply(json(completion(null, [{ id: 'n1', name: 'read_file', arguments: '{"path":"b"}' }])), json(completion('finished')))
+    const agent = await createAgent(options({ tools: [readFile], advanced: { connection: { stream: false } } }))
+    const response = await agent.send('go')
+    const result = await response.result()
+    expect(result).toMatchObject({ content: 'finished', usage: { inputTokens: 10, outputTokens: 6, totalTokens: 16 } })
+    expect(result.toolCalls[0].output).toBe('contents of b')
+    expect(server.requests[0].body.stream).toBe(false)
+    expect(server.requests[0].body.stream_options).toBeUndefined()
+    const events: string[] = []
+    for await (const event of response.stream()) events.push(event.type)
+    expect(events).toEqual(['turn', 'tool_use', 'tool_result', 'turn', 'content', 'usage', 'result'])
+    await agent.close()
+  })
+})
+
+describe('connection options', () => {
+  it('sends organization, project and custom headers, and accepts baseURL', async () => {
+    server.reply(rawStream([sse(openaiChunks('hi'))]))
+    await prompt('go', {
+      model: 'gpt-test',
+      apiKey: 'sk-2',
+      baseURL: server.url + '/v1/',
+      advanced: { connection: { organization: 'org-1', projectId: 'proj-1', headers: { 'x-tenant': 'acme' } } },
+    })
+    const headers = server.requests[0].headers
+    expect(server.requests[0].url).toBe('/v1/chat/completions')
+    expect(headers['openai-organization']).toBe('org-1')
+    expect(headers['openai-project']).toBe('proj-1')
+    expect(headers['x-tenant']).toBe('acme')
+    expect(headers.authorization).toBe('Bearer sk-2')
+  })
+
+  it('uses max_tokens and no API key for an openai-compatible server', async () => {
+    server.reply(rawStream([sse(openaiChunks('hi'))]))
+    await prompt('go', { model: 'llama', provider: 'openai-compatible', baseUrl: server.url, maxOutputTokens: 64 })
+    expect(server.requests[0].url).toBe('/chat/completions')
+    expect(server.requests[0].headers.authorization).toBeUndefined()
+    expect(server.requests[0].body.max_tokens).toBe(64)
+    expect(server.requests[0].body.max_completion_tokens).toBeUndefined()
+  })
+
+  it('times out a request that takes longer than requestTimeoutMs', async () => {
+    server.reply(async (_req, res) => {
+      await sleep(2000)
+      res.end()
+    })
+    const started = Date.now()
+    const error = await prompt('go', options({ advanced: { connection: { requestTimeoutMs: 150, maxRetries: 0 } } })).catch((e) => e)
+    expect(error).toMatchObject({ code: 'MODEL_ERROR', message: 'Model request timed out after 150ms' })
+    expect(Date.now() - started).toBeLessThan(1500)
+  })
+
+  it('times out a stream that stalls after it started', async () => {
+    server.reply(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write(sse([{ choices: [{ index: 0, delta: { content: 'slow' } }] }], false))
+      await sleep(2000)
+      res.end()
+    })
+    await expect(prompt('go', options({ advanced: { connection: { requestTimeoutMs: 200 } } }))).rejects.toMatchObject({
+      code: 'MODEL_ERROR',
+      message: 'Model request timed out after 200ms',
+    })
+  })
+})
+
+describe('errors and retries', () => {
+  it('retries 429 and 5xx with backoff, honouring retry-after-ms, then succeeds', async () => {
+    server.reply(
+      json({ error: { message: 'Rate limit reached' } }, 429, { 'retry-after-ms': '20' }),
+      json({ error: { message: 'overloaded' } }, 503, { 'retry-after-ms': '20' }),
+      rawStream([sse(openaiChunks('third time'))]),
+    )
+    const result = await prompt('go', options())
+    expect(result.content).toBe('third time')
+    expect(server.requests).toHaveLength(3)
+    expect(server.requests[2].body).toEqual(server.requests[0].body)
+  })
+
+  it('gives up after maxRetries with the last status and the body\'s error message', async () => {
+    server.reply(json({ error: { message: 'Rate limit reached for gpt-test' } }, 429, { 'retry-after-ms': '5' }))
+    const error = await prompt('go', options({ advanced: { connection: { maxRetries: 1 } } })).catch((e) => e)
+    expect(error).toBeInstanceOf(SdkError)
+    expect(error).toMatchObject({ code: 'MODEL_ERROR', status: 429, message: 'Model request failed with status 429 Too Many Requests: Rate limit reached for gpt-test' })
+    expect(server.requests).toHaveLength(2)
+  })
+
+  it('does not retry other client errors, and quotes a non-JSON body', async () => {
+    server.reply((_req, res) => {
+      res.writeHead(401, { 'content-type': 'text/plain' })
+      res.end('invalid api key')
+    })
+    await expect(prompt('go', options())).rejects.toMatchObject({ code: 'MODEL_ERROR', status: 401, message: 'Model request failed with status 401 Unauthorized: invalid api key' })
+    expect(server.requests).toHaveLength(1)
+  })
+
+  it('a refused connection is a MODEL_ERROR naming the URL', async () => {
+    const error = await prompt('go', { model: 'm', apiKey: 'k', baseUrl: 'http://127.0.0.1:9/v1' }).catch((e) => e)
+    expect(error.code).toBe('MODEL_ERROR')
+    expect(error.message).toMatch(/^Model request to http:\/\/127\.0\.0\.1:9\/v1\/chat\/completions failed: .*refused/i)
+  })
+
+  it('a failed run leaves the session usable', async () => {
+    server.reply(json({ error: { message: 'bad gateway' } }, 400), rawStream([sse(openaiChunks('recovered'))]))
+    const agent = await createAgent(options())
+    await expect((await agent.send('one')).text()).rejects.toMatchObject({ status: 400 })
+    expect(await (await agent.send('two')).text()).toBe('recovered')
+    await agent.close()
+  })
+})

@@ -1,0 +1,95 @@
+// Process-level behaviour, in child processes: the addon never keeps Node alive on its own, and
+// no user function can crash the process.
+import { execFile } from 'node:child_process'
+import { resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { defineTool, prompt, scriptedModel } from '../index.js'
+
+const entry = resolve(__dirname, '..', 'index.js')
+
+function runScript(source: string, timeoutMs = 8000): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
+  return new Promise((done) => {
+    const started = Date.now()
+    execFile(process.execPath, ['-e', source], { timeout: timeoutMs, env: { ...process.env, ENTRY: entry } }, (error, stdout, stderr) => {
+      const timedOut = Boolean(error && (error as any).killed) && Date.now() - started >= timeoutMs - 100
+      done({ code: error ? ((error as any).code ?? null) : 0, stdout, stderr, timedOut })
+    })
+  })
+}
+
+describe('the process', () => {
+  it('exits on its own when an agent that ran is never closed', async () => {
+    const result = await runScript(`
+      const { createAgent, scriptedModel, defineTool } = require(process.env.ENTRY)
+      ;(async () => {
+        const agent = await createAgent({
+          model: scriptedModel([{ toolCalls: [{ name: 't', input: {} }] }, { text: 'done' }]),
+          tools: [defineTool({ name: 't', execute: async () => 'x' })],
+        })
+        const res = await agent.send('go')
+        console.log(await res.text())
+      })()
+    `)
+    expect(result.timedOut).toBe(false)
+    expect(result.code).toBe(0)
+    expect(result.stdout.trim()).toBe('done')
+  })
+
+  it('exits on its own when an agent is created and never used', async () => {
+    const result = await runScript(`
+      const { createAgent, scriptedModel } = require(process.env.ENTRY)
+      createAgent({ model: scriptedModel((r) => ({ text: 'x' })) }).then(() => console.log('created'))
+    `)
+    expect(result).toMatchObject({ timedOut: false, code: 0 })
+    expect(result.stdout.trim()).toBe('created')
+  })
+
+  it('a tool that throws synchronously, or throws a value with a throwing message, fails the call and the process lives', async () => {
+    const result = await runScript(`
+      const { prompt, scriptedModel, defineTool } = require(process.env.ENTRY)
+      const hostile = { get message() { throw new Error('no message for you') }, toString() { throw new Error('nor a string') } }
+      prompt('go', {
+        model: scriptedModel([{ toolCalls: [{ name: 'sync', input: {} }, { name: 'hostile', input: {} }] }, { text: 'alive' }]),
+        tools: [
+          defineTool({ name: 'sync', execute() { throw new Error('sync boom') } }),
+          defineTool({ name: 'hostile', execute() { throw hostile } }),
+        ],
+      }).then((r) => console.log(JSON.stringify(r.toolCalls.map((c) => c.output)), r.content))
+    `)
+    expect(result.code).toBe(0)
+    expect(result.stdout.trim()).toBe('["Tool execution failed: sync boom","Tool execution failed: an error that cannot be described"] alive')
+  })
+})
+
+describe('odd return values', () => {
+  it('become failed calls or empty outputs, never a crash', async () => {
+    const circular: any = { a: 1 }
+    circular.self = circular
+    const tools = [
+      defineTool({ name: 'bigint', execute: () => 10n as any }),
+      defineTool({ name: 'circular', execute: () => circular }),
+      defineTool({ name: 'fn', execute: () => (() => 1) as any }),
+      defineTool({ name: 'symbol', execute: () => Symbol('s') as any }),
+      defineTool({ name: 'date', execute: () => new Date(0) as any }),
+    ]
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: tools.map((tool) => ({ name: tool.name, input: {} })) }, { text: 'fine' }]),
+      tools,
+    })
+    expect(result.content).toBe('fine')
+    expect(result.toolCalls.map((call) => [call.status, call.output])).toEqual([
+      ['error', 'Tool execution failed: Do not know how to serialize a BigInt'],
+      ['error', expect.stringMatching(/^Tool execution failed: Converting circular structure to JSON/)],
+      ['success', ''],
+      ['success', ''],
+      ['success', '1970-01-01T00:00:00.000Z'],
+    ])
+  })
+
+  it('a script function that returns a non-object ends the run with MODEL_ERROR', async () => {
+    await expect(prompt('go', { model: scriptedModel(() => 42 as any) })).rejects.toMatchObject({
+      code: 'MODEL_ERROR',
+      message: 'scriptedModel function returned an invalid turn: the turn must be an object like { text, toolCalls } (got 42)',
+    })
+  })
+})
