@@ -1,6 +1,6 @@
 // The agent loop driven by scriptedModel: events, tool calls, results, limits and session state.
 import { describe, expect, it } from 'vitest'
-import { createAgent, defineTool, prompt, scriptedModel, SdkError, type StreamEvent, type ScriptRequest } from '../index.js'
+import { createAgent, defineTool, prompt, scriptedModel, SdkError, type ScriptRequest, type StreamEvent, type ToolContext } from '../index.js'
 
 const echo = defineTool<{ text: string }>({
   name: 'echo',
@@ -203,7 +203,7 @@ describe('tool calls', () => {
     const tool = defineTool({
       name: 'ctx',
       marker: 'mine',
-      execute(this: any, _input, context) {
+      execute(this: any, _input: unknown, context: ToolContext) {
         seen = { ...context, signalAborted: context.signal.aborted, isSignal: context.signal instanceof AbortSignal, marker: this.marker }
         return 'ok'
       },

@@ -8,4 +8,4 @@ pub mod ids;
 pub mod model;
 
 #[cfg(feature = "node")]
-mod binding;
+pub mod binding;

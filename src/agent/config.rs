@@ -108,7 +108,13 @@ impl AgentConfig {
             None => Fields::empty("advanced"),
             Some(value) => Fields::object(value, "advanced", "an object")?,
         };
-        advanced.only(&["hooks", "hookTimeoutMs", "sessionEndHookTimeoutMs", "permission", "connection"])?;
+        advanced.only(&[
+            "hooks",
+            "hookTimeoutMs",
+            "sessionEndHookTimeoutMs",
+            "permission",
+            "connection",
+        ])?;
         for unsupported in ["hooks", "permission"] {
             if advanced.get(unsupported).is_some() {
                 return Err(SdkError::config(format!(
@@ -120,7 +126,14 @@ impl AgentConfig {
             None => Fields::empty("advanced.connection"),
             Some(value) => Fields::object(value, "advanced.connection", "an object")?,
         };
-        connection.only(&["headers", "organization", "projectId", "requestTimeoutMs", "maxRetries", "stream"])?;
+        connection.only(&[
+            "headers",
+            "organization",
+            "projectId",
+            "requestTimeoutMs",
+            "maxRetries",
+            "stream",
+        ])?;
 
         let model = read_model(&options, &connection, env)?;
         Ok(AgentConfig {
@@ -132,16 +145,24 @@ impl AgentConfig {
                     value
                         .as_f64()
                         .filter(|t| (0.0..=2.0).contains(t))
-                        .ok_or_else(|| options.invalid("temperature", "a number from 0 to 2", value))?,
+                        .ok_or_else(|| {
+                            options.invalid("temperature", "a number from 0 to 2", value)
+                        })?,
                 ),
             },
-            max_output_tokens: options.positive_integer("maxOutputTokens", u32::MAX as u64)?.map(|n| n as u32),
+            max_output_tokens: options
+                .positive_integer("maxOutputTokens", u32::MAX as u64)?
+                .map(|n| n as u32),
             max_turns: options
                 .positive_integer("maxTurns", MAX_TIMER_MS)?
                 .map_or(DEFAULT_MAX_TURNS, |n| n as u32),
             tools: read_tools(&options)?,
             hook_timeout_ms: timeout(&advanced, "hookTimeoutMs", DEFAULT_HOOK_TIMEOUT_MS)?,
-            session_end_hook_timeout_ms: timeout(&advanced, "sessionEndHookTimeoutMs", DEFAULT_SESSION_END_HOOK_TIMEOUT_MS)?,
+            session_end_hook_timeout_ms: timeout(
+                &advanced,
+                "sessionEndHookTimeoutMs",
+                DEFAULT_SESSION_END_HOOK_TIMEOUT_MS,
+            )?,
         })
     }
 
@@ -170,8 +191,12 @@ impl AgentConfig {
                 project: project.clone(),
                 completion_tokens_field: *provider == Provider::OpenAi,
             }),
-            ModelChoice::ScriptedTurns(turns) => Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host)),
-            ModelChoice::ScriptedFunction(function) => Arc::new(ScriptedModel::new(Script::Function(*function), host)),
+            ModelChoice::ScriptedTurns(turns) => {
+                Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host))
+            }
+            ModelChoice::ScriptedFunction(function) => {
+                Arc::new(ScriptedModel::new(Script::Function(*function), host))
+            }
         }
     }
 
@@ -187,7 +212,11 @@ fn timeout(advanced: &Fields, name: &str, default: u32) -> Result<u32> {
         Some(value) => whole_number(value)
             .filter(|n| (1..=MAX_TIMER_MS).contains(n))
             .map(|n| n as u32)
-            .ok_or_else(|| SdkError::config(format!("{name} must be a positive integer no greater than {MAX_TIMER_MS}"))),
+            .ok_or_else(|| {
+                SdkError::config(format!(
+                    "{name} must be a positive integer no greater than {MAX_TIMER_MS}"
+                ))
+            }),
     }
 }
 
@@ -206,12 +235,21 @@ pub fn callable(value: &Value) -> Option<Callable> {
     if object.len() != 1 {
         return None;
     }
-    object.get(FUNCTION_KEY)?.as_u64().map(|n| Callable(n as u32))
+    object
+        .get(FUNCTION_KEY)?
+        .as_u64()
+        .map(|n| Callable(n as u32))
 }
 
-fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, String>) -> Result<ModelChoice> {
+fn read_model(
+    options: &Fields,
+    connection: &Fields,
+    env: &HashMap<String, String>,
+) -> Result<ModelChoice> {
     let model = options.get("model").ok_or_else(|| {
-        SdkError::config("model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)")
+        SdkError::config(
+            "model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)",
+        )
     })?;
     let provider_text = options.string("provider")?;
     let base_url = match (options.string("baseUrl")?, options.string("baseURL")?) {
@@ -235,7 +273,11 @@ fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, Strin
                     ))
                 })?,
             };
-            let field = if options.get("baseUrl").is_some() { "baseUrl" } else { "baseURL" };
+            let field = if options.get("baseUrl").is_some() {
+                "baseUrl"
+            } else {
+                "baseURL"
+            };
             if let Some(url) = &base_url {
                 check_http_url(url, field)?;
             }
@@ -279,8 +321,11 @@ fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, Strin
 }
 
 fn check_http_url(url: &str, field: &str) -> Result<()> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|error| SdkError::config(format!("{field} must be an http(s) URL (\"{url}\": {error})")))?;
+    let parsed = reqwest::Url::parse(url).map_err(|error| {
+        SdkError::config(format!(
+            "{field} must be an http(s) URL (\"{url}\": {error})"
+        ))
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(SdkError::config(format!(
             "{field} must be an http(s) URL (\"{url}\" uses {})",
@@ -295,7 +340,11 @@ fn http_settings(connection: &Fields) -> Result<HttpSettings> {
     let headers = match connection.get("headers") {
         None => Vec::new(),
         Some(value) => {
-            let headers = Fields::object(value, "advanced.connection.headers", "an object of header names to strings")?;
+            let headers = Fields::object(
+                value,
+                "advanced.connection.headers",
+                "an object of header names to strings",
+            )?;
             let mut pairs = Vec::new();
             for (name, value) in headers.map {
                 let Value::String(text) = value else {
@@ -325,7 +374,8 @@ fn http_settings(connection: &Fields) -> Result<HttpSettings> {
             None => defaults.max_retries,
             Some(value) => whole_number(value)
                 .filter(|n| *n <= 10)
-                .ok_or_else(|| connection.invalid("maxRetries", "an integer from 0 to 10", value))? as u32,
+                .ok_or_else(|| connection.invalid("maxRetries", "an integer from 0 to 10", value))?
+                as u32,
         },
         stream: match connection.get("stream") {
             None => defaults.stream,
@@ -346,14 +396,20 @@ fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
     let mut tools = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let path = format!("tools[{index}]");
-        let tool = Fields::object(item, &path, "a tool definition (defineTool({ name, execute }))")?;
+        let tool = Fields::object(
+            item,
+            &path,
+            "a tool definition (defineTool({ name, execute }))",
+        )?;
         // Other keys are left alone: tool objects often carry fields of the caller's own.
         let name = tool
             .string("name")?
             .filter(|name| !name.trim().is_empty())
             .ok_or_else(|| SdkError::config(format!("{path}.name must be a non-empty string")))?;
         if !seen.insert(tool.map["name"].as_str().unwrap_or_default()) {
-            return Err(SdkError::config(format!("{path}.name \"{name}\" is already the name of another tool")));
+            return Err(SdkError::config(format!(
+                "{path}.name \"{name}\" is already the name of another tool"
+            )));
         }
         let execute = tool
             .get("execute")
@@ -367,7 +423,9 @@ fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
         let kind = match tool.string("kind")? {
             None => ToolKind::Execute,
             Some(text) => ToolKind::parse(&text).ok_or_else(|| {
-                SdkError::config(format!("{path}.kind must be one of readonly, write, execute (got \"{text}\")"))
+                SdkError::config(format!(
+                    "{path}.kind must be one of readonly, write, execute (got \"{text}\")"
+                ))
             })?,
         };
         let side_effect = match tool.string("sideEffect")? {
@@ -405,7 +463,10 @@ impl<'a> Fields<'a> {
                 path: path.to_string(),
                 map,
             }),
-            other => Err(SdkError::config(format!("{path} must be {expected} (got {})", kind_of(other)))),
+            other => Err(SdkError::config(format!(
+                "{path} must be {expected} (got {})",
+                kind_of(other)
+            ))),
         }
     }
 
@@ -431,7 +492,11 @@ impl<'a> Fields<'a> {
     }
 
     fn invalid(&self, name: &str, expected: &str, got: &Value) -> SdkError {
-        SdkError::config(format!("{} must be {expected} (got {})", self.field(name), kind_of(got)))
+        SdkError::config(format!(
+            "{} must be {expected} (got {})",
+            self.field(name),
+            kind_of(got)
+        ))
     }
 
     fn only(&self, allowed: &[&str]) -> Result<()> {
@@ -461,7 +526,13 @@ impl<'a> Fields<'a> {
             Some(value) => whole_number(value)
                 .filter(|n| (1..=max).contains(n))
                 .map(Some)
-                .ok_or_else(|| self.invalid(name, &format!("a positive integer no greater than {max}"), value)),
+                .ok_or_else(|| {
+                    self.invalid(
+                        name,
+                        &format!("a positive integer no greater than {max}"),
+                        value,
+                    )
+                }),
         }
     }
 }
@@ -506,7 +577,14 @@ mod tests {
         assert_eq!(config.max_turns, 200);
         assert_eq!(config.hook_timeout_ms, 600_000);
         assert_eq!(config.session_end_hook_timeout_ms, 3_000);
-        let ModelChoice::Http { provider, connection, .. } = config.model else { panic!("http model") };
+        let ModelChoice::Http {
+            provider,
+            connection,
+            ..
+        } = config.model
+        else {
+            panic!("http model")
+        };
         assert_eq!(provider, Provider::OpenAi);
         assert_eq!(connection.base_url, "https://api.openai.com/v1");
         assert_eq!(connection.api_key.as_deref(), Some("k"));
@@ -516,8 +594,12 @@ mod tests {
     #[test]
     fn the_api_key_falls_back_on_the_environment() {
         let env = HashMap::from([("ANTHROPIC_API_KEY".to_string(), "from-env".to_string())]);
-        let config = AgentConfig::from_options(&json!({"model": "claude", "provider": "anthropic"}), &env).unwrap();
-        let ModelChoice::Http { connection, .. } = config.model else { panic!("http model") };
+        let config =
+            AgentConfig::from_options(&json!({"model": "claude", "provider": "anthropic"}), &env)
+                .unwrap();
+        let ModelChoice::Http { connection, .. } = config.model else {
+            panic!("http model")
+        };
         assert_eq!(connection.api_key.as_deref(), Some("from-env"));
         assert_eq!(connection.base_url, "https://api.anthropic.com");
     }
@@ -557,26 +639,42 @@ mod tests {
 
     #[test]
     fn hook_timeouts_use_the_exact_texts() {
-        for bad in [json!(0), json!(-1), json!(1.5), json!("50"), json!(2_147_483_648u64)] {
+        for bad in [
+            json!(0),
+            json!(-1),
+            json!(1.5),
+            json!("50"),
+            json!(2_147_483_648u64),
+        ] {
             assert_eq!(
                 error(json!({"model": "m", "apiKey": "k", "advanced": {"hookTimeoutMs": bad}})),
                 "hookTimeoutMs must be a positive integer no greater than 2147483647"
             );
             assert_eq!(
-                error(json!({"model": "m", "apiKey": "k", "advanced": {"sessionEndHookTimeoutMs": bad}})),
+                error(
+                    json!({"model": "m", "apiKey": "k", "advanced": {"sessionEndHookTimeoutMs": bad}})
+                ),
                 "sessionEndHookTimeoutMs must be a positive integer no greater than 2147483647"
             );
         }
         let config = config(json!({"model": "m", "apiKey": "k", "advanced": {"hookTimeoutMs": 50, "sessionEndHookTimeoutMs": 2147483647}})).unwrap();
-        assert_eq!((config.hook_timeout_ms, config.session_end_hook_timeout_ms), (50, 2_147_483_647));
+        assert_eq!(
+            (config.hook_timeout_ms, config.session_end_hook_timeout_ms),
+            (50, 2_147_483_647)
+        );
     }
 
     #[test]
     fn scripted_models_are_read_from_turns_or_a_function() {
-        let turns = config(json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}})).unwrap();
+        let turns =
+            config(json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}})).unwrap();
         assert!(matches!(turns.model, ModelChoice::ScriptedTurns(ref t) if t.len() == 1));
-        let function = config(json!({"model": {"kind": "scripted", "script": {"$function": 4}}})).unwrap();
-        assert!(matches!(function.model, ModelChoice::ScriptedFunction(Callable(4))));
+        let function =
+            config(json!({"model": {"kind": "scripted", "script": {"$function": 4}}})).unwrap();
+        assert!(matches!(
+            function.model,
+            ModelChoice::ScriptedFunction(Callable(4))
+        ));
         assert_eq!(
             error(json!({"model": {"kind": "scripted", "turns": [{"text": 1}]}})),
             "model.turns[0].text must be a string (got 1)"

@@ -11,13 +11,32 @@ use crate::model::Usage;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent {
     /// A model call begins; `index` is 1 for the first call of the run.
-    Turn { index: u32 },
-    Content { delta: String },
-    ToolUse { id: String, name: String, input: Value },
-    ToolResult { id: String, name: String, output: String, status: CallStatus },
-    Usage { usage: Usage },
-    Result { result: PromptResult },
-    Error { error: SdkError },
+    Turn {
+        index: u32,
+    },
+    Content {
+        delta: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        id: String,
+        name: String,
+        output: String,
+        status: CallStatus,
+    },
+    Usage {
+        usage: Usage,
+    },
+    Result {
+        result: PromptResult,
+    },
+    Error {
+        error: SdkError,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -12,7 +12,9 @@ use super::session::{RunControl, SendOptions, Session};
 use super::tools::{self, ToolContext, ToolOutcome};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::model::scripted::describe;
-use crate::model::{AssistantToolCall, Message, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
+use crate::model::{
+    AssistantToolCall, Message, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent,
+};
 
 pub(crate) struct Run {
     session: Arc<Session>,
@@ -26,7 +28,12 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    pub fn new(session: Arc<Session>, control: Arc<RunControl>, events: UnboundedSender<StreamEvent>, options: SendOptions) -> Self {
+    pub fn new(
+        session: Arc<Session>,
+        control: Arc<RunControl>,
+        events: UnboundedSender<StreamEvent>,
+        options: SendOptions,
+    ) -> Self {
         let max_turns = options.max_turns.unwrap_or(session.config.max_turns);
         Run {
             session,
@@ -87,12 +94,20 @@ impl Run {
             // Hook point: StepStart.
             let reply = self.call_model().await?;
             self.usage.add(reply.usage);
-            let ModelReply { text, tool_calls, .. } = reply;
+            let ModelReply {
+                text, tool_calls, ..
+            } = reply;
             self.session.push(Message::Assistant {
                 content: (!text.is_empty() || tool_calls.is_empty()).then(|| text.clone()),
                 tool_calls: tool_calls
                     .iter()
-                    .map(|call| AssistantToolCall::new(call.id.clone(), call.name.clone(), call.arguments.clone()))
+                    .map(|call| {
+                        AssistantToolCall::new(
+                            call.id.clone(),
+                            call.name.clone(),
+                            call.arguments.clone(),
+                        )
+                    })
                     .collect(),
             });
             // Hook point: StepEnd.
@@ -131,15 +146,19 @@ impl Run {
         };
         let events = self.events.clone();
         let mut on_text = move |delta: &str| {
-            let _ = events.send(StreamEvent::Content { delta: delta.to_string() });
+            let _ = events.send(StreamEvent::Content {
+                delta: delta.to_string(),
+            });
         };
         self.session.model.complete(request, &mut on_text).await
     }
 
     /// Runs one turn's tool calls concurrently; results come back in call order.
     async fn run_tool_calls(&self, calls: &[ToolCallRequest]) -> Vec<ToolCallRecord> {
-        let inputs: Vec<std::result::Result<Map<String, Value>, String>> =
-            calls.iter().map(|call| parse_arguments(&call.arguments)).collect();
+        let inputs: Vec<std::result::Result<Map<String, Value>, String>> = calls
+            .iter()
+            .map(|call| parse_arguments(&call.arguments))
+            .collect();
         for (call, input) in calls.iter().zip(&inputs) {
             self.emit(StreamEvent::ToolUse {
                 id: call.id.clone(),
@@ -147,11 +166,26 @@ impl Run {
                 input: Value::Object(input.clone().unwrap_or_default()),
             });
         }
-        join_all(calls.iter().zip(inputs).map(|(call, input)| self.run_tool_call(call, input))).await
+        join_all(
+            calls
+                .iter()
+                .zip(inputs)
+                .map(|(call, input)| self.run_tool_call(call, input)),
+        )
+        .await
     }
 
-    async fn run_tool_call(&self, call: &ToolCallRequest, input: std::result::Result<Map<String, Value>, String>) -> ToolCallRecord {
-        let tool = self.session.config.tools.iter().find(|tool| tool.schema.name == call.name);
+    async fn run_tool_call(
+        &self,
+        call: &ToolCallRequest,
+        input: std::result::Result<Map<String, Value>, String>,
+    ) -> ToolCallRecord {
+        let tool = self
+            .session
+            .config
+            .tools
+            .iter()
+            .find(|tool| tool.schema.name == call.name);
         let (outcome, input) = match (tool, input) {
             (None, input) => (
                 ToolOutcome::failed(format!("Tool \"{}\" not found", call.name)),
@@ -165,14 +199,18 @@ impl Run {
                     session_id: &self.session.id,
                     scope: self.scope,
                 };
-                let outcome = tools::execute(&self.session.host, tool, input.clone(), context).await;
+                let outcome =
+                    tools::execute(&self.session.host, tool, input.clone(), context).await;
                 // Hook points: after-controls → PostToolUse / PostToolUseFailure.
                 (outcome, input)
             }
         };
         let (output, status) = match outcome {
             ToolOutcome::Success(output) => (output, CallStatus::Success),
-            ToolOutcome::Failure(message) => (format!("Tool execution failed: {message}"), CallStatus::Error),
+            ToolOutcome::Failure(message) => (
+                format!("Tool execution failed: {message}"),
+                CallStatus::Error,
+            ),
         };
         ToolCallRecord {
             id: call.id.clone(),
@@ -192,7 +230,10 @@ fn parse_arguments(text: &str) -> std::result::Result<Map<String, Value>, String
     }
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!("arguments must be a JSON object (got {})", describe(&other))),
+        Ok(other) => Err(format!(
+            "arguments must be a JSON object (got {})",
+            describe(&other)
+        )),
         Err(error) => Err(format!("arguments are not valid JSON: {error}")),
     }
 }
@@ -205,7 +246,10 @@ mod tests {
     fn arguments_must_be_a_json_object() {
         assert_eq!(parse_arguments("").unwrap(), Map::new());
         assert_eq!(parse_arguments("{\"a\":1}").unwrap()["a"], 1);
-        assert_eq!(parse_arguments("[1]").unwrap_err(), "arguments must be a JSON object (got an array)");
+        assert_eq!(
+            parse_arguments("[1]").unwrap_err(),
+            "arguments must be a JSON object (got an array)"
+        );
         assert_eq!(
             parse_arguments("{\"a\":").unwrap_err(),
             "arguments are not valid JSON: EOF while parsing a value at line 1 column 5"

@@ -51,7 +51,9 @@ impl RunControl {
     }
 
     pub(crate) fn reason(&self) -> String {
-        lock(&self.reason).clone().unwrap_or_else(|| "Operation aborted".into())
+        lock(&self.reason)
+            .clone()
+            .unwrap_or_else(|| "Operation aborted".into())
     }
 }
 
@@ -71,7 +73,9 @@ pub struct RunHandle {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data behind; keep serving it.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Session {
@@ -101,7 +105,11 @@ impl Session {
 
     /// Starts a run. The returned future drives it and must be spawned; the handle receives
     /// its events.
-    pub fn send(self: &Arc<Self>, message: &Value, options: SendOptions) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
+    pub fn send(
+        self: &Arc<Self>,
+        message: &Value,
+        options: SendOptions,
+    ) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
         let content = parse_message(message)?;
         let control = Arc::new(RunControl::default());
         {
@@ -149,7 +157,11 @@ impl Session {
         if let Some(reason) = aborted {
             answer_open_calls(&mut state.messages, reason);
         }
-        if state.active.as_ref().is_some_and(|active| Arc::ptr_eq(active, control)) {
+        if state
+            .active
+            .as_ref()
+            .is_some_and(|active| Arc::ptr_eq(active, control))
+        {
             state.active = None;
         }
     }
@@ -196,7 +208,9 @@ pub fn parse_message(value: &Value) -> Result<UserContent> {
                 let kind = part.get("type").and_then(Value::as_str);
                 let ok = match kind {
                     Some("text") => part.get("text").is_some_and(Value::is_string),
-                    Some("image_url") => part.pointer("/image_url/url").is_some_and(Value::is_string),
+                    Some("image_url") => {
+                        part.pointer("/image_url/url").is_some_and(Value::is_string)
+                    }
                     _ => false,
                 };
                 if !ok {
@@ -206,7 +220,8 @@ pub fn parse_message(value: &Value) -> Result<UserContent> {
                     )));
                 }
             }
-            serde_json::from_value(value.clone()).map_err(|error| invalid(format!("message is not valid: {error}")))
+            serde_json::from_value(value.clone())
+                .map_err(|error| invalid(format!("message is not valid: {error}")))
         }
         other => Err(invalid(format!(
             "message must be a string or an array of text and image_url parts (got {})",
@@ -224,7 +239,9 @@ mod tests {
     #[test]
     fn aborted_calls_get_a_result_each() {
         let mut messages = vec![
-            Arc::new(Message::User { content: UserContent::Text("go".into()) }),
+            Arc::new(Message::User {
+                content: UserContent::Text("go".into()),
+            }),
             Arc::new(Message::Assistant {
                 content: None,
                 tool_calls: vec![
@@ -232,24 +249,45 @@ mod tests {
                     AssistantToolCall::new("b".into(), "t".into(), "{}".into()),
                 ],
             }),
-            Arc::new(Message::Tool { tool_call_id: "a".into(), content: "done".into() }),
+            Arc::new(Message::Tool {
+                tool_call_id: "a".into(),
+                content: "done".into(),
+            }),
         ];
         answer_open_calls(&mut messages, "stop now");
         assert_eq!(messages.len(), 4);
         assert_eq!(
             *messages[3],
-            Message::Tool { tool_call_id: "b".into(), content: "Tool execution aborted: stop now".into() }
+            Message::Tool {
+                tool_call_id: "b".into(),
+                content: "Tool execution aborted: stop now".into()
+            }
         );
     }
 
     #[test]
     fn messages_are_strings_or_parts() {
-        assert_eq!(parse_message(&json!("hi")).unwrap(), UserContent::Text("hi".into()));
-        assert_eq!(parse_message(&json!([{"type": "text", "text": "a"}])).unwrap().text(), "a");
+        assert_eq!(
+            parse_message(&json!("hi")).unwrap(),
+            UserContent::Text("hi".into())
+        );
+        assert_eq!(
+            parse_message(&json!([{"type": "text", "text": "a"}]))
+                .unwrap()
+                .text(),
+            "a"
+        );
         let error = parse_message(&json!(5)).unwrap_err();
         assert_eq!(error.code, ErrorCode::InvalidInput);
-        assert_eq!(error.message, "message must be a string or an array of text and image_url parts (got 5)");
+        assert_eq!(
+            error.message,
+            "message must be a string or an array of text and image_url parts (got 5)"
+        );
         let error = parse_message(&json!([{"type": "image"}])).unwrap_err();
-        assert!(error.message.starts_with("message[0] must be"), "{}", error.message);
+        assert!(
+            error.message.starts_with("message[0] must be"),
+            "{}",
+            error.message
+        );
     }
 }

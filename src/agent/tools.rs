@@ -82,7 +82,12 @@ pub struct ToolContext<'a> {
     pub scope: u32,
 }
 
-pub async fn execute(host: &Arc<dyn Host>, tool: &ToolSpec, input: Map<String, Value>, context: ToolContext<'_>) -> ToolOutcome {
+pub async fn execute(
+    host: &Arc<dyn Host>,
+    tool: &ToolSpec,
+    input: Map<String, Value>,
+    context: ToolContext<'_>,
+) -> ToolOutcome {
     let call = HostCall {
         function: tool.execute,
         args: vec![
@@ -90,7 +95,10 @@ pub async fn execute(host: &Arc<dyn Host>, tool: &ToolSpec, input: Map<String, V
             json!({"toolCallId": context.tool_call_id, "sessionId": context.session_id}),
         ],
         scope: context.scope,
-        signal: Some(SignalSlot { arg: 1, key: "signal" }),
+        signal: Some(SignalSlot {
+            arg: 1,
+            key: "signal",
+        }),
     };
     match host.call(call).await {
         Ok(returned) => model_output(returned),
@@ -107,9 +115,15 @@ pub fn model_output(returned: Option<Value>) -> ToolOutcome {
     };
     if let Some(result) = value.as_object() {
         match result.get("status").and_then(Value::as_str) {
-            Some("success") if result.contains_key("model") => return ToolOutcome::Success(stringify(&result["model"])),
+            Some("success") if result.contains_key("model") => {
+                return ToolOutcome::Success(stringify(&result["model"]))
+            }
             Some("error") => {
-                if let Some(message) = result.get("error").and_then(|error| error.get("message")).and_then(Value::as_str) {
+                if let Some(message) = result
+                    .get("error")
+                    .and_then(|error| error.get("message"))
+                    .and_then(Value::as_str)
+                {
                     return ToolOutcome::Failure(message.to_string());
                 }
             }
@@ -133,22 +147,45 @@ mod tests {
 
     #[test]
     fn outputs_become_model_text() {
-        assert_eq!(model_output(Some(json!("plain"))), ToolOutcome::Success("plain".into()));
-        assert_eq!(model_output(Some(json!({"b": 1, "a": [true, null]}))), ToolOutcome::Success("{\"b\":1,\"a\":[true,null]}".into()));
-        assert_eq!(model_output(Some(json!(42))), ToolOutcome::Success("42".into()));
-        assert_eq!(model_output(Some(Value::Null)), ToolOutcome::Success("null".into()));
+        assert_eq!(
+            model_output(Some(json!("plain"))),
+            ToolOutcome::Success("plain".into())
+        );
+        assert_eq!(
+            model_output(Some(json!({"b": 1, "a": [true, null]}))),
+            ToolOutcome::Success("{\"b\":1,\"a\":[true,null]}".into())
+        );
+        assert_eq!(
+            model_output(Some(json!(42))),
+            ToolOutcome::Success("42".into())
+        );
+        assert_eq!(
+            model_output(Some(Value::Null)),
+            ToolOutcome::Success("null".into())
+        );
         assert_eq!(model_output(None), ToolOutcome::Success(String::new()));
     }
 
     #[test]
     fn tool_results_are_unwrapped() {
-        assert_eq!(model_output(Some(json!({"status": "success", "model": {"n": 1}}))), ToolOutcome::Success("{\"n\":1}".into()));
-        assert_eq!(model_output(Some(json!({"status": "success", "model": "ok"}))), ToolOutcome::Success("ok".into()));
         assert_eq!(
-            model_output(Some(json!({"status": "error", "error": {"message": "disk full"}}))),
+            model_output(Some(json!({"status": "success", "model": {"n": 1}}))),
+            ToolOutcome::Success("{\"n\":1}".into())
+        );
+        assert_eq!(
+            model_output(Some(json!({"status": "success", "model": "ok"}))),
+            ToolOutcome::Success("ok".into())
+        );
+        assert_eq!(
+            model_output(Some(
+                json!({"status": "error", "error": {"message": "disk full"}})
+            )),
             ToolOutcome::Failure("disk full".into())
         );
         // Not a tool result: no `model`, so it is plain JSON.
-        assert_eq!(model_output(Some(json!({"status": "success"}))), ToolOutcome::Success("{\"status\":\"success\"}".into()));
+        assert_eq!(
+            model_output(Some(json!({"status": "success"}))),
+            ToolOutcome::Success("{\"status\":\"success\"}".into())
+        );
     }
 }

@@ -19,7 +19,11 @@ fn error_json(error: &SdkError) -> String {
 
 /// A created session, or the JSON of the error that prevented it.
 #[napi]
-pub fn create_session(options: String, invoke: InvokeFn, environment: Object) -> Result<Either<NativeAgent, String>> {
+pub fn create_session(
+    options: String,
+    invoke: InvokeFn,
+    environment: Object,
+) -> Result<Either<NativeAgent, String>> {
     let options: Value = match serde_json::from_str(&options) {
         Ok(options) => options,
         Err(error) => {
@@ -67,10 +71,20 @@ impl NativeAgent {
 
     /// Starts a run, or returns the JSON of the error that refused it.
     #[napi]
-    pub fn send(&self, message: String, scope: u32, max_turns: Option<f64>) -> Either<NativeRun, String> {
+    pub fn send(
+        &self,
+        message: String,
+        scope: u32,
+        max_turns: Option<f64>,
+    ) -> Either<NativeRun, String> {
         let message: Value = match serde_json::from_str(&message) {
             Ok(message) => message,
-            Err(error) => return Either::B(error_json(&SdkError::new(crate::error::ErrorCode::InvalidInput, format!("message could not be read: {error}")))),
+            Err(error) => {
+                return Either::B(error_json(&SdkError::new(
+                    crate::error::ErrorCode::InvalidInput,
+                    format!("message could not be read: {error}"),
+                )))
+            }
         };
         let max_turns = match max_turns {
             None => None,
@@ -82,7 +96,10 @@ impl NativeAgent {
                 )))
             }
         };
-        match self.session.send(&message, SendOptions { max_turns, scope }) {
+        match self
+            .session
+            .send(&message, SendOptions { max_turns, scope })
+        {
             Ok((handle, run)) => {
                 napi::bindgen_prelude::spawn(run);
                 Either::A(NativeRun {

@@ -55,7 +55,10 @@ impl Host for JsHost {
         let invoke = self.invoke.clone();
         Box::pin(async move {
             let lost = |error: napi::Error| HostError {
-                message: format!("the JavaScript callback could not be called: {}", error.reason),
+                message: format!(
+                    "the JavaScript callback could not be called: {}",
+                    error.reason
+                ),
                 thrown: None,
             };
             // `call_async_catch` turns a synchronous throw into an error, not a fatal exception.

@@ -8,7 +8,10 @@ use serde_json::{json, Map, Value};
 
 use super::http::{self, Connection};
 use super::sse::{parse_data, SseReader};
-use super::{ContentPart, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage, UserContent};
+use super::{
+    ContentPart, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage,
+    UserContent,
+};
 use crate::error::{Result, SdkError};
 use crate::ids;
 
@@ -29,7 +32,10 @@ pub(crate) fn wire_messages(messages: &[std::sync::Arc<Message>]) -> Vec<Value> 
     for message in messages {
         let (role, blocks) = match message.as_ref() {
             Message::User { content } => ("user", user_blocks(content)),
-            Message::Assistant { content, tool_calls } => {
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
                 let mut blocks = Vec::new();
                 if let Some(text) = content.as_ref().filter(|text| !text.is_empty()) {
                     blocks.push(json!({"type": "text", "text": text}));
@@ -43,9 +49,14 @@ pub(crate) fn wire_messages(messages: &[std::sync::Arc<Message>]) -> Vec<Value> 
                 }
                 ("assistant", blocks)
             }
-            Message::Tool { tool_call_id, content } => (
+            Message::Tool {
+                tool_call_id,
+                content,
+            } => (
                 "user",
-                vec![json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content})],
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
+                ],
             ),
         };
         match out.last_mut() {
@@ -65,7 +76,9 @@ fn user_blocks(content: &UserContent) -> Vec<Value> {
             .iter()
             .map(|part| match part {
                 ContentPart::Text { text } => json!({"type": "text", "text": text}),
-                ContentPart::ImageUrl { image_url } => json!({"type": "image", "source": image_source(&image_url.url)}),
+                ContentPart::ImageUrl { image_url } => {
+                    json!({"type": "image", "source": image_source(&image_url.url)})
+                }
             })
             .collect(),
     }
@@ -100,14 +113,27 @@ struct MessageResponse {
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum StreamEvent {
-    MessageStart { message: StartedMessage },
-    ContentBlockStart { index: usize, content_block: Value },
-    ContentBlockDelta { index: usize, delta: Value },
+    MessageStart {
+        message: StartedMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: Value,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: Value,
+    },
     ContentBlockStop {},
-    MessageDelta { #[serde(default)] usage: WireUsage },
+    MessageDelta {
+        #[serde(default)]
+        usage: WireUsage,
+    },
     MessageStop {},
     Ping {},
-    Error { error: Value },
+    Error {
+        error: Value,
+    },
 }
 
 #[derive(Deserialize)]
@@ -117,21 +143,36 @@ struct StartedMessage {
 }
 
 impl AnthropicClient {
-    async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
+    async fn complete_inner(
+        &self,
+        request: ModelRequest<'_>,
+        on_text: TextSink<'_>,
+    ) -> Result<ModelReply> {
         let settings = &self.connection.settings;
         let url = http::endpoint(&self.connection.base_url, "v1/messages");
         let mut own = vec![("anthropic-version", API_VERSION.to_string())];
-        if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
+        if let Some(key) = self
+            .connection
+            .api_key
+            .as_ref()
+            .filter(|key| !key.is_empty())
+        {
             own.push(("x-api-key", key.clone()));
         }
         let headers = http::header_map(&own, &settings.headers)?;
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
-        body.insert("max_tokens".into(), json!(request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
+        body.insert(
+            "max_tokens".into(),
+            json!(request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+        );
         if let Some(system) = request.system_prompt {
             body.insert("system".into(), json!(system));
         }
-        body.insert("messages".into(), Value::Array(wire_messages(request.messages)));
+        body.insert(
+            "messages".into(),
+            Value::Array(wire_messages(request.messages)),
+        );
         if !request.tools.is_empty() {
             let tools = request
                 .tools
@@ -160,7 +201,9 @@ impl AnthropicClient {
             let bytes = tokio::time::timeout_at(opened.deadline, opened.response.bytes())
                 .await
                 .map_err(|_| http::timed_out(opened.timeout))?
-                .map_err(|error| SdkError::model(format!("Model response broke off: {}", http::chain(&error))))?;
+                .map_err(|error| {
+                    SdkError::model(format!("Model response broke off: {}", http::chain(&error)))
+                })?;
             let reply = parse_message(&bytes)?;
             if !reply.text.is_empty() {
                 on_text(&reply.text);
@@ -171,7 +214,11 @@ impl AnthropicClient {
 }
 
 impl Model for AnthropicClient {
-    fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
+    fn complete<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_text: TextSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply>> {
         Box::pin(self.complete_inner(request, on_text))
     }
 }
@@ -192,15 +239,24 @@ fn parse_message(bytes: &[u8]) -> Result<ModelReply> {
     };
     for block in response.content {
         match block.get("type").and_then(Value::as_str) {
-            Some("text") => reply.text.push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("text") => reply
+                .text
+                .push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
             Some("tool_use") => reply.tool_calls.push(ToolCallRequest {
                 id: block
                     .get("id")
                     .and_then(Value::as_str)
                     .map(str::to_string)
                     .unwrap_or_else(ids::call_id),
-                name: block.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                arguments: block.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                arguments: block
+                    .get("input")
+                    .map(Value::to_string)
+                    .unwrap_or_else(|| "{}".into()),
             }),
             _ => {}
         }
@@ -223,10 +279,21 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                 input_tokens = message.usage.input_tokens.unwrap_or(0);
                 output_tokens = message.usage.output_tokens.unwrap_or(0);
             }
-            StreamEvent::ContentBlockStart { index, content_block } => {
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => {
                 if content_block.get("type").and_then(Value::as_str) == Some("tool_use") {
-                    let field = |name: &str| content_block.get(name).and_then(Value::as_str).unwrap_or("").to_string();
-                    let id = Some(field("id")).filter(|id| !id.is_empty()).unwrap_or_else(ids::call_id);
+                    let field = |name: &str| {
+                        content_block
+                            .get(name)
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    let id = Some(field("id"))
+                        .filter(|id| !id.is_empty())
+                        .unwrap_or_else(ids::call_id);
                     tool_calls.insert(
                         index,
                         ToolCallRequest {
@@ -235,21 +302,33 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                             arguments: String::new(),
                         },
                     );
-                } else if let Some(text) = content_block.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                } else if let Some(text) = content_block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
                     on_text(text);
                     reply.text.push_str(text);
                 }
             }
-            StreamEvent::ContentBlockDelta { index, delta } => match delta.get("type").and_then(Value::as_str) {
-                Some("text_delta") => {
-                    if let Some(text) = delta.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                        on_text(text);
-                        reply.text.push_str(text);
+            StreamEvent::ContentBlockDelta { index, delta } => {
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        if let Some(text) = delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .filter(|t| !t.is_empty())
+                        {
+                            on_text(text);
+                            reply.text.push_str(text);
+                        }
                     }
-                }
-                Some("input_json_delta") => {
-                    let fragment = delta.get("partial_json").and_then(Value::as_str).unwrap_or("");
-                    match tool_calls.get_mut(&index) {
+                    Some("input_json_delta") => {
+                        let fragment = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        match tool_calls.get_mut(&index) {
                         Some(call) => call.arguments.push_str(fragment),
                         None => {
                             return Err(SdkError::model(format!(
@@ -257,9 +336,10 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                             )))
                         }
                     }
+                    }
+                    _ => {}
                 }
-                _ => {}
-            },
+            }
             StreamEvent::MessageDelta { usage } => {
                 if let Some(tokens) = usage.output_tokens {
                     output_tokens = tokens;
@@ -279,12 +359,16 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                     .and_then(Value::as_str)
                     .map(str::to_string)
                     .unwrap_or_else(|| error.to_string());
-                return Err(SdkError::model(format!("Model stream reported an error: {message}")));
+                return Err(SdkError::model(format!(
+                    "Model stream reported an error: {message}"
+                )));
             }
         }
     }
     if !stopped {
-        return Err(SdkError::model("Model stream ended before the response was complete"));
+        return Err(SdkError::model(
+            "Model stream ended before the response was complete",
+        ));
     }
     reply.usage = Usage::new(input_tokens, output_tokens);
     reply.tool_calls = tool_calls
@@ -308,7 +392,9 @@ mod tests {
     #[test]
     fn conversation_maps_to_alternating_anthropic_turns() {
         let messages: Vec<Arc<Message>> = vec![
-            Arc::new(Message::User { content: UserContent::Text("list".into()) }),
+            Arc::new(Message::User {
+                content: UserContent::Text("list".into()),
+            }),
             Arc::new(Message::Assistant {
                 content: Some("looking".into()),
                 tool_calls: vec![
@@ -316,11 +402,20 @@ mod tests {
                     AssistantToolCall::new("t2".into(), "ls".into(), "not json".into()),
                 ],
             }),
-            Arc::new(Message::Tool { tool_call_id: "t1".into(), content: "a.txt".into() }),
-            Arc::new(Message::Tool { tool_call_id: "t2".into(), content: "b.txt".into() }),
+            Arc::new(Message::Tool {
+                tool_call_id: "t1".into(),
+                content: "a.txt".into(),
+            }),
+            Arc::new(Message::Tool {
+                tool_call_id: "t2".into(),
+                content: "b.txt".into(),
+            }),
             Arc::new(Message::User {
                 content: UserContent::Parts(vec![ContentPart::ImageUrl {
-                    image_url: crate::model::messages::ImageUrl { url: "data:image/png;base64,QUJD".into(), detail: None },
+                    image_url: crate::model::messages::ImageUrl {
+                        url: "data:image/png;base64,QUJD".into(),
+                        detail: None,
+                    },
                 }]),
             }),
         ];

@@ -37,7 +37,9 @@ impl SseReader {
                 "Model stream broke off: {}",
                 chain(&error)
             ))),
-            Ok(Some(Err(error))) => Err(SdkError::model(format!("Model stream is malformed: {error}"))),
+            Ok(Some(Err(error))) => Err(SdkError::model(format!(
+                "Model stream is malformed: {error}"
+            ))),
         }
     }
 }

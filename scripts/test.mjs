@@ -1,0 +1,81 @@
+// `npm test`: builds the addon, then runs every suite — cargo test (the Rust core), tsc (types
+// under strict), vitest (forks, then a worker-thread run) and Jest (VM realm) — and ends with
+// one plain `N passed, N failed` line summing them all.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const scratch = mkdtempSync(join(tmpdir(), 'arh-test-'))
+const totals = { passed: 0, failed: 0 }
+const broken = []
+
+function run(label, command, args, { capture = false } = {}) {
+  console.log(`\n=== ${label}: ${command} ${args.join(' ')}`)
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'], shell: process.platform === 'win32' })
+    let output = ''
+    child.stdout?.on('data', (chunk) => {
+      output += chunk
+      process.stdout.write(chunk)
+    })
+    child.on('close', (code) => {
+      if (code !== 0) broken.push(`${label} (exit ${code})`)
+      resolve({ code, output })
+    })
+  })
+}
+
+function count(label, passed, failed) {
+  totals.passed += passed
+  totals.failed += failed
+  console.log(`--- ${label}: ${passed} passed, ${failed} failed`)
+}
+
+function countJson(label, file) {
+  try {
+    const report = JSON.parse(readFileSync(file, 'utf8'))
+    count(label, report.numPassedTests, report.numFailedTests)
+  } catch {
+    broken.push(`${label} (no report)`)
+  }
+}
+
+const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx'
+
+const build = await run('build', 'npm', ['run', 'build'])
+if (build.code !== 0) {
+  console.log('\n0 passed, 1 failed')
+  process.exit(1)
+}
+
+await run('cargo fmt', 'cargo', ['fmt', '--check'])
+await run('cargo clippy', 'cargo', ['clippy', '--all-targets', '--quiet', '--', '-D', 'warnings'])
+
+const cargo = await run('cargo test', 'cargo', ['test', '--quiet'], { capture: true })
+let cargoPassed = 0
+let cargoFailed = 0
+for (const match of cargo.output.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+  cargoPassed += Number(match[1])
+  cargoFailed += Number(match[2])
+}
+count('cargo test', cargoPassed, cargoFailed)
+
+await run('tsc', npx, ['tsc', '-p', 'tsconfig.json'])
+
+const forks = join(scratch, 'vitest.json')
+await run('vitest (forks)', npx, ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${forks}`])
+countJson('vitest (forks)', forks)
+
+const threads = join(scratch, 'vitest-threads.json')
+await run('vitest (threads)', npx, ['vitest', 'run', '-c', 'vitest.threads.config.mts', '--reporter=default', '--reporter=json', `--outputFile.json=${threads}`])
+countJson('vitest (threads)', threads)
+
+const jest = join(scratch, 'jest.json')
+await run('jest', npx, ['jest', '--json', `--outputFile=${jest}`])
+countJson('jest', jest)
+
+rmSync(scratch, { recursive: true, force: true })
+if (broken.length) console.log(`\nFailed steps: ${broken.join(', ')}`)
+console.log(`\n${totals.passed} passed, ${totals.failed} failed`)
+process.exit(broken.length || totals.failed ? 1 : 0)
