@@ -76,10 +76,16 @@ function messageOf(error) {
   }
 }
 
-/** An error the binding described as `{ code, message, status?, thrown? }`. */
+function isError(value) {
+  return value instanceof Error || Object.prototype.toString.call(value) === '[object Error]'
+}
+
+/** An error the binding described as `{ code, message, status?, thrown?, event?, timeoutMs?, dispatch? }`. */
 function toError(info, scope) {
   if (info.thrown !== undefined && scope?.thrown.has(info.thrown)) return scope.thrown.get(info.thrown)
   if (info.code === 'ABORT' && scope?.signal.aborted) return scope.signal.reason
+  if (info.code === 'HOOK_TIMEOUT') return scope?.reasons.get(info.dispatch) ?? new HookTimeoutError(info.event, info.timeoutMs)
+  if (info.code === '') return new Error(info.message)
   const Class = ERROR_CLASSES[info.code]
   const error = Class ? new Class(info.message) : new SdkError(info.code, info.message)
   if (info.status !== undefined) error.status = info.status
@@ -105,7 +111,7 @@ function splitFunctions(options) {
     if (value === null || typeof value !== 'object') return value
     if (seen.has(value)) throw new ConfigError('options contain a circular reference')
     seen.add(value)
-    const copy = Array.isArray(value) ? value.map((item) => walk(item, value)) : {}
+    const copy = Array.isArray(value) ? value.map((item) => walk(item, undefined)) : {}
     if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value)
     seen.delete(value)
     return copy
@@ -113,11 +119,19 @@ function splitFunctions(options) {
   return { data: walk(options, undefined), functions }
 }
 
-/** One caller-side operation (a `send`): the signal its callbacks get and the errors they threw. */
+const NEVER_ABORTED = new AbortController().signal
+
+/**
+ * One caller-side operation (`createAgent`, a `send`, `close`): the signal its user functions
+ * get, the values they threw (so the caller can get the very same one back), and the signals
+ * of its hook dispatches, which Rust aborts at their deadline.
+ */
 class Scope {
-  constructor(signal) {
+  constructor(signal = NEVER_ABORTED) {
     this.signal = signal
     this.thrown = new Map()
+    this.dispatches = new Map()
+    this.reasons = new Map()
   }
 
   keep(error) {
@@ -125,22 +139,56 @@ class Scope {
     this.thrown.set(id, error)
     return id
   }
+
+  /** The signal of dispatch `id`; `linked` also follows the operation's own signal. */
+  dispatchSignal(id, linked) {
+    let entry = this.dispatches.get(id)
+    if (!entry) {
+      const controller = new AbortController()
+      entry = { controller, signal: linked ? AbortSignal.any([this.signal, controller.signal]) : controller.signal }
+      this.dispatches.set(id, entry)
+    }
+    return entry.signal
+  }
+
+  /** Rust's clock ran out for dispatch `id`: abort its signal with a HookTimeoutError. */
+  timeOut(id, event, timeoutMs) {
+    const reason = new HookTimeoutError(event, timeoutMs)
+    this.reasons.set(id, reason)
+    this.dispatches.get(id)?.controller.abort(reason)
+    this.dispatches.delete(id)
+  }
 }
 
-const NEVER_ABORTED = new AbortController().signal
-
-/** The function Rust calls for every user function: `invoke(callJson) => Promise<replyJson>`. */
+/**
+ * The function Rust calls for every user function: `invoke(callJson) => Promise<replyJson>`.
+ * A call names the function, its arguments, and where to put a signal
+ * (`[arg, key, dispatch?, last?, linked?]`) or an Error (`[arg, key, message, thrown?]`);
+ * `{ op: 'abort' }` aborts a dispatch's signal at its deadline.
+ */
 function makeInvoke(functions, scopes) {
   return async function invoke(callJson) {
     const call = JSON.parse(callJson)
-    const scope = scopes.get(call.scope)
-    if (call.signal) call.args[call.signal[0]][call.signal[1]] = scope ? scope.signal : NEVER_ABORTED
+    const scope = scopes.get(call.scope) ?? new Scope()
+    if (call.op === 'abort') {
+      scope.timeOut(call.dispatch, call.event, call.timeoutMs)
+      return '{"ok":true}'
+    }
+    const { args, signal, error } = call
+    const dispatch = signal?.[2]
+    if (signal) args[signal[0]][signal[1]] = dispatch === undefined ? scope.signal : scope.dispatchSignal(dispatch, signal[4])
+    if (error) {
+      const thrown = error[3] == null ? undefined : scope.thrown.get(error[3])
+      args[error[0]][error[1]] = isError(thrown) ? thrown : new Error(error[2])
+    }
     try {
       const { fn, owner } = functions[call.fn]
-      const value = await fn.apply(owner, call.args)
+      const value = await fn.apply(owner, args)
+      if (dispatch !== undefined && signal[3]) scope.dispatches.delete(dispatch)
       return JSON.stringify({ ok: true, value })
-    } catch (error) {
-      return JSON.stringify({ ok: false, message: messageOf(error), thrown: scope ? scope.keep(error) : undefined })
+    } catch (thrown) {
+      if (dispatch !== undefined) scope.dispatches.delete(dispatch)
+      return JSON.stringify({ ok: false, message: messageOf(thrown), thrown: scope.keep(thrown) })
     }
   }
 }
@@ -223,6 +271,7 @@ class Agent {
   #scopes
   #nextScope = 1
   #active = null
+  #closing = null
 
   constructor(nativeAgent, scopes) {
     this.#native = nativeAgent
@@ -271,10 +320,25 @@ class Agent {
     this.#active?.controller.abort(reason === undefined ? new AbortError() : reason)
   }
 
-  async close() {
+  /** Runs SessionEnd once; concurrent calls share one attempt, a failed one may be retried. */
+  close() {
+    this.#closing ??= this.#close().finally(() => {
+      this.#closing = null
+    })
+    return this.#closing
+  }
+
+  async #close() {
     this.#active?.controller.abort(new AbortError('Session is closed'))
-    const failure = await this.#native.close()
-    if (failure !== null) throw toError(JSON.parse(failure))
+    const scopeId = this.#nextScope++
+    const scope = new Scope()
+    this.#scopes.set(scopeId, scope)
+    try {
+      const failure = await this.#native.close(scopeId)
+      if (failure !== null) throw toError(JSON.parse(failure), scope)
+    } finally {
+      this.#scopes.delete(scopeId)
+    }
   }
 }
 
@@ -286,6 +350,14 @@ async function createAgent(options) {
   const scopes = new Map()
   const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), process.env)
   if (typeof made === 'string') throw toError(JSON.parse(made))
+  const scope = new Scope()
+  scopes.set(0, scope)
+  try {
+    const failure = await made.start(0)
+    if (failure !== null) throw toError(JSON.parse(failure), scope)
+  } finally {
+    scopes.delete(0)
+  }
   return new Agent(made, scopes)
 }
 

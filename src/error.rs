@@ -19,6 +19,14 @@ pub enum ErrorCode {
     SessionClosed,
     /// A `send` argument that is not a message.
     InvalidInput,
+    /// A hook callback returned something that is not a hook output.
+    InvalidHookOutput,
+    /// A hook returned `action: 'abort'` where that ends the operation.
+    HookAborted,
+    /// A hook event's budget ran out; `detail` names the event.
+    HookTimeout,
+    /// A plain JS `Error` (no code), as the contract words some failures.
+    Plain,
 }
 
 impl ErrorCode {
@@ -30,6 +38,10 @@ impl ErrorCode {
             ErrorCode::SessionBusy => "SESSION_BUSY",
             ErrorCode::SessionClosed => "SESSION_CLOSED",
             ErrorCode::InvalidInput => "INVALID_INPUT",
+            ErrorCode::InvalidHookOutput => "INVALID_HOOK_OUTPUT",
+            ErrorCode::HookAborted => "HOOK_ABORTED",
+            ErrorCode::HookTimeout => "HOOK_TIMEOUT",
+            ErrorCode::Plain => "",
         }
     }
 }
@@ -44,6 +56,16 @@ pub struct SdkError {
     /// Set when the error was thrown by a user function: the host's handle for the original
     /// value, so the caller receives the very same instance.
     pub thrown: Option<u32>,
+    /// For `HOOK_TIMEOUT`: which event ran out of time, its budget, and the dispatch whose
+    /// signal was aborted with the matching `HookTimeoutError` (so the caller gets that instance).
+    pub timeout: Option<HookTimeout>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookTimeout {
+    pub event: &'static str,
+    pub timeout_ms: u32,
+    pub dispatch: u32,
 }
 
 impl SdkError {
@@ -53,6 +75,7 @@ impl SdkError {
             message: message.into(),
             status: None,
             thrown: None,
+            timeout: None,
         }
     }
 
@@ -89,6 +112,11 @@ impl Serialize for SdkError {
         }
         if let Some(thrown) = self.thrown {
             map.serialize_entry("thrown", &thrown)?;
+        }
+        if let Some(timeout) = &self.timeout {
+            map.serialize_entry("event", timeout.event)?;
+            map.serialize_entry("timeoutMs", &timeout.timeout_ms)?;
+            map.serialize_entry("dispatch", &timeout.dispatch)?;
         }
         map.end()
     }

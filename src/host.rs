@@ -1,6 +1,6 @@
-//! The host runs user-supplied functions (tool `execute`, a scripted model's function, and later
-//! hook callbacks) for the core. `binding/` implements it with one threadsafe function into JS;
-//! tests implement it with plain Rust closures.
+//! The host runs user-supplied functions (tools' `execute`, a scripted model's function, hook
+//! callbacks, the permission function) for the core. `binding/` implements it with one
+//! threadsafe function into JS; tests implement it with plain Rust closures.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,15 +8,37 @@ use std::pin::Pin;
 use serde_json::Value;
 
 /// A user function, as numbered by the host when the options were handed over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Callable(pub u32);
 
-/// Where the host puts the operation's `AbortSignal` among the call's arguments:
-/// `args[arg][key] = signal`.
+/// Where the host puts an `AbortSignal` among the call's arguments: `args[arg][key] = signal`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SignalSlot {
     pub arg: usize,
     pub key: &'static str,
+    /// Without a dispatch: the scope's own signal (aborted with the caller's reason). With one:
+    /// a signal made for that dispatch, aborted by the scope's signal or by [`Host::abort`].
+    pub dispatch: Option<DispatchSignal>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchSignal {
+    pub id: u32,
+    /// This call is the dispatch's last: the host may forget the signal once it settles.
+    pub last: bool,
+    /// Also abort when the scope's signal aborts (a caller's signal). Unlinked signals abort
+    /// only through [`Host::abort`], e.g. hooks that run after a run was aborted.
+    pub linked: bool,
+}
+
+/// Where the host puts an `Error` built from a failure: `args[arg][key] = error`, the thrown
+/// value itself when `thrown` names one that is an error, else a new `Error(message)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorSlot {
+    pub arg: usize,
+    pub key: &'static str,
+    pub message: String,
+    pub thrown: Option<u32>,
 }
 
 /// One call of a user function.
@@ -24,9 +46,22 @@ pub struct SignalSlot {
 pub struct HostCall {
     pub function: Callable,
     pub args: Vec<Value>,
-    /// The caller-side operation (a `send`, `createAgent`, `close`) whose signal applies.
+    /// The caller-side operation (a `send`, `createAgent`, `close`) the call belongs to.
     pub scope: u32,
     pub signal: Option<SignalSlot>,
+    pub error: Option<ErrorSlot>,
+}
+
+impl HostCall {
+    pub fn new(function: Callable, args: Vec<Value>, scope: u32) -> Self {
+        HostCall {
+            function,
+            args,
+            scope,
+            signal: None,
+            error: None,
+        }
+    }
 }
 
 /// A user function threw, rejected, or returned something the host could not convert.
@@ -38,9 +73,21 @@ pub struct HostError {
     pub thrown: Option<u32>,
 }
 
+/// Why the core aborts a dispatch's signal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AbortReason {
+    /// The event's budget ran out: the reason is `HookTimeoutError(event, timeoutMs)`.
+    HookTimeout { event: &'static str, timeout_ms: u32 },
+}
+
 pub type HostFuture = Pin<Box<dyn Future<Output = Result<Option<Value>, HostError>> + Send>>;
+pub type AbortFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 pub trait Host: Send + Sync + 'static {
     /// Calls the function; resolves with what it returned (`None` for `undefined`).
     fn call(&self, call: HostCall) -> HostFuture;
+
+    /// Aborts the signal of `dispatch` with `reason`; resolves once it is aborted, so an error
+    /// published afterwards can refer to the reason.
+    fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture;
 }

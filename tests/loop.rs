@@ -1,67 +1,16 @@
 //! The agent loop without Node: a scripted model and tools played by a Rust host.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+mod common;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_runtime_hooks::agent::events::CallStatus;
-use agent_runtime_hooks::agent::{AgentConfig, SendOptions, Session, StopReason, StreamEvent};
+use agent_runtime_hooks::agent::{SendOptions, StopReason, StreamEvent};
 use agent_runtime_hooks::error::ErrorCode;
-use agent_runtime_hooks::host::{Host, HostCall, HostError, HostFuture};
-use serde_json::{json, Value};
-
-type ToolFn = Box<dyn Fn(Vec<Value>) -> HostFuture + Send + Sync>;
-
-/// Plays the user functions: function n is `functions[n]`; every call is recorded.
-#[derive(Default)]
-struct FakeHost {
-    functions: HashMap<u32, ToolFn>,
-    calls: Mutex<Vec<HostCall>>,
-}
-
-impl Host for FakeHost {
-    fn call(&self, call: HostCall) -> HostFuture {
-        self.calls.lock().unwrap().push(call.clone());
-        match self.functions.get(&call.function.0) {
-            Some(function) => function(call.args),
-            None => Box::pin(async {
-                Err(HostError {
-                    message: "no such function".into(),
-                    thrown: None,
-                })
-            }),
-        }
-    }
-}
-
-fn session(options: Value, host: FakeHost) -> (Arc<Session>, Arc<FakeHost>) {
-    let host = Arc::new(host);
-    let config = AgentConfig::from_options(&options, &HashMap::new()).expect("valid options");
-    (Session::new(config, host.clone()), host)
-}
-
-async fn run(session: &Arc<Session>, message: &str) -> Vec<StreamEvent> {
-    let (mut handle, drive) = session
-        .send(&json!(message), SendOptions::default())
-        .expect("accepted");
-    tokio::spawn(drive);
-    let mut events = Vec::new();
-    while let Some(event) = handle.events.recv().await {
-        events.push(event);
-    }
-    events
-}
-
-fn result(events: &[StreamEvent]) -> &agent_runtime_hooks::agent::PromptResult {
-    match events.last() {
-        Some(StreamEvent::Result { result }) => result,
-        other => panic!("expected a result, got {other:?}"),
-    }
-}
-
-fn tool(name: &str, function: u32) -> Value {
-    json!({"name": name, "execute": {"$function": function}})
-}
+use agent_runtime_hooks::host::HostError;
+use common::{result, run, session, tool, FakeHost};
+use serde_json::json;
 
 #[tokio::test]
 async fn tool_calls_run_and_their_results_reach_the_next_turn() {
@@ -86,10 +35,7 @@ async fn tool_calls_run_and_their_results_reach_the_next_turn() {
     assert_eq!(result.stop_reason, StopReason::Done);
     assert_eq!(result.tool_calls[0].output, "{\"echo\":\"hi\"}");
     let calls = host.calls.lock().unwrap();
-    assert_eq!(
-        calls[0].args[1],
-        json!({"toolCallId": "a", "sessionId": session.id})
-    );
+    assert_eq!(calls[0].args[1], json!({"toolCallId": "a", "sessionId": session.id}));
     let messages = serde_json::to_value(session.messages()).unwrap();
     assert_eq!(
         messages[2],
@@ -168,17 +114,12 @@ async fn failures_are_reported_with_the_contract_texts() {
     let events = run(&session, "go").await;
     let records = &result(&events).tool_calls;
     assert_eq!(records[0].output, "Tool execution failed: boom");
-    assert_eq!(
-        records[1].output,
-        "Tool execution failed: Tool \"ghost\" not found"
-    );
+    assert_eq!(records[1].output, "Tool execution failed: Tool \"ghost\" not found");
     assert_eq!(
         records[2].output,
         "Tool execution failed: arguments are not valid JSON: expected ident at line 1 column 2"
     );
-    assert!(records
-        .iter()
-        .all(|record| record.status == CallStatus::Error));
+    assert!(records.iter().all(|record| record.status == CallStatus::Error));
     // Only the first call reached the tool.
     assert_eq!(host.calls.lock().unwrap().len(), 1);
 }
@@ -186,10 +127,8 @@ async fn failures_are_reported_with_the_contract_texts() {
 #[tokio::test]
 async fn max_turns_stops_the_run() {
     let mut host = FakeHost::default();
-    host.functions.insert(
-        0,
-        Box::new(|_| Box::pin(async { Ok(Some(json!("again"))) })),
-    );
+    host.functions
+        .insert(0, Box::new(|_| Box::pin(async { Ok(Some(json!("again"))) })));
     let again = json!({"toolCalls": [{"name": "t", "input": {}}]});
     let (session, _) = session(
         json!({"model": {"kind": "scripted", "turns": [again, again, again]}, "tools": [tool("t", 0)], "maxTurns": 2}),
@@ -197,10 +136,7 @@ async fn max_turns_stops_the_run() {
     );
     let events = run(&session, "go").await;
     let result = result(&events);
-    assert_eq!(
-        (result.stop_reason, result.turns),
-        (StopReason::MaxTurns, 2)
-    );
+    assert_eq!((result.stop_reason, result.turns), (StopReason::MaxTurns, 2));
 }
 
 #[tokio::test]
@@ -236,10 +172,9 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
         last = Some(event);
     }
     match last {
-        Some(StreamEvent::Error { error }) => assert_eq!(
-            (error.code, error.message.as_str()),
-            (ErrorCode::Abort, "stop")
-        ),
+        Some(StreamEvent::Error { error }) => {
+            assert_eq!((error.code, error.message.as_str()), (ErrorCode::Abort, "stop"))
+        }
         other => panic!("expected the abort error, got {other:?}"),
     }
     let messages = serde_json::to_value(session.messages()).unwrap();
@@ -249,11 +184,8 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
     );
     let events = run(&session, "again").await;
     assert_eq!(result(&events).content, "later");
-    session.close().await.unwrap();
-    let closed = session
-        .send(&json!("x"), SendOptions::default())
-        .err()
-        .expect("closed");
+    session.close(0).await.unwrap();
+    let closed = session.send(&json!("x"), SendOptions::default()).err().expect("closed");
     assert_eq!(
         (closed.code, closed.message.as_str()),
         (ErrorCode::SessionClosed, "Session is closed")

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::permission::Permission;
 use super::tools::{SideEffect, ToolKind, ToolSpec};
 use crate::error::{Result, SdkError};
+use crate::hooks::HookEvent;
 use crate::host::{Callable, Host};
 use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
@@ -85,6 +87,9 @@ pub struct AgentConfig {
     pub tools: Vec<ToolSpec>,
     pub hook_timeout_ms: u32,
     pub session_end_hook_timeout_ms: u32,
+    /// Callbacks per event, in registration order, indexed by `HookEvent::index`.
+    pub hooks: [Vec<Callable>; 8],
+    pub permission: Option<Permission>,
 }
 
 impl AgentConfig {
@@ -115,13 +120,6 @@ impl AgentConfig {
             "permission",
             "connection",
         ])?;
-        for unsupported in ["hooks", "permission"] {
-            if advanced.get(unsupported).is_some() {
-                return Err(SdkError::config(format!(
-                    "advanced.{unsupported} is not available in this version of agent-runtime-hooks yet"
-                )));
-            }
-        }
         let connection = match advanced.get("connection") {
             None => Fields::empty("advanced.connection"),
             Some(value) => Fields::object(value, "advanced.connection", "an object")?,
@@ -145,9 +143,7 @@ impl AgentConfig {
                     value
                         .as_f64()
                         .filter(|t| (0.0..=2.0).contains(t))
-                        .ok_or_else(|| {
-                            options.invalid("temperature", "a number from 0 to 2", value)
-                        })?,
+                        .ok_or_else(|| options.invalid("temperature", "a number from 0 to 2", value))?,
                 ),
             },
             max_output_tokens: options
@@ -163,6 +159,11 @@ impl AgentConfig {
                 "sessionEndHookTimeoutMs",
                 DEFAULT_SESSION_END_HOOK_TIMEOUT_MS,
             )?,
+            hooks: read_hooks(&advanced)?,
+            permission: match advanced.get("permission") {
+                None => None,
+                Some(value) => Some(Permission::parse(value, callable(value)).map_err(SdkError::config)?),
+            },
         })
     }
 
@@ -191,12 +192,8 @@ impl AgentConfig {
                 project: project.clone(),
                 completion_tokens_field: *provider == Provider::OpenAi,
             }),
-            ModelChoice::ScriptedTurns(turns) => {
-                Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host))
-            }
-            ModelChoice::ScriptedFunction(function) => {
-                Arc::new(ScriptedModel::new(Script::Function(*function), host))
-            }
+            ModelChoice::ScriptedTurns(turns) => Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host)),
+            ModelChoice::ScriptedFunction(function) => Arc::new(ScriptedModel::new(Script::Function(*function), host)),
         }
     }
 
@@ -235,21 +232,12 @@ pub fn callable(value: &Value) -> Option<Callable> {
     if object.len() != 1 {
         return None;
     }
-    object
-        .get(FUNCTION_KEY)?
-        .as_u64()
-        .map(|n| Callable(n as u32))
+    object.get(FUNCTION_KEY)?.as_u64().map(|n| Callable(n as u32))
 }
 
-fn read_model(
-    options: &Fields,
-    connection: &Fields,
-    env: &HashMap<String, String>,
-) -> Result<ModelChoice> {
+fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, String>) -> Result<ModelChoice> {
     let model = options.get("model").ok_or_else(|| {
-        SdkError::config(
-            "model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)",
-        )
+        SdkError::config("model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)")
     })?;
     let provider_text = options.string("provider")?;
     let base_url = match (options.string("baseUrl")?, options.string("baseURL")?) {
@@ -321,11 +309,8 @@ fn read_model(
 }
 
 fn check_http_url(url: &str, field: &str) -> Result<()> {
-    let parsed = reqwest::Url::parse(url).map_err(|error| {
-        SdkError::config(format!(
-            "{field} must be an http(s) URL (\"{url}\": {error})"
-        ))
-    })?;
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|error| SdkError::config(format!("{field} must be an http(s) URL (\"{url}\": {error})")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(SdkError::config(format!(
             "{field} must be an http(s) URL (\"{url}\" uses {})",
@@ -385,6 +370,41 @@ fn http_settings(connection: &Fields) -> Result<HttpSettings> {
     })
 }
 
+/// `advanced.hooks`: `{ [event]: callback[] }`.
+fn read_hooks(advanced: &Fields) -> Result<[Vec<Callable>; 8]> {
+    let mut hooks: [Vec<Callable>; 8] = Default::default();
+    let Some(value) = advanced.get("hooks") else {
+        return Ok(hooks);
+    };
+    let map = Fields::object(
+        value,
+        "advanced.hooks",
+        "an object mapping hook events to arrays of callbacks",
+    )?;
+    for (name, callbacks) in map.map {
+        let event = HookEvent::parse(name).ok_or_else(|| {
+            let events: Vec<&str> = HookEvent::ALL.iter().map(|event| event.name()).collect();
+            SdkError::config(format!(
+                "advanced.hooks.{name} is not a hook event (events: {})",
+                events.join(", ")
+            ))
+        })?;
+        let Value::Array(items) = callbacks else {
+            return Err(map.invalid(name, "an array of callbacks", callbacks));
+        };
+        for (index, item) in items.iter().enumerate() {
+            let function = callable(item).ok_or_else(|| {
+                SdkError::config(format!(
+                    "advanced.hooks.{name}[{index}] must be a function (got {})",
+                    kind_of(item)
+                ))
+            })?;
+            hooks[event.index()].push(function);
+        }
+    }
+    Ok(hooks)
+}
+
 fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
     let Some(value) = options.get("tools") else {
         return Ok(Vec::new());
@@ -396,11 +416,7 @@ fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
     let mut tools = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let path = format!("tools[{index}]");
-        let tool = Fields::object(
-            item,
-            &path,
-            "a tool definition (defineTool({ name, execute }))",
-        )?;
+        let tool = Fields::object(item, &path, "a tool definition (defineTool({ name, execute }))")?;
         // Other keys are left alone: tool objects often carry fields of the caller's own.
         let name = tool
             .string("name")?
@@ -526,13 +542,7 @@ impl<'a> Fields<'a> {
             Some(value) => whole_number(value)
                 .filter(|n| (1..=max).contains(n))
                 .map(Some)
-                .ok_or_else(|| {
-                    self.invalid(
-                        name,
-                        &format!("a positive integer no greater than {max}"),
-                        value,
-                    )
-                }),
+                .ok_or_else(|| self.invalid(name, &format!("a positive integer no greater than {max}"), value)),
         }
     }
 }
@@ -578,9 +588,7 @@ mod tests {
         assert_eq!(config.hook_timeout_ms, 600_000);
         assert_eq!(config.session_end_hook_timeout_ms, 3_000);
         let ModelChoice::Http {
-            provider,
-            connection,
-            ..
+            provider, connection, ..
         } = config.model
         else {
             panic!("http model")
@@ -594,9 +602,7 @@ mod tests {
     #[test]
     fn the_api_key_falls_back_on_the_environment() {
         let env = HashMap::from([("ANTHROPIC_API_KEY".to_string(), "from-env".to_string())]);
-        let config =
-            AgentConfig::from_options(&json!({"model": "claude", "provider": "anthropic"}), &env)
-                .unwrap();
+        let config = AgentConfig::from_options(&json!({"model": "claude", "provider": "anthropic"}), &env).unwrap();
         let ModelChoice::Http { connection, .. } = config.model else {
             panic!("http model")
         };
@@ -638,22 +644,52 @@ mod tests {
     }
 
     #[test]
+    fn hooks_are_read_per_event_in_order() {
+        let config = config(json!({
+            "model": "m", "apiKey": "k",
+            "advanced": {"hooks": {"PostToolUse": [{"$function": 3}, {"$function": 1}], "SessionEnd": []}, "permission": "plan"}
+        }))
+        .unwrap();
+        assert_eq!(config.hooks[HookEvent::PostToolUse.index()], [Callable(3), Callable(1)]);
+        assert!(config.hooks[HookEvent::SessionEnd.index()].is_empty());
+        assert_eq!(
+            config.permission,
+            Some(Permission::Preset(super::super::permission::Preset::Plan))
+        );
+        let with_function = config_of(json!({"$function": 7}));
+        assert_eq!(with_function.permission, Some(Permission::Function(Callable(7))));
+    }
+
+    fn config_of(permission: Value) -> AgentConfig {
+        config(json!({"model": "m", "apiKey": "k", "advanced": {"permission": permission}})).unwrap()
+    }
+
+    #[test]
+    fn bad_hooks_and_permissions_are_named() {
+        let cases = [
+            (json!({"hooks": {"BeforeAll": []}}), "advanced.hooks.BeforeAll is not a hook event (events: PreToolUse, PostToolUse, PostToolUseFailure, PermissionRequest, UserPromptSubmit, SessionStart, SessionEnd, TaskCompleted)"),
+            (json!({"hooks": {"PreToolUse": {"$function": 0}}}), "advanced.hooks.PreToolUse must be an array of callbacks (got a function)"),
+            (json!({"hooks": {"PreToolUse": [{"$function": 0}, "x"]}}), "advanced.hooks.PreToolUse[1] must be a function (got \"x\")"),
+            (json!({"hooks": [1]}), "advanced.hooks must be an object mapping hook events to arrays of callbacks (got an array)"),
+            (json!({"permission": "yolo"}), "advanced.permission must be 'default', 'accept-edits', 'bypass-permissions', 'plan' or a function (got \"yolo\")"),
+        ];
+        for (advanced, expected) in cases {
+            assert_eq!(
+                error(json!({"model": "m", "apiKey": "k", "advanced": advanced})),
+                expected
+            );
+        }
+    }
+
+    #[test]
     fn hook_timeouts_use_the_exact_texts() {
-        for bad in [
-            json!(0),
-            json!(-1),
-            json!(1.5),
-            json!("50"),
-            json!(2_147_483_648u64),
-        ] {
+        for bad in [json!(0), json!(-1), json!(1.5), json!("50"), json!(2_147_483_648u64)] {
             assert_eq!(
                 error(json!({"model": "m", "apiKey": "k", "advanced": {"hookTimeoutMs": bad}})),
                 "hookTimeoutMs must be a positive integer no greater than 2147483647"
             );
             assert_eq!(
-                error(
-                    json!({"model": "m", "apiKey": "k", "advanced": {"sessionEndHookTimeoutMs": bad}})
-                ),
+                error(json!({"model": "m", "apiKey": "k", "advanced": {"sessionEndHookTimeoutMs": bad}})),
                 "sessionEndHookTimeoutMs must be a positive integer no greater than 2147483647"
             );
         }
@@ -666,15 +702,10 @@ mod tests {
 
     #[test]
     fn scripted_models_are_read_from_turns_or_a_function() {
-        let turns =
-            config(json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}})).unwrap();
+        let turns = config(json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}})).unwrap();
         assert!(matches!(turns.model, ModelChoice::ScriptedTurns(ref t) if t.len() == 1));
-        let function =
-            config(json!({"model": {"kind": "scripted", "script": {"$function": 4}}})).unwrap();
-        assert!(matches!(
-            function.model,
-            ModelChoice::ScriptedFunction(Callable(4))
-        ));
+        let function = config(json!({"model": {"kind": "scripted", "script": {"$function": 4}}})).unwrap();
+        assert!(matches!(function.model, ModelChoice::ScriptedFunction(Callable(4))));
         assert_eq!(
             error(json!({"model": {"kind": "scripted", "turns": [{"text": 1}]}})),
             "model.turns[0].text must be a string (got 1)"

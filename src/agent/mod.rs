@@ -3,6 +3,8 @@
 
 pub mod config;
 pub mod events;
+pub mod permission;
+mod pipeline;
 mod run;
 pub mod session;
 pub mod tools;

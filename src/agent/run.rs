@@ -1,31 +1,38 @@
-//! The loop of one `send`: prompt → { model turn → tool calls } until the model answers without
-//! tool calls or `maxTurns` is reached. Each hook point of the contract is a marked step here.
+//! The loop of one `send`: UserPromptSubmit → { model turn → tool calls } until the model
+//! answers without tool calls, `maxTurns` is reached or a denial interrupts → TaskCompleted.
 
 use std::sync::Arc;
 
 use futures::future::join_all;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::events::{CallStatus, PromptResult, StopReason, StreamEvent, ToolCallRecord};
+use super::events::{PromptResult, StopReason, StreamEvent, ToolCallRecord};
+use super::pipeline::{self, CallSite};
 use super::session::{RunControl, SendOptions, Session};
-use super::tools::{self, ToolContext, ToolOutcome};
 use crate::error::{ErrorCode, Result, SdkError};
+use crate::hooks::apply;
+use crate::hooks::dispatch::{Caller, HookError};
+use crate::hooks::pending::SETTLE_GRACE;
+use crate::hooks::HookEvent;
+use crate::ids;
 use crate::model::scripted::describe;
-use crate::model::{
-    AssistantToolCall, Message, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent,
-};
+use crate::model::{AssistantToolCall, Message, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
 
 pub(crate) struct Run {
     session: Arc<Session>,
     control: Arc<RunControl>,
     events: UnboundedSender<StreamEvent>,
     scope: u32,
+    /// One id per run (`taskId` of TaskCompleted).
+    id: String,
     max_turns: u32,
     turns: u32,
     usage: Usage,
     tool_calls: Vec<ToolCallRecord>,
 }
+
+type Finish = Result<(String, StopReason)>;
 
 impl Run {
     pub fn new(
@@ -40,6 +47,7 @@ impl Run {
             control,
             events,
             scope: options.scope,
+            id: ids::uuid(),
             max_turns,
             turns: 0,
             usage: Usage::default(),
@@ -52,14 +60,28 @@ impl Run {
         let _ = self.events.send(event);
     }
 
+    fn caller(&self) -> Caller<'_> {
+        Caller {
+            scope: self.scope,
+            cancel: Some(self.control.token()),
+        }
+    }
+
     /// Runs to the end and publishes the outcome as the last event.
     pub async fn drive(mut self, content: UserContent) {
         let control = self.control.clone();
+        let description = content.text();
         let outcome = tokio::select! {
             biased;
             _ = control.aborted() => Err(SdkError::new(ErrorCode::Abort, control.reason())),
             outcome = self.steps(content) => outcome,
         };
+        if matches!(&outcome, Err(error) if error.code == ErrorCode::Abort) {
+            // Callbacks told to stop usually settle at once; let them, so the session is not
+            // found still cleaning up by the caller's next step.
+            self.session.dispatcher.pending().settle(SETTLE_GRACE).await;
+        }
+        let outcome = self.task_completed(outcome, &description).await;
         let aborted = match &outcome {
             Err(error) if error.code == ErrorCode::Abort => Some(error.message.as_str()),
             _ => None,
@@ -79,10 +101,11 @@ impl Run {
             }
             Err(error) => self.emit(StreamEvent::Error { error }),
         }
+        control.finish();
     }
 
-    async fn steps(&mut self, content: UserContent) -> Result<(String, StopReason)> {
-        // Hook point: UserPromptSubmit.
+    async fn steps(&mut self, content: UserContent) -> Finish {
+        let content = self.user_prompt_submit(content).await?;
         self.session.push(Message::User { content });
         let mut last_text = String::new();
         loop {
@@ -91,31 +114,21 @@ impl Run {
             }
             self.turns += 1;
             self.emit(StreamEvent::Turn { index: self.turns });
-            // Hook point: StepStart.
             let reply = self.call_model().await?;
             self.usage.add(reply.usage);
-            let ModelReply {
-                text, tool_calls, ..
-            } = reply;
+            let ModelReply { text, tool_calls, .. } = reply;
             self.session.push(Message::Assistant {
                 content: (!text.is_empty() || tool_calls.is_empty()).then(|| text.clone()),
                 tool_calls: tool_calls
                     .iter()
-                    .map(|call| {
-                        AssistantToolCall::new(
-                            call.id.clone(),
-                            call.name.clone(),
-                            call.arguments.clone(),
-                        )
-                    })
+                    .map(|call| AssistantToolCall::new(call.id.clone(), call.name.clone(), call.arguments.clone()))
                     .collect(),
             });
-            // Hook point: StepEnd.
             if tool_calls.is_empty() {
                 return Ok((text, StopReason::Done));
             }
             last_text = text;
-            let records = self.run_tool_calls(&tool_calls).await;
+            let (records, interrupt) = self.run_tool_calls(&tool_calls).await;
             for record in &records {
                 self.session.push(Message::Tool {
                     tool_call_id: record.id.clone(),
@@ -129,6 +142,78 @@ impl Run {
                 });
             }
             self.tool_calls.extend(records);
+            if let Some(denial) = interrupt {
+                return Ok((denial, StopReason::Interrupted));
+            }
+        }
+    }
+
+    /// UserPromptSubmit may rewrite the prompt or abort it; its errors fail the run unchanged.
+    async fn user_prompt_submit(&self, content: UserContent) -> Result<UserContent> {
+        let dispatcher = &self.session.dispatcher;
+        if !dispatcher.has(HookEvent::UserPromptSubmit) {
+            return Ok(content);
+        }
+        let images = content.image_count();
+        let payload = json!({
+            "event": "UserPromptSubmit",
+            "sessionId": self.session.id,
+            "userPrompt": content.text(),
+            "hasImages": images > 0,
+            "imageCount": images,
+        });
+        let outputs = dispatcher
+            .dispatch(HookEvent::UserPromptSubmit, payload, None, self.caller())
+            .await
+            .map_err(HookError::into_sdk)?;
+        apply::user_prompt_submit(&outputs, content).map_err(|message| SdkError::new(ErrorCode::HookAborted, message))
+    }
+
+    /// TaskCompleted, once the run's outcome is known. For a run that succeeded, its abort or
+    /// error becomes the run's; for one that failed, the original error stays and the hook's
+    /// failure is logged.
+    async fn task_completed(&self, outcome: Finish, description: &str) -> Finish {
+        let dispatcher = &self.session.dispatcher;
+        if !dispatcher.has(HookEvent::TaskCompleted) {
+            return outcome;
+        }
+        let (success, reason, summary) = match &outcome {
+            Ok((content, stop)) => (*stop == StopReason::Done, stop_name(*stop), content.clone()),
+            Err(error) if error.code == ErrorCode::Abort => (false, "aborted", error.message.clone()),
+            Err(error) => (false, "error", error.message.clone()),
+        };
+        let payload = json!({
+            "event": "TaskCompleted",
+            "sessionId": self.session.id,
+            "taskId": self.id,
+            "taskDescription": description,
+            "resultSummary": summary,
+            "success": success,
+            "reason": reason,
+        });
+        // After an abort the caller's signal has fired; the hook still gets its own budget.
+        let caller = match &outcome {
+            Ok(_) => self.caller(),
+            Err(_) => Caller {
+                scope: self.scope,
+                cancel: None,
+            },
+        };
+        let dispatched = dispatcher
+            .dispatch(HookEvent::TaskCompleted, payload, None, caller)
+            .await;
+        match (outcome, dispatched) {
+            (Ok(finished), Ok(outputs)) => match apply::first_abort(&outputs, HookEvent::TaskCompleted) {
+                Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
+                None => Ok(finished),
+            },
+            (Ok(_), Err(HookError::Cancelled)) => Err(SdkError::new(ErrorCode::Abort, self.control.reason())),
+            (Ok(_), Err(error)) => Err(error.into_sdk()),
+            (Err(original), Err(error)) => {
+                tracing::warn!(error = %error.message(), "TaskCompleted hook failed after the run failed; keeping the run's error");
+                Err(original)
+            }
+            (Err(original), Ok(_)) => Err(original),
         }
     }
 
@@ -153,12 +238,11 @@ impl Run {
         self.session.model.complete(request, &mut on_text).await
     }
 
-    /// Runs one turn's tool calls concurrently; results come back in call order.
-    async fn run_tool_calls(&self, calls: &[ToolCallRequest]) -> Vec<ToolCallRecord> {
-        let inputs: Vec<std::result::Result<Map<String, Value>, String>> = calls
-            .iter()
-            .map(|call| parse_arguments(&call.arguments))
-            .collect();
+    /// Runs one turn's tool calls concurrently; results come back in call order, with the first
+    /// interrupting denial.
+    async fn run_tool_calls(&self, calls: &[ToolCallRequest]) -> (Vec<ToolCallRecord>, Option<String>) {
+        let inputs: Vec<std::result::Result<Map<String, Value>, String>> =
+            calls.iter().map(|call| parse_arguments(&call.arguments)).collect();
         for (call, input) in calls.iter().zip(&inputs) {
             self.emit(StreamEvent::ToolUse {
                 id: call.id.clone(),
@@ -166,60 +250,30 @@ impl Run {
                 input: Value::Object(input.clone().unwrap_or_default()),
             });
         }
-        join_all(
+        let site = CallSite {
+            session: &self.session,
+            caller: self.caller(),
+            step_index: self.turns - 1,
+        };
+        let finished = join_all(
             calls
                 .iter()
                 .zip(inputs)
-                .map(|(call, input)| self.run_tool_call(call, input)),
+                .map(|(call, input)| pipeline::run(&site, call, input)),
         )
-        .await
+        .await;
+        let interrupt = finished.iter().find_map(|done| done.interrupt.clone());
+        (finished.into_iter().map(|done| done.record).collect(), interrupt)
     }
+}
 
-    async fn run_tool_call(
-        &self,
-        call: &ToolCallRequest,
-        input: std::result::Result<Map<String, Value>, String>,
-    ) -> ToolCallRecord {
-        let tool = self
-            .session
-            .config
-            .tools
-            .iter()
-            .find(|tool| tool.schema.name == call.name);
-        let (outcome, input) = match (tool, input) {
-            (None, input) => (
-                ToolOutcome::failed(format!("Tool \"{}\" not found", call.name)),
-                input.unwrap_or_default(),
-            ),
-            (Some(_), Err(problem)) => (ToolOutcome::Failure(problem), Map::new()),
-            (Some(tool), Ok(input)) => {
-                // Hook points: PreToolUse → PermissionRequest → permission → before-controls.
-                let context = ToolContext {
-                    tool_call_id: &call.id,
-                    session_id: &self.session.id,
-                    scope: self.scope,
-                };
-                let outcome =
-                    tools::execute(&self.session.host, tool, input.clone(), context).await;
-                // Hook points: after-controls → PostToolUse / PostToolUseFailure.
-                (outcome, input)
-            }
-        };
-        let (output, status) = match outcome {
-            ToolOutcome::Success(output) => (output, CallStatus::Success),
-            ToolOutcome::Failure(message) => (
-                format!("Tool execution failed: {message}"),
-                CallStatus::Error,
-            ),
-        };
-        ToolCallRecord {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            input: Value::Object(input),
-            output,
-            status,
-            mocked: None,
-        }
+fn stop_name(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::Done => "done",
+        StopReason::MaxTurns => "max_turns",
+        StopReason::Aborted => "aborted",
+        StopReason::Interrupted => "interrupted",
+        StopReason::Error => "error",
     }
 }
 
@@ -230,10 +284,7 @@ fn parse_arguments(text: &str) -> std::result::Result<Map<String, Value>, String
     }
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!(
-            "arguments must be a JSON object (got {})",
-            describe(&other)
-        )),
+        Ok(other) => Err(format!("arguments must be a JSON object (got {})", describe(&other))),
         Err(error) => Err(format!("arguments are not valid JSON: {error}")),
     }
 }

@@ -2,8 +2,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::future::BoxFuture;
-use serde_json::Value;
+use futures::future::{BoxFuture, FutureExt, Shared};
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -11,6 +11,10 @@ use super::config::AgentConfig;
 use super::events::StreamEvent;
 use super::run::Run;
 use crate::error::{ErrorCode, Result, SdkError};
+use crate::hooks::apply;
+use crate::hooks::dispatch::{Caller, Dispatcher, HookError};
+use crate::hooks::pending::{Owner, SETTLE_GRACE};
+use crate::hooks::HookEvent;
 use crate::host::Host;
 use crate::ids;
 use crate::model::scripted::describe;
@@ -22,14 +26,22 @@ pub struct Session {
     pub(crate) tool_schemas: Vec<ToolSchema>,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) host: Arc<dyn Host>,
+    pub(crate) dispatcher: Dispatcher,
     state: Mutex<State>,
 }
+
+type CloseAttempt = Shared<BoxFuture<'static, Result<()>>>;
 
 #[derive(Default)]
 struct State {
     messages: Vec<Arc<Message>>,
     active: Option<Arc<RunControl>>,
+    /// `close()` was called: no new runs.
+    closing: bool,
+    /// `close()` succeeded.
     closed: bool,
+    /// The close in progress; concurrent `close()` calls share it.
+    close_attempt: Option<CloseAttempt>,
 }
 
 /// Stops a run: the caller's signal and `agent.abort()` both end up here.
@@ -37,6 +49,7 @@ struct State {
 pub struct RunControl {
     token: CancellationToken,
     reason: Mutex<Option<String>>,
+    finished: CancellationToken,
 }
 
 impl RunControl {
@@ -50,10 +63,22 @@ impl RunControl {
         self.token.cancelled().await
     }
 
+    pub(crate) fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    /// Called once the run published its last event.
+    pub(crate) fn finish(&self) {
+        self.finished.cancel();
+    }
+
+    /// Resolves once the run has published its last event.
+    pub async fn finished(&self) {
+        self.finished.cancelled().await
+    }
+
     pub(crate) fn reason(&self) -> String {
-        lock(&self.reason)
-            .clone()
-            .unwrap_or_else(|| "Operation aborted".into())
+        lock(&self.reason).clone().unwrap_or_else(|| "Operation aborted".into())
     }
 }
 
@@ -73,19 +98,24 @@ pub struct RunHandle {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data behind; keep serving it.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Session {
     pub fn new(config: AgentConfig, host: Arc<dyn Host>) -> Arc<Self> {
+        let dispatcher = Dispatcher::new(
+            config.hooks.clone(),
+            config.hook_timeout_ms,
+            config.session_end_hook_timeout_ms,
+            host.clone(),
+        );
         Arc::new(Session {
             id: ids::uuid(),
             tool_schemas: config.tool_schemas(),
             model: config.build_model(host.clone()),
             config,
             host,
+            dispatcher,
             state: Mutex::new(State::default()),
         })
     }
@@ -114,7 +144,7 @@ impl Session {
         let control = Arc::new(RunControl::default());
         {
             let mut state = lock(&self.state);
-            if state.closed {
+            if state.closing || state.closed {
                 return Err(SdkError::new(ErrorCode::SessionClosed, "Session is closed"));
             }
             if state.active.is_some() {
@@ -137,17 +167,101 @@ impl Session {
         }
     }
 
-    /// Ends the session: an active run is aborted, later `send`s fail with `SESSION_CLOSED`.
-    pub async fn close(&self) -> Result<()> {
-        let active = {
-            let mut state = lock(&self.state);
-            state.closed = true;
-            state.active.clone()
+    /// SessionStart, inside `createAgent`. If it fails, SessionEnd runs (once) and the session
+    /// is closed; the SessionStart error is what the caller gets.
+    pub async fn start(&self, scope: u32) -> Result<()> {
+        if !self.dispatcher.has(HookEvent::SessionStart) {
+            return Ok(());
+        }
+        let payload = json!({"event": "SessionStart", "sessionId": self.id, "isResume": false});
+        let caller = Caller { scope, cancel: None };
+        let started = match self
+            .dispatcher
+            .dispatch(HookEvent::SessionStart, payload, None, caller)
+            .await
+        {
+            Ok(outputs) => match apply::first_abort(&outputs, HookEvent::SessionStart) {
+                Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
+                None => Ok(()),
+            },
+            Err(error) => Err(error.into_sdk()),
         };
+        if started.is_err() {
+            if let Err(error) = self.session_end(scope).await {
+                tracing::warn!(error = %error.message, "SessionEnd failed while cleaning up after SessionStart");
+            }
+            let mut state = lock(&self.state);
+            state.closing = true;
+            state.closed = true;
+        }
+        started
+    }
+
+    /// Ends the session: later `send`s fail with `SESSION_CLOSED`, an active run is aborted,
+    /// SessionEnd runs at most once. Concurrent calls share one attempt; after a failure,
+    /// `close()` may be called again; after success it resolves at once.
+    pub async fn close(self: &Arc<Self>, scope: u32) -> Result<()> {
+        let attempt = {
+            let mut state = lock(&self.state);
+            if state.closed {
+                return Ok(());
+            }
+            state.closing = true;
+            match &state.close_attempt {
+                Some(attempt) => attempt.clone(),
+                None => {
+                    let session = self.clone();
+                    let attempt = async move { session.close_once(scope).await }.boxed().shared();
+                    state.close_attempt = Some(attempt.clone());
+                    attempt
+                }
+            }
+        };
+        let outcome = attempt.await;
+        let mut state = lock(&self.state);
+        state.close_attempt = None;
+        if outcome.is_ok() {
+            state.closed = true;
+        }
+        outcome
+    }
+
+    async fn close_once(&self, scope: u32) -> Result<()> {
+        let active = lock(&self.state).active.clone();
         if let Some(control) = active {
             control.abort("Session is closed".into());
+            control.finished().await;
         }
-        Ok(())
+        let pending = self.dispatcher.pending();
+        pending.settle(SETTLE_GRACE).await;
+        for (owner, what) in [
+            (Owner::Hook, "an inline hook callback"),
+            (Owner::Permission, "a permission callback"),
+        ] {
+            if pending.count(owner) > 0 {
+                return Err(SdkError::new(
+                    ErrorCode::Plain,
+                    format!("Session runtime {} still has {what} cleaning up", self.id),
+                ));
+            }
+        }
+        self.session_end(scope).await
+    }
+
+    async fn session_end(&self, scope: u32) -> Result<()> {
+        if !self.dispatcher.has(HookEvent::SessionEnd) {
+            return Ok(());
+        }
+        let payload = json!({"event": "SessionEnd", "sessionId": self.id, "reason": "other"});
+        let outputs = self
+            .dispatcher
+            .dispatch_session_end(payload, Caller { scope, cancel: None })
+            .await
+            .map_err(HookError::into_sdk)?;
+        match apply::first_abort(&outputs, HookEvent::SessionEnd) {
+            Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
+            None => Ok(()),
+        }
     }
 
     /// Called by the run as it ends, before its last event is published, so a caller that sees
@@ -157,11 +271,7 @@ impl Session {
         if let Some(reason) = aborted {
             answer_open_calls(&mut state.messages, reason);
         }
-        if state
-            .active
-            .as_ref()
-            .is_some_and(|active| Arc::ptr_eq(active, control))
-        {
+        if state.active.as_ref().is_some_and(|active| Arc::ptr_eq(active, control)) {
             state.active = None;
         }
     }
@@ -208,9 +318,7 @@ pub fn parse_message(value: &Value) -> Result<UserContent> {
                 let kind = part.get("type").and_then(Value::as_str);
                 let ok = match kind {
                     Some("text") => part.get("text").is_some_and(Value::is_string),
-                    Some("image_url") => {
-                        part.pointer("/image_url/url").is_some_and(Value::is_string)
-                    }
+                    Some("image_url") => part.pointer("/image_url/url").is_some_and(Value::is_string),
                     _ => false,
                 };
                 if !ok {
@@ -220,8 +328,7 @@ pub fn parse_message(value: &Value) -> Result<UserContent> {
                     )));
                 }
             }
-            serde_json::from_value(value.clone())
-                .map_err(|error| invalid(format!("message is not valid: {error}")))
+            serde_json::from_value(value.clone()).map_err(|error| invalid(format!("message is not valid: {error}")))
         }
         other => Err(invalid(format!(
             "message must be a string or an array of text and image_url parts (got {})",
@@ -267,14 +374,9 @@ mod tests {
 
     #[test]
     fn messages_are_strings_or_parts() {
+        assert_eq!(parse_message(&json!("hi")).unwrap(), UserContent::Text("hi".into()));
         assert_eq!(
-            parse_message(&json!("hi")).unwrap(),
-            UserContent::Text("hi".into())
-        );
-        assert_eq!(
-            parse_message(&json!([{"type": "text", "text": "a"}]))
-                .unwrap()
-                .text(),
+            parse_message(&json!([{"type": "text", "text": "a"}])).unwrap().text(),
             "a"
         );
         let error = parse_message(&json!(5)).unwrap_err();
@@ -284,10 +386,6 @@ mod tests {
             "message must be a string or an array of text and image_url parts (got 5)"
         );
         let error = parse_message(&json!([{"type": "image"}])).unwrap_err();
-        assert!(
-            error.message.starts_with("message[0] must be"),
-            "{}",
-            error.message
-        );
+        assert!(error.message.starts_with("message[0] must be"), "{}", error.message);
     }
 }

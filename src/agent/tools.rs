@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::events::CallStatus;
 use crate::host::{Callable, Host, HostCall, SignalSlot};
 use crate::model::ToolSchema;
 
@@ -60,18 +61,53 @@ pub struct ToolSpec {
     pub execute: Callable,
 }
 
-/// How a call ended, before any hook had its say.
+/// Where a call stands: its status, the text the model is sent, and (for a failure) what
+/// failed, so PostToolUseFailure hooks can be given an `Error`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ToolOutcome {
-    /// The model-facing output.
-    Success(String),
-    /// Why it failed; the model is sent `Tool execution failed: <message>`.
-    Failure(String),
+pub struct CallResult {
+    pub status: CallStatus,
+    pub output: String,
+    pub failure: Option<Failure>,
 }
 
-impl ToolOutcome {
-    pub fn failed(message: impl Into<String>) -> Self {
-        ToolOutcome::Failure(message.into())
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub message: String,
+    /// The thrown value's handle, when a user function threw.
+    pub thrown: Option<u32>,
+}
+
+impl CallResult {
+    pub fn success(output: impl Into<String>) -> Self {
+        CallResult {
+            status: CallStatus::Success,
+            output: output.into(),
+            failure: None,
+        }
+    }
+
+    /// `Tool execution failed: <message>`.
+    pub fn failed(message: impl Into<String>, thrown: Option<u32>) -> Self {
+        let message = message.into();
+        CallResult {
+            status: CallStatus::Error,
+            output: format!("Tool execution failed: {message}"),
+            failure: Some(Failure { message, thrown }),
+        }
+    }
+
+    /// `Tool execution aborted: <message>` (a hook or the permission policy stopped it).
+    pub fn aborted(message: impl Into<String>) -> Self {
+        let message = message.into();
+        CallResult {
+            status: CallStatus::Error,
+            output: format!("Tool execution aborted: {message}"),
+            failure: Some(Failure { message, thrown: None }),
+        }
+    }
+
+    pub fn is_success(&self) -> bool {
+        self.status == CallStatus::Success
     }
 }
 
@@ -87,50 +123,49 @@ pub async fn execute(
     tool: &ToolSpec,
     input: Map<String, Value>,
     context: ToolContext<'_>,
-) -> ToolOutcome {
-    let call = HostCall {
-        function: tool.execute,
-        args: vec![
+) -> CallResult {
+    let mut call = HostCall::new(
+        tool.execute,
+        vec![
             Value::Object(input),
             json!({"toolCallId": context.tool_call_id, "sessionId": context.session_id}),
         ],
-        scope: context.scope,
-        signal: Some(SignalSlot {
-            arg: 1,
-            key: "signal",
-        }),
-    };
+        context.scope,
+    );
+    call.signal = Some(SignalSlot {
+        arg: 1,
+        key: "signal",
+        dispatch: None,
+    });
     match host.call(call).await {
         Ok(returned) => model_output(returned),
-        Err(error) => ToolOutcome::Failure(error.message),
+        Err(error) => CallResult::failed(error.message, error.thrown),
     }
 }
 
 /// Strings pass through; `{ status: 'success', model }` and `{ status: 'error', error: { message } }`
 /// are tool results; any other JSON is stringified as `JSON.stringify` would.
-pub fn model_output(returned: Option<Value>) -> ToolOutcome {
+pub fn model_output(returned: Option<Value>) -> CallResult {
     let Some(value) = returned else {
         // `undefined`: JSON.stringify has no text for it.
-        return ToolOutcome::Success(String::new());
+        return CallResult::success(String::new());
     };
     if let Some(result) = value.as_object() {
         match result.get("status").and_then(Value::as_str) {
-            Some("success") if result.contains_key("model") => {
-                return ToolOutcome::Success(stringify(&result["model"]))
-            }
+            Some("success") if result.contains_key("model") => return CallResult::success(stringify(&result["model"])),
             Some("error") => {
                 if let Some(message) = result
                     .get("error")
                     .and_then(|error| error.get("message"))
                     .and_then(Value::as_str)
                 {
-                    return ToolOutcome::Failure(message.to_string());
+                    return CallResult::failed(message, None);
                 }
             }
             _ => {}
         }
     }
-    ToolOutcome::Success(stringify(&value))
+    CallResult::success(stringify(&value))
 }
 
 /// `JSON.stringify` for a value that came from JS: strings as they are, everything else compact JSON.
@@ -147,45 +182,34 @@ mod tests {
 
     #[test]
     fn outputs_become_model_text() {
-        assert_eq!(
-            model_output(Some(json!("plain"))),
-            ToolOutcome::Success("plain".into())
-        );
+        assert_eq!(model_output(Some(json!("plain"))), CallResult::success("plain"));
         assert_eq!(
             model_output(Some(json!({"b": 1, "a": [true, null]}))),
-            ToolOutcome::Success("{\"b\":1,\"a\":[true,null]}".into())
+            CallResult::success("{\"b\":1,\"a\":[true,null]}")
         );
-        assert_eq!(
-            model_output(Some(json!(42))),
-            ToolOutcome::Success("42".into())
-        );
-        assert_eq!(
-            model_output(Some(Value::Null)),
-            ToolOutcome::Success("null".into())
-        );
-        assert_eq!(model_output(None), ToolOutcome::Success(String::new()));
+        assert_eq!(model_output(Some(json!(42))), CallResult::success("42"));
+        assert_eq!(model_output(Some(Value::Null)), CallResult::success("null"));
+        assert_eq!(model_output(None), CallResult::success(String::new()));
     }
 
     #[test]
     fn tool_results_are_unwrapped() {
         assert_eq!(
             model_output(Some(json!({"status": "success", "model": {"n": 1}}))),
-            ToolOutcome::Success("{\"n\":1}".into())
+            CallResult::success("{\"n\":1}")
         );
         assert_eq!(
             model_output(Some(json!({"status": "success", "model": "ok"}))),
-            ToolOutcome::Success("ok".into())
+            CallResult::success("ok")
         );
         assert_eq!(
-            model_output(Some(
-                json!({"status": "error", "error": {"message": "disk full"}})
-            )),
-            ToolOutcome::Failure("disk full".into())
+            model_output(Some(json!({"status": "error", "error": {"message": "disk full"}}))),
+            CallResult::failed("disk full", None)
         );
         // Not a tool result: no `model`, so it is plain JSON.
         assert_eq!(
             model_output(Some(json!({"status": "success"}))),
-            ToolOutcome::Success("{\"status\":\"success\"}".into())
+            CallResult::success("{\"status\":\"success\"}")
         );
     }
 }

@@ -19,11 +19,7 @@ fn error_json(error: &SdkError) -> String {
 
 /// A created session, or the JSON of the error that prevented it.
 #[napi]
-pub fn create_session(
-    options: String,
-    invoke: InvokeFn,
-    environment: Object,
-) -> Result<Either<NativeAgent, String>> {
+pub fn create_session(options: String, invoke: InvokeFn, environment: Object) -> Result<Either<NativeAgent, String>> {
     let options: Value = match serde_json::from_str(&options) {
         Ok(options) => options,
         Err(error) => {
@@ -71,12 +67,7 @@ impl NativeAgent {
 
     /// Starts a run, or returns the JSON of the error that refused it.
     #[napi]
-    pub fn send(
-        &self,
-        message: String,
-        scope: u32,
-        max_turns: Option<f64>,
-    ) -> Either<NativeRun, String> {
+    pub fn send(&self, message: String, scope: u32, max_turns: Option<f64>) -> Either<NativeRun, String> {
         let message: Value = match serde_json::from_str(&message) {
             Ok(message) => message,
             Err(error) => {
@@ -96,10 +87,7 @@ impl NativeAgent {
                 )))
             }
         };
-        match self
-            .session
-            .send(&message, SendOptions { max_turns, scope })
-        {
+        match self.session.send(&message, SendOptions { max_turns, scope }) {
             Ok((handle, run)) => {
                 napi::bindgen_prelude::spawn(run);
                 Either::A(NativeRun {
@@ -116,11 +104,18 @@ impl NativeAgent {
         self.session.abort(reason);
     }
 
+    /// Runs SessionStart; resolves `null`, or the JSON of the error that stopped it.
+    #[napi]
+    pub async fn start(&self, scope: u32) -> Option<String> {
+        let session = self.session.clone();
+        session.start(scope).await.err().map(|error| error_json(&error))
+    }
+
     /// Resolves `null`, or the JSON of the error that stopped the close.
     #[napi]
-    pub async fn close(&self) -> Option<String> {
+    pub async fn close(&self, scope: u32) -> Option<String> {
         let session = self.session.clone();
-        session.close().await.err().map(|error| error_json(&error))
+        session.close(scope).await.err().map(|error| error_json(&error))
     }
 }
 

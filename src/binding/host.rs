@@ -11,7 +11,7 @@ use napi::Status;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::host::{Host, HostCall, HostError, HostFuture};
+use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
 
 /// `CalleeHandled = false` (the JS side is a plain function) and `Weak = true` (a stored agent
 /// never keeps Node alive; a pending call is kept alive by the promise awaiting it).
@@ -43,22 +43,13 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<V
     Value::deserialize(deserializer).map(Some)
 }
 
-impl Host for JsHost {
-    fn call(&self, call: HostCall) -> HostFuture {
-        let payload = json!({
-            "fn": call.function.0,
-            "args": call.args,
-            "scope": call.scope,
-            "signal": call.signal.map(|slot| json!([slot.arg, slot.key])),
-        })
-        .to_string();
+impl JsHost {
+    /// Sends one JSON request to `invoke` and reads its JSON reply.
+    fn request(&self, payload: String) -> HostFuture {
         let invoke = self.invoke.clone();
         Box::pin(async move {
             let lost = |error: napi::Error| HostError {
-                message: format!(
-                    "the JavaScript callback could not be called: {}",
-                    error.reason
-                ),
+                message: format!("the JavaScript callback could not be called: {}", error.reason),
                 thrown: None,
             };
             // `call_async_catch` turns a synchronous throw into an error, not a fatal exception.
@@ -75,6 +66,41 @@ impl Host for JsHost {
                     message: reply.message.unwrap_or_default(),
                     thrown: reply.thrown,
                 })
+            }
+        })
+    }
+}
+
+impl Host for JsHost {
+    fn call(&self, call: HostCall) -> HostFuture {
+        // Slots are short arrays: `signal: [arg, key, dispatch, last, linked]`,
+        // `error: [arg, key, message, thrown]`.
+        let payload = json!({
+            "fn": call.function.0,
+            "args": call.args,
+            "scope": call.scope,
+            "signal": call.signal.map(|slot| match slot.dispatch {
+                Some(dispatch) => json!([slot.arg, slot.key, dispatch.id, dispatch.last, dispatch.linked]),
+                None => json!([slot.arg, slot.key]),
+            }),
+            "error": call.error.map(|slot| json!([slot.arg, slot.key, slot.message, slot.thrown])),
+        });
+        self.request(payload.to_string())
+    }
+
+    fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture {
+        let AbortReason::HookTimeout { event, timeout_ms } = reason;
+        let payload = json!({
+            "op": "abort",
+            "scope": scope,
+            "dispatch": dispatch,
+            "event": event,
+            "timeoutMs": timeout_ms,
+        });
+        let request = self.request(payload.to_string());
+        Box::pin(async move {
+            if let Err(error) = request.await {
+                tracing::warn!(error = %error.message, "could not abort a hook signal");
             }
         })
     }

@@ -8,10 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::http::{self, Connection};
 use super::sse::{parse_data, SseReader};
-use super::{
-    ContentPart, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage,
-    UserContent,
-};
+use super::{ContentPart, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage, UserContent};
 use crate::error::{Result, SdkError};
 use crate::ids;
 
@@ -32,10 +29,7 @@ pub(crate) fn wire_messages(messages: &[std::sync::Arc<Message>]) -> Vec<Value> 
     for message in messages {
         let (role, blocks) = match message.as_ref() {
             Message::User { content } => ("user", user_blocks(content)),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
+            Message::Assistant { content, tool_calls } => {
                 let mut blocks = Vec::new();
                 if let Some(text) = content.as_ref().filter(|text| !text.is_empty()) {
                     blocks.push(json!({"type": "text", "text": text}));
@@ -49,14 +43,9 @@ pub(crate) fn wire_messages(messages: &[std::sync::Arc<Message>]) -> Vec<Value> 
                 }
                 ("assistant", blocks)
             }
-            Message::Tool {
-                tool_call_id,
-                content,
-            } => (
+            Message::Tool { tool_call_id, content } => (
                 "user",
-                vec![
-                    json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
-                ],
+                vec![json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content})],
             ),
         };
         match out.last_mut() {
@@ -143,20 +132,11 @@ struct StartedMessage {
 }
 
 impl AnthropicClient {
-    async fn complete_inner(
-        &self,
-        request: ModelRequest<'_>,
-        on_text: TextSink<'_>,
-    ) -> Result<ModelReply> {
+    async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
         let settings = &self.connection.settings;
         let url = http::endpoint(&self.connection.base_url, "v1/messages");
         let mut own = vec![("anthropic-version", API_VERSION.to_string())];
-        if let Some(key) = self
-            .connection
-            .api_key
-            .as_ref()
-            .filter(|key| !key.is_empty())
-        {
+        if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
             own.push(("x-api-key", key.clone()));
         }
         let headers = http::header_map(&own, &settings.headers)?;
@@ -169,10 +149,7 @@ impl AnthropicClient {
         if let Some(system) = request.system_prompt {
             body.insert("system".into(), json!(system));
         }
-        body.insert(
-            "messages".into(),
-            Value::Array(wire_messages(request.messages)),
-        );
+        body.insert("messages".into(), Value::Array(wire_messages(request.messages)));
         if !request.tools.is_empty() {
             let tools = request
                 .tools
@@ -201,9 +178,7 @@ impl AnthropicClient {
             let bytes = tokio::time::timeout_at(opened.deadline, opened.response.bytes())
                 .await
                 .map_err(|_| http::timed_out(opened.timeout))?
-                .map_err(|error| {
-                    SdkError::model(format!("Model response broke off: {}", http::chain(&error)))
-                })?;
+                .map_err(|error| SdkError::model(format!("Model response broke off: {}", http::chain(&error))))?;
             let reply = parse_message(&bytes)?;
             if !reply.text.is_empty() {
                 on_text(&reply.text);
@@ -214,11 +189,7 @@ impl AnthropicClient {
 }
 
 impl Model for AnthropicClient {
-    fn complete<'a>(
-        &'a self,
-        request: ModelRequest<'a>,
-        on_text: TextSink<'a>,
-    ) -> BoxFuture<'a, Result<ModelReply>> {
+    fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
         Box::pin(self.complete_inner(request, on_text))
     }
 }
@@ -248,15 +219,8 @@ fn parse_message(bytes: &[u8]) -> Result<ModelReply> {
                     .and_then(Value::as_str)
                     .map(str::to_string)
                     .unwrap_or_else(ids::call_id),
-                name: block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                arguments: block
-                    .get("input")
-                    .map(Value::to_string)
-                    .unwrap_or_else(|| "{}".into()),
+                name: block.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                arguments: block.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
             }),
             _ => {}
         }
@@ -279,10 +243,7 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                 input_tokens = message.usage.input_tokens.unwrap_or(0);
                 output_tokens = message.usage.output_tokens.unwrap_or(0);
             }
-            StreamEvent::ContentBlockStart {
-                index,
-                content_block,
-            } => {
+            StreamEvent::ContentBlockStart { index, content_block } => {
                 if content_block.get("type").and_then(Value::as_str) == Some("tool_use") {
                     let field = |name: &str| {
                         content_block
@@ -311,35 +272,26 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                     reply.text.push_str(text);
                 }
             }
-            StreamEvent::ContentBlockDelta { index, delta } => {
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        if let Some(text) = delta
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .filter(|t| !t.is_empty())
-                        {
-                            on_text(text);
-                            reply.text.push_str(text);
-                        }
+            StreamEvent::ContentBlockDelta { index, delta } => match delta.get("type").and_then(Value::as_str) {
+                Some("text_delta") => {
+                    if let Some(text) = delta.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                        on_text(text);
+                        reply.text.push_str(text);
                     }
-                    Some("input_json_delta") => {
-                        let fragment = delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
-                        match tool_calls.get_mut(&index) {
+                }
+                Some("input_json_delta") => {
+                    let fragment = delta.get("partial_json").and_then(Value::as_str).unwrap_or("");
+                    match tool_calls.get_mut(&index) {
                         Some(call) => call.arguments.push_str(fragment),
                         None => {
                             return Err(SdkError::model(format!(
-                                "Model stream is malformed: input for content block {index}, which is not a tool_use block"
-                            )))
+                            "Model stream is malformed: input for content block {index}, which is not a tool_use block"
+                        )))
                         }
                     }
-                    }
-                    _ => {}
                 }
-            }
+                _ => {}
+            },
             StreamEvent::MessageDelta { usage } => {
                 if let Some(tokens) = usage.output_tokens {
                     output_tokens = tokens;
@@ -359,16 +311,12 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                     .and_then(Value::as_str)
                     .map(str::to_string)
                     .unwrap_or_else(|| error.to_string());
-                return Err(SdkError::model(format!(
-                    "Model stream reported an error: {message}"
-                )));
+                return Err(SdkError::model(format!("Model stream reported an error: {message}")));
             }
         }
     }
     if !stopped {
-        return Err(SdkError::model(
-            "Model stream ended before the response was complete",
-        ));
+        return Err(SdkError::model("Model stream ended before the response was complete"));
     }
     reply.usage = Usage::new(input_tokens, output_tokens);
     reply.tool_calls = tool_calls

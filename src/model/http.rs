@@ -60,11 +60,7 @@ fn client() -> &'static reqwest::Client {
 
 /// Joins the base URL and a path without doubling or losing the slash.
 pub(crate) fn endpoint(base_url: &str, path: &str) -> String {
-    format!(
-        "{}/{}",
-        base_url.trim_end_matches('/'),
-        path.trim_start_matches('/')
-    )
+    format!("{}/{}", base_url.trim_end_matches('/'), path.trim_start_matches('/'))
 }
 
 pub(crate) fn header_map(own: &[(&str, String)], extra: &[(String, String)]) -> Result<HeaderMap> {
@@ -73,19 +69,12 @@ pub(crate) fn header_map(own: &[(&str, String)], extra: &[(String, String)]) -> 
     let all = own
         .iter()
         .map(|(name, value)| (*name, value.as_str()))
-        .chain(
-            extra
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_str())),
-        );
+        .chain(extra.iter().map(|(name, value)| (name.as_str(), value.as_str())));
     for (name, value) in all {
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| SdkError::config(format!("header name \"{name}\" is not valid")))?;
-        let value = HeaderValue::from_str(value).map_err(|_| {
-            SdkError::config(format!(
-                "header \"{name}\" has a value that is not valid in HTTP"
-            ))
-        })?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| SdkError::config(format!("header \"{name}\" has a value that is not valid in HTTP")))?;
         headers.insert(header, value);
     }
     Ok(headers)
@@ -114,20 +103,11 @@ fn backoff(response: &Response, attempt: u32) -> Duration {
 }
 
 /// Sends a JSON POST, retrying 429/5xx answers; any other non-2xx is an error.
-pub(crate) async fn post(
-    url: &str,
-    headers: HeaderMap,
-    body: Vec<u8>,
-    settings: &HttpSettings,
-) -> Result<Opened> {
+pub(crate) async fn post(url: &str, headers: HeaderMap, body: Vec<u8>, settings: &HttpSettings) -> Result<Opened> {
     let mut attempt = 0;
     loop {
         let deadline = Instant::now() + settings.request_timeout;
-        let request = client()
-            .post(url)
-            .headers(headers.clone())
-            .body(body.clone())
-            .send();
+        let request = client().post(url).headers(headers.clone()).body(body.clone()).send();
         let response = match tokio::time::timeout_at(deadline, request).await {
             Err(_) => return Err(timed_out(settings.request_timeout)),
             Ok(Err(error)) => {
@@ -164,10 +144,7 @@ pub(crate) async fn post(
 }
 
 pub(crate) fn timed_out(timeout: Duration) -> SdkError {
-    SdkError::model(format!(
-        "Model request timed out after {}ms",
-        timeout.as_millis()
-    ))
+    SdkError::model(format!("Model request timed out after {}ms", timeout.as_millis()))
 }
 
 /// `Model request failed with status 429 Too Many Requests: <the body's error message>`.
@@ -255,10 +232,7 @@ mod tests {
 
     #[test]
     fn status_error_carries_status_and_body_message() {
-        let error = status_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            br#"{"error":{"message":"boom"}}"#,
-        );
+        let error = status_error(StatusCode::INTERNAL_SERVER_ERROR, br#"{"error":{"message":"boom"}}"#);
         assert_eq!(
             error.message,
             "Model request failed with status 500 Internal Server Error: boom"

@@ -85,9 +85,5 @@ pub struct ModelReply {
 pub type TextSink<'a> = &'a mut (dyn FnMut(&str) + Send);
 
 pub trait Model: Send + Sync {
-    fn complete<'a>(
-        &'a self,
-        request: ModelRequest<'a>,
-        on_text: TextSink<'a>,
-    ) -> BoxFuture<'a, Result<ModelReply>>;
+    fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>>;
 }

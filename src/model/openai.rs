@@ -8,9 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::http::{self, Connection};
 use super::sse::{parse_data, SseReader};
-use super::{
-    Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolSchema, Usage,
-};
+use super::{Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolSchema, Usage};
 use crate::error::{Result, SdkError};
 use crate::ids;
 
@@ -26,10 +24,7 @@ pub struct OpenAiClient {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum WireMessage<'a> {
-    System {
-        role: &'static str,
-        content: &'a str,
-    },
+    System { role: &'static str, content: &'a str },
     Chat(&'a Message),
 }
 
@@ -193,12 +188,7 @@ impl OpenAiClient {
                 content: system,
             });
         }
-        messages.extend(
-            request
-                .messages
-                .iter()
-                .map(|message| WireMessage::Chat(message)),
-        );
+        messages.extend(request.messages.iter().map(|message| WireMessage::Chat(message)));
         let (max_tokens, max_completion_tokens) = if self.completion_tokens_field {
             (None, request.max_output_tokens)
         } else {
@@ -219,25 +209,14 @@ impl OpenAiClient {
             max_tokens,
             max_completion_tokens,
             stream,
-            stream_options: stream.then_some(StreamOptions {
-                include_usage: true,
-            }),
+            stream_options: stream.then_some(StreamOptions { include_usage: true }),
         }
     }
 
-    async fn complete_inner(
-        &self,
-        request: ModelRequest<'_>,
-        on_text: TextSink<'_>,
-    ) -> Result<ModelReply> {
+    async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
         let url = http::endpoint(&self.connection.base_url, "chat/completions");
         let mut own = Vec::new();
-        if let Some(key) = self
-            .connection
-            .api_key
-            .as_ref()
-            .filter(|key| !key.is_empty())
-        {
+        if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
             own.push(("authorization", format!("Bearer {key}")));
         }
         if let Some(organization) = &self.organization {
@@ -247,8 +226,7 @@ impl OpenAiClient {
             own.push(("openai-project", project.clone()));
         }
         let headers = http::header_map(&own, &self.connection.settings.headers)?;
-        let body = serde_json::to_vec(&self.body(&request))
-            .map_err(|error| SdkError::model(error.to_string()))?;
+        let body = serde_json::to_vec(&self.body(&request)).map_err(|error| SdkError::model(error.to_string()))?;
         let opened = http::post(&url, headers, body, &self.connection.settings).await?;
         if self.connection.settings.stream {
             read_stream(SseReader::new(opened), on_text).await
@@ -256,9 +234,7 @@ impl OpenAiClient {
             let bytes = tokio::time::timeout_at(opened.deadline, opened.response.bytes())
                 .await
                 .map_err(|_| http::timed_out(opened.timeout))?
-                .map_err(|error| {
-                    SdkError::model(format!("Model response broke off: {}", http::chain(&error)))
-                })?;
+                .map_err(|error| SdkError::model(format!("Model response broke off: {}", http::chain(&error))))?;
             let reply = parse_completion(&bytes)?;
             if !reply.text.is_empty() {
                 on_text(&reply.text);
@@ -269,11 +245,7 @@ impl OpenAiClient {
 }
 
 impl Model for OpenAiClient {
-    fn complete<'a>(
-        &'a self,
-        request: ModelRequest<'a>,
-        on_text: TextSink<'a>,
-    ) -> BoxFuture<'a, Result<ModelReply>> {
+    fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
         Box::pin(self.complete_inner(request, on_text))
     }
 }
@@ -295,10 +267,7 @@ fn parse_completion(bytes: &[u8]) -> Result<ModelReply> {
         .unwrap_or_default()
         .into_iter()
         .map(|call| ToolCallRequest {
-            id: call
-                .id
-                .filter(|id| !id.is_empty())
-                .unwrap_or_else(ids::call_id),
+            id: call.id.filter(|id| !id.is_empty()).unwrap_or_else(ids::call_id),
             name: call.function.name,
             arguments: call.function.arguments.unwrap_or_default(),
         })
@@ -329,9 +298,7 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                 .and_then(|message| message.as_str())
                 .map(str::to_string)
                 .unwrap_or_else(|| error.to_string());
-            return Err(SdkError::model(format!(
-                "Model stream reported an error: {message}"
-            )));
+            return Err(SdkError::model(format!("Model stream reported an error: {message}")));
         }
         if let Some(usage) = chunk.usage {
             reply.usage = usage.into();
@@ -345,16 +312,13 @@ async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<Mod
                 on_text(&text);
                 reply.text.push_str(&text);
             }
-            for (position, fragment) in delta.tool_calls.unwrap_or_default().into_iter().enumerate()
-            {
+            for (position, fragment) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
                 tool_calls.push(position, fragment);
             }
         }
     }
     if !finished {
-        return Err(SdkError::model(
-            "Model stream ended before the response was complete",
-        ));
+        return Err(SdkError::model("Model stream ended before the response was complete"));
     }
     reply.tool_calls = tool_calls.finish();
     Ok(reply)
@@ -374,9 +338,7 @@ mod tests {
         let mut assembler = ToolCallAssembler::default();
         assembler.push(
             0,
-            fragment(
-                json!({"index": 0, "id": "a", "function": {"name": "read", "arguments": "{\"pa"}}),
-            ),
+            fragment(json!({"index": 0, "id": "a", "function": {"name": "read", "arguments": "{\"pa"}})),
         );
         assembler.push(
             0,
@@ -386,10 +348,7 @@ mod tests {
             0,
             fragment(json!({"index": 0, "function": {"arguments": "th\":\"x\"}"}})),
         );
-        assembler.push(
-            0,
-            fragment(json!({"index": 1, "function": {"arguments": "{}"}})),
-        );
+        assembler.push(0, fragment(json!({"index": 1, "function": {"arguments": "{}"}})));
         let calls = assembler.finish();
         assert_eq!(calls.len(), 2);
         assert_eq!(
@@ -413,10 +372,7 @@ mod tests {
     #[test]
     fn a_call_without_an_id_gets_one() {
         let mut assembler = ToolCallAssembler::default();
-        assembler.push(
-            0,
-            fragment(json!({"function": {"name": "read", "arguments": "{}"}})),
-        );
+        assembler.push(0, fragment(json!({"function": {"name": "read", "arguments": "{}"}})));
         let calls = assembler.finish();
         assert!(calls[0].id.starts_with("call_"));
     }
@@ -436,9 +392,7 @@ mod tests {
     fn a_body_that_is_not_a_completion_is_a_model_error() {
         let error = parse_completion(b"<html>").unwrap_err();
         assert!(
-            error
-                .message
-                .starts_with("Model response is not a chat completion"),
+            error.message.starts_with("Model response is not a chat completion"),
             "{}",
             error.message
         );

@@ -41,11 +41,7 @@ impl ScriptedModel {
         }
     }
 
-    async fn complete_inner(
-        &self,
-        request: ModelRequest<'_>,
-        on_text: TextSink<'_>,
-    ) -> Result<ModelReply> {
+    async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
         let turn = match &self.script {
             Script::Turns(turns) => turns.get(call).cloned().ok_or_else(|| {
@@ -58,12 +54,7 @@ impl ScriptedModel {
             Script::Function(function) => {
                 let returned = self
                     .host
-                    .call(HostCall {
-                        function: *function,
-                        args: vec![request_value(&request)],
-                        scope: request.scope,
-                        signal: None,
-                    })
+                    .call(HostCall::new(*function, vec![request_value(&request)], request.scope))
                     .await
                     .map_err(|error| SdkError {
                         thrown: error.thrown,
@@ -71,9 +62,7 @@ impl ScriptedModel {
                     })?;
                 let returned = returned.unwrap_or(Value::Null);
                 parse_turn(&returned, "").map_err(|problem| {
-                    SdkError::model(format!(
-                        "scriptedModel function returned an invalid turn: {problem}"
-                    ))
+                    SdkError::model(format!("scriptedModel function returned an invalid turn: {problem}"))
                 })?
             }
         };
@@ -98,11 +87,7 @@ impl ScriptedModel {
 }
 
 impl Model for ScriptedModel {
-    fn complete<'a>(
-        &'a self,
-        request: ModelRequest<'a>,
-        on_text: TextSink<'a>,
-    ) -> BoxFuture<'a, Result<ModelReply>> {
+    fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
         Box::pin(self.complete_inner(request, on_text))
     }
 }
@@ -146,22 +131,13 @@ pub fn parse_turn(value: &Value, path: &str) -> std::result::Result<ScriptedTurn
     };
     for key in object.keys() {
         if !matches!(key.as_str(), "text" | "toolCalls" | "usage") {
-            return Err(format!(
-                "{} is not a turn field (use text, toolCalls, usage)",
-                at(key)
-            ));
+            return Err(format!("{} is not a turn field (use text, toolCalls, usage)", at(key)));
         }
     }
     let text = match object.get("text") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(text)) => text.clone(),
-        Some(other) => {
-            return Err(format!(
-                "{} must be a string (got {})",
-                at("text"),
-                describe(other)
-            ))
-        }
+        Some(other) => return Err(format!("{} must be a string (got {})", at("text"), describe(other))),
     };
     let tool_calls = match object.get("toolCalls") {
         None | Some(Value::Null) => Vec::new(),
@@ -183,22 +159,13 @@ pub fn parse_turn(value: &Value, path: &str) -> std::result::Result<ScriptedTurn
         Some(Value::Object(usage)) => {
             let tokens = |field: &str| match usage.get(field) {
                 None => Ok(0),
-                Some(value) => value.as_u64().ok_or_else(|| {
-                    format!(
-                        "{} must be a non-negative integer",
-                        at(&format!("usage.{field}"))
-                    )
-                }),
+                Some(value) => value
+                    .as_u64()
+                    .ok_or_else(|| format!("{} must be a non-negative integer", at(&format!("usage.{field}")))),
             };
             Usage::new(tokens("inputTokens")?, tokens("outputTokens")?)
         }
-        Some(other) => {
-            return Err(format!(
-                "{} must be an object (got {})",
-                at("usage"),
-                describe(other)
-            ))
-        }
+        Some(other) => return Err(format!("{} must be an object (got {})", at("usage"), describe(other))),
     };
     Ok(ScriptedTurn {
         text,
@@ -217,10 +184,7 @@ fn parse_call(value: &Value, path: &str) -> std::result::Result<ToolCallRequest,
     let string = |field: &str| match call.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(other) => Err(format!(
-            "{path}.{field} must be a string (got {})",
-            describe(other)
-        )),
+        Some(other) => Err(format!("{path}.{field} must be a string (got {})", describe(other))),
     };
     let name = string("name")?
         .filter(|name| !name.is_empty())
@@ -267,10 +231,7 @@ pub fn parse_turns(value: &Value, path: &str) -> std::result::Result<Vec<Scripte
             .enumerate()
             .map(|(index, turn)| parse_turn(turn, &format!("{path}[{index}]")))
             .collect(),
-        other => Err(format!(
-            "{path} must be an array of turns (got {})",
-            describe(other)
-        )),
+        other => Err(format!("{path} must be an array of turns (got {})", describe(other))),
     }
 }
 
@@ -295,10 +256,7 @@ mod tests {
     #[test]
     fn bad_turns_name_the_field() {
         let cases = [
-            (
-                json!([{"text": 1}]),
-                "model.turns[0].text must be a string (got 1)",
-            ),
+            (json!([{"text": 1}]), "model.turns[0].text must be a string (got 1)"),
             (
                 json!([{}, {"toolCalls": [{"input": {}}]}]),
                 "model.turns[1].toolCalls[0].name must be a non-empty string",
@@ -307,10 +265,7 @@ mod tests {
                 json!([{"tools": []}]),
                 "model.turns[0].tools is not a turn field (use text, toolCalls, usage)",
             ),
-            (
-                json!("x"),
-                "model.turns must be an array of turns (got \"x\")",
-            ),
+            (json!("x"), "model.turns must be an array of turns (got \"x\")"),
             (
                 json!([{"usage": {"inputTokens": -1}}]),
                 "model.turns[0].usage.inputTokens must be a non-negative integer",

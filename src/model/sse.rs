@@ -33,13 +33,10 @@ impl SseReader {
             Err(_) => Err(timed_out(self.timeout)),
             Ok(None) => Ok(None),
             Ok(Some(Ok(event))) => Ok(Some(event)),
-            Ok(Some(Err(EventStreamError::Transport(error)))) => Err(SdkError::model(format!(
-                "Model stream broke off: {}",
-                chain(&error)
-            ))),
-            Ok(Some(Err(error))) => Err(SdkError::model(format!(
-                "Model stream is malformed: {error}"
-            ))),
+            Ok(Some(Err(EventStreamError::Transport(error)))) => {
+                Err(SdkError::model(format!("Model stream broke off: {}", chain(&error))))
+            }
+            Ok(Some(Err(error))) => Err(SdkError::model(format!("Model stream is malformed: {error}"))),
         }
     }
 }

@@ -1,0 +1,213 @@
+//! `advanced.permission`: a preset or a function deciding whether a tool call may run.
+
+use serde_json::{Map, Value};
+
+use super::tools::ToolKind;
+use crate::host::Callable;
+use crate::model::scripted::describe;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    /// Readonly tools run; the rest ask.
+    Default,
+    /// Readonly and write tools run; execute tools ask.
+    AcceptEdits,
+    /// Everything runs.
+    BypassPermissions,
+    /// Readonly tools run; the rest are denied.
+    Plan,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    Preset(Preset),
+    Function(Callable),
+}
+
+impl Permission {
+    pub fn parse(value: &Value, function: Option<Callable>) -> Result<Self, String> {
+        if let Some(function) = function {
+            return Ok(Permission::Function(function));
+        }
+        match value.as_str() {
+            Some("default") => Ok(Permission::Preset(Preset::Default)),
+            Some("accept-edits") => Ok(Permission::Preset(Preset::AcceptEdits)),
+            Some("bypass-permissions") => Ok(Permission::Preset(Preset::BypassPermissions)),
+            Some("plan") => Ok(Permission::Preset(Preset::Plan)),
+            _ => Err(format!(
+                "advanced.permission must be 'default', 'accept-edits', 'bypass-permissions', 'plan' or a function (got {})",
+                describe(value)
+            )),
+        }
+    }
+}
+
+pub const DENIED_BY_POLICY: &str = "Denied by permission policy";
+pub const PLAN_MODE_DENIAL: &str = "Plan mode: only read-only tools are allowed";
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Allow { updated_input: Option<Map<String, Value>> },
+    Deny { message: String, interrupt: bool },
+    Ask,
+}
+
+impl Preset {
+    pub fn decide(self, kind: ToolKind) -> Decision {
+        let allow = Decision::Allow { updated_input: None };
+        match (self, kind) {
+            (Preset::BypassPermissions, _) | (_, ToolKind::Readonly) | (Preset::AcceptEdits, ToolKind::Write) => allow,
+            (Preset::Plan, _) => Decision::Deny {
+                message: PLAN_MODE_DENIAL.into(),
+                interrupt: false,
+            },
+            (Preset::Default | Preset::AcceptEdits, _) => Decision::Ask,
+        }
+    }
+}
+
+/// Reads what a permission function returned: `'allow' | 'deny' | 'ask'` or
+/// `{ behavior: 'allow', updatedInput? } | { behavior: 'deny', message?, interrupt? } | { behavior: 'ask', message? }`.
+pub fn parse_decision(returned: Option<&Value>) -> Result<Decision, String> {
+    let expected = "expected 'allow', 'deny', 'ask' or { behavior, … }";
+    let Some(value) = returned else {
+        return Err(format!("the permission function returned undefined; {expected}"));
+    };
+    let (behavior, object) = match value {
+        Value::String(text) => (text.as_str(), None),
+        Value::Object(object) => match object.get("behavior") {
+            Some(Value::String(text)) => (text.as_str(), Some(object)),
+            _ => {
+                return Err(format!(
+                    "the permission function returned an object without a behavior; {expected}"
+                ))
+            }
+        },
+        other => {
+            return Err(format!(
+                "the permission function returned {}; {expected}",
+                describe(other)
+            ))
+        }
+    };
+    match behavior {
+        "allow" => {
+            let updated_input = match object.and_then(|object| object.get("updatedInput")) {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(input)) => Some(input.clone()),
+                Some(other) => {
+                    return Err(format!(
+                        "the permission function returned an updatedInput that is {}; it must be an object",
+                        describe(other)
+                    ))
+                }
+            };
+            Ok(Decision::Allow { updated_input })
+        }
+        "deny" => {
+            let message = object
+                .and_then(|object| object.get("message"))
+                .and_then(Value::as_str)
+                .filter(|message| !message.is_empty())
+                .unwrap_or(DENIED_BY_POLICY)
+                .to_string();
+            let interrupt = object
+                .and_then(|object| object.get("interrupt"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            Ok(Decision::Deny { message, interrupt })
+        }
+        "ask" => Ok(Decision::Ask),
+        other => Err(format!(
+            "the permission function returned the behavior \"{other}\"; {expected}"
+        )),
+    }
+}
+
+/// The paths a call would touch, read from its input: `path`, `file`, `directory`, keys ending
+/// in `_path` or `Path` (strings), and `paths` / `files` (arrays of strings).
+pub fn affected_paths(input: &Map<String, Value>) -> Vec<String> {
+    let mut paths = Vec::new();
+    for (key, value) in input {
+        let single =
+            matches!(key.as_str(), "path" | "file" | "directory") || key.ends_with("_path") || key.ends_with("Path");
+        let many = matches!(key.as_str(), "paths" | "files");
+        match value {
+            Value::String(path) if single => paths.push(path.clone()),
+            Value::Array(items) if many => paths.extend(items.iter().filter_map(Value::as_str).map(str::to_string)),
+            _ => {}
+        }
+    }
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn presets_decide_by_tool_kind() {
+        use ToolKind::*;
+        let allow = Decision::Allow { updated_input: None };
+        assert_eq!(Preset::Default.decide(Readonly), allow);
+        assert_eq!(Preset::Default.decide(Write), Decision::Ask);
+        assert_eq!(Preset::AcceptEdits.decide(Write), allow);
+        assert_eq!(Preset::AcceptEdits.decide(Execute), Decision::Ask);
+        assert_eq!(Preset::Plan.decide(Readonly), allow);
+        assert_eq!(
+            Preset::Plan.decide(Execute),
+            Decision::Deny {
+                message: PLAN_MODE_DENIAL.into(),
+                interrupt: false
+            }
+        );
+        assert_eq!(Preset::BypassPermissions.decide(Execute), allow);
+    }
+
+    #[test]
+    fn decisions_are_read_in_both_forms() {
+        assert_eq!(
+            parse_decision(Some(&json!("allow"))),
+            Ok(Decision::Allow { updated_input: None })
+        );
+        assert_eq!(
+            parse_decision(Some(&json!("deny"))),
+            Ok(Decision::Deny {
+                message: DENIED_BY_POLICY.into(),
+                interrupt: false
+            })
+        );
+        assert_eq!(parse_decision(Some(&json!("ask"))), Ok(Decision::Ask));
+        assert_eq!(
+            parse_decision(Some(&json!({"behavior": "allow", "updatedInput": {"a": 1}}))),
+            Ok(Decision::Allow {
+                updated_input: Some(json!({"a": 1}).as_object().unwrap().clone())
+            })
+        );
+        assert_eq!(
+            parse_decision(Some(&json!({"behavior": "deny", "message": "no", "interrupt": true}))),
+            Ok(Decision::Deny {
+                message: "no".into(),
+                interrupt: true
+            })
+        );
+        assert_eq!(
+            parse_decision(Some(&json!(42))).unwrap_err(),
+            "the permission function returned 42; expected 'allow', 'deny', 'ask' or { behavior, … }"
+        );
+        assert_eq!(
+            parse_decision(Some(&json!({"behavior": "maybe"}))).unwrap_err(),
+            "the permission function returned the behavior \"maybe\"; expected 'allow', 'deny', 'ask' or { behavior, … }"
+        );
+        assert!(parse_decision(None)
+            .unwrap_err()
+            .starts_with("the permission function returned undefined"));
+    }
+
+    #[test]
+    fn affected_paths_come_from_path_like_keys() {
+        let input = json!({"file_path": "a.ts", "path": "b", "paths": ["c", 1, "d"], "content": "x", "outPath": "e", "count": 2});
+        assert_eq!(affected_paths(input.as_object().unwrap()), ["a.ts", "b", "c", "d", "e"]);
+    }
+}

@@ -1,0 +1,14 @@
+//! Inline hooks: the events, ordered dispatch of their callbacks under one deadline, the
+//! tracking that makes later dispatches fail closed while a cancelled callback still runs, and
+//! the per-event rules that turn callbacks' outputs into effects. Plain Rust: callbacks are
+//! reached through the `Host` trait.
+
+pub mod apply;
+pub mod dispatch;
+pub mod event;
+pub mod output;
+pub mod pending;
+
+pub use dispatch::{Dispatcher, HookError};
+pub use event::HookEvent;
+pub use output::{Action, HookOutput};

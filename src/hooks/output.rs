@@ -1,0 +1,133 @@
+//! What a callback returns: `{ action, modifiedInput?, modifiedOutput?, reason? }`.
+
+use serde_json::{Map, Value};
+
+use super::event::HookEvent;
+use crate::error::{ErrorCode, SdkError};
+use crate::model::scripted::describe;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Continue,
+    Skip,
+    Abort,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModifiedInput {
+    Object(Map<String, Value>),
+    /// The legacy bare-string form, which UserPromptSubmit takes as the new prompt.
+    Text(String),
+    /// Anything else; ignored.
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookOutput {
+    pub action: Action,
+    pub modified_input: Option<ModifiedInput>,
+    /// `Some(Value::Null)` is an explicit `null`; `None` means the key was absent.
+    pub modified_output: Option<Value>,
+    /// Empty reasons count as absent, so the default texts apply.
+    pub reason: Option<String>,
+}
+
+impl HookOutput {
+    pub fn continue_() -> Self {
+        HookOutput {
+            action: Action::Continue,
+            modified_input: None,
+            modified_output: None,
+            reason: None,
+        }
+    }
+
+    /// Reads callback `index` of `event`'s result; anything that is not a hook output is an
+    /// `INVALID_HOOK_OUTPUT` error naming the callback and what it returned.
+    pub fn parse(returned: Option<&Value>, event: HookEvent, index: usize) -> Result<Self, SdkError> {
+        let invalid = |what: String| {
+            SdkError::new(
+                ErrorCode::InvalidHookOutput,
+                format!(
+                    "advanced.hooks.{}[{index}] returned {what}; a hook must return {{ action: 'continue' | 'skip' | 'abort' }}",
+                    event.name()
+                ),
+            )
+        };
+        let Some(value) = returned else {
+            return Err(invalid("undefined".into()));
+        };
+        let Some(object) = value.as_object() else {
+            return Err(invalid(describe(value)));
+        };
+        let action = match object.get("action") {
+            Some(Value::String(action)) if action == "continue" => Action::Continue,
+            Some(Value::String(action)) if action == "skip" => Action::Skip,
+            Some(Value::String(action)) if action == "abort" => Action::Abort,
+            Some(other) => return Err(invalid(format!("an object whose action is {}", describe(other)))),
+            None => return Err(invalid("an object without an action".into())),
+        };
+        let reason = match object.get("reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(reason)) => Some(reason.clone()).filter(|reason| !reason.is_empty()),
+            Some(other) => return Err(invalid(format!("an object whose reason is {}", describe(other)))),
+        };
+        let modified_input = object.get("modifiedInput").map(|value| match value {
+            Value::Object(map) => ModifiedInput::Object(map.clone()),
+            Value::String(text) => ModifiedInput::Text(text.clone()),
+            _ => ModifiedInput::Other,
+        });
+        Ok(HookOutput {
+            action,
+            modified_input,
+            modified_output: object.get("modifiedOutput").cloned(),
+            reason,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn outputs_are_read() {
+        let output = HookOutput::parse(
+            Some(&json!({"action": "skip", "reason": "no", "modifiedInput": {"a": 1}, "modifiedOutput": null})),
+            HookEvent::PreToolUse,
+            0,
+        )
+        .unwrap();
+        assert_eq!(output.action, Action::Skip);
+        assert_eq!(output.reason.as_deref(), Some("no"));
+        assert_eq!(
+            output.modified_input,
+            Some(ModifiedInput::Object(json!({"a": 1}).as_object().unwrap().clone()))
+        );
+        assert_eq!(output.modified_output, Some(Value::Null));
+        let empty_reason = HookOutput::parse(
+            Some(&json!({"action": "abort", "reason": ""})),
+            HookEvent::PreToolUse,
+            0,
+        )
+        .unwrap();
+        assert_eq!(empty_reason.reason, None);
+    }
+
+    #[test]
+    fn anything_else_is_invalid_and_names_the_callback() {
+        let cases = [
+            (None, "advanced.hooks.PostToolUse[2] returned undefined; a hook must return { action: 'continue' | 'skip' | 'abort' }"),
+            (Some(json!(42)), "advanced.hooks.PostToolUse[2] returned 42; a hook must return { action: 'continue' | 'skip' | 'abort' }"),
+            (Some(json!({"action": "stop"})), "advanced.hooks.PostToolUse[2] returned an object whose action is \"stop\"; a hook must return { action: 'continue' | 'skip' | 'abort' }"),
+            (Some(json!({})), "advanced.hooks.PostToolUse[2] returned an object without an action; a hook must return { action: 'continue' | 'skip' | 'abort' }"),
+            (Some(json!({"action": "continue", "reason": 5})), "advanced.hooks.PostToolUse[2] returned an object whose reason is 5; a hook must return { action: 'continue' | 'skip' | 'abort' }"),
+        ];
+        for (value, message) in cases {
+            let error = HookOutput::parse(value.as_ref(), HookEvent::PostToolUse, 2).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidHookOutput);
+            assert_eq!(error.message, message);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! A host that plays the user functions with Rust closures, recording every call and abort.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use agent_runtime_hooks::agent::{AgentConfig, SendOptions, Session, StreamEvent};
+use agent_runtime_hooks::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
+use serde_json::{json, Value};
+
+pub type Function = Box<dyn Fn(Vec<Value>) -> HostFuture + Send + Sync>;
+
+#[derive(Default)]
+pub struct FakeHost {
+    pub functions: HashMap<u32, Function>,
+    pub calls: Mutex<Vec<HostCall>>,
+    pub aborts: Mutex<Vec<(u32, AbortReason)>>,
+}
+
+impl FakeHost {
+    pub fn with(mut self, id: u32, function: impl Fn(Vec<Value>) -> HostFuture + Send + Sync + 'static) -> Self {
+        self.functions.insert(id, Box::new(function));
+        self
+    }
+
+    /// Function `id` answers every call with `value`.
+    pub fn returning(self, id: u32, value: Value) -> Self {
+        self.with(id, move |_| {
+            let value = value.clone();
+            Box::pin(async move { Ok(Some(value)) })
+        })
+    }
+
+    /// Function `id` throws `message` (thrown handle `id + 100`).
+    pub fn throwing(self, id: u32, message: &'static str) -> Self {
+        self.with(id, move |_| {
+            Box::pin(async move { Err(HostError { message: message.into(), thrown: Some(id + 100) }) })
+        })
+    }
+
+    pub fn calls_of(&self, id: u32) -> Vec<HostCall> {
+        self.calls.lock().unwrap().iter().filter(|call| call.function.0 == id).cloned().collect()
+    }
+}
+
+impl Host for FakeHost {
+    fn call(&self, call: HostCall) -> HostFuture {
+        self.calls.lock().unwrap().push(call.clone());
+        match self.functions.get(&call.function.0) {
+            Some(function) => function(call.args),
+            None => Box::pin(async { Err(HostError { message: "no such function".into(), thrown: None }) }),
+        }
+    }
+
+    fn abort(&self, _scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture {
+        self.aborts.lock().unwrap().push((dispatch, reason));
+        Box::pin(async {})
+    }
+}
+
+pub fn session(options: Value, host: FakeHost) -> (Arc<Session>, Arc<FakeHost>) {
+    let host = Arc::new(host);
+    let config = AgentConfig::from_options(&options, &HashMap::new()).expect("valid options");
+    (Session::new(config, host.clone()), host)
+}
+
+pub async fn run(session: &Arc<Session>, message: &str) -> Vec<StreamEvent> {
+    let (mut handle, drive) = session.send(&json!(message), SendOptions::default()).expect("accepted");
+    tokio::spawn(drive);
+    let mut events = Vec::new();
+    while let Some(event) = handle.events.recv().await {
+        events.push(event);
+    }
+    events
+}
+
+pub fn result(events: &[StreamEvent]) -> &agent_runtime_hooks::agent::PromptResult {
+    match events.last() {
+        Some(StreamEvent::Result { result }) => result,
+        other => panic!("expected a result, got {other:?}"),
+    }
+}
+
+pub fn tool(name: &str, function: u32) -> Value {
+    json!({"name": name, "execute": {"$function": function}})
+}
+
+pub fn f(id: u32) -> Value {
+    json!({"$function": id})
+}
