@@ -125,6 +125,11 @@ impl Session {
         lock(&self.state).messages.clone()
     }
 
+    /// The session's hook dispatcher (its callbacks, budgets and pending cleanups).
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
     pub fn is_closed(&self) -> bool {
         lock(&self.state).closed
     }

@@ -34,12 +34,23 @@ impl FakeHost {
     /// Function `id` throws `message` (thrown handle `id + 100`).
     pub fn throwing(self, id: u32, message: &'static str) -> Self {
         self.with(id, move |_| {
-            Box::pin(async move { Err(HostError { message: message.into(), thrown: Some(id + 100) }) })
+            Box::pin(async move {
+                Err(HostError {
+                    message: message.into(),
+                    thrown: Some(id + 100),
+                })
+            })
         })
     }
 
     pub fn calls_of(&self, id: u32) -> Vec<HostCall> {
-        self.calls.lock().unwrap().iter().filter(|call| call.function.0 == id).cloned().collect()
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|call| call.function.0 == id)
+            .cloned()
+            .collect()
     }
 }
 
@@ -48,7 +59,12 @@ impl Host for FakeHost {
         self.calls.lock().unwrap().push(call.clone());
         match self.functions.get(&call.function.0) {
             Some(function) => function(call.args),
-            None => Box::pin(async { Err(HostError { message: "no such function".into(), thrown: None }) }),
+            None => Box::pin(async {
+                Err(HostError {
+                    message: "no such function".into(),
+                    thrown: None,
+                })
+            }),
         }
     }
 
