@@ -119,6 +119,54 @@ export interface ConnectionOptions {
   stream?: boolean
 }
 
+/** What every hook callback receives; the fields present depend on the event. */
+export interface HookInput {
+  event: HookEventName
+  sessionId: string
+  /** Aborts at the event's deadline (reason: HookTimeoutError) or with the caller's signal. */
+  abortSignal: AbortSignal
+  toolName?: string
+  toolInput?: JsonObject
+  /** The model-facing output (PostToolUse, PostToolUseFailure). */
+  toolOutput?: string
+  toolCallId?: string
+  /** PostToolUseFailure: what failed (the thrown error itself when a tool or hook threw one). */
+  error?: Error
+  [key: string]: unknown
+}
+
+export interface HookOutput {
+  action: 'continue' | 'skip' | 'abort'
+  modifiedInput?: JsonObject
+  modifiedOutput?: JsonValue
+  reason?: string
+}
+
+export type HookCallback = (input: HookInput) => HookOutput | Promise<HookOutput>
+export type InlineHooks = Partial<Record<HookEventName, HookCallback[]>>
+
+export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
+export interface AgentPermissionRequest {
+  toolName: string
+  input: JsonObject
+  kind: 'readonly' | 'write' | 'execute'
+  affectedPaths: string[]
+  /** Aborts at `hookTimeoutMs` or with the caller's signal. */
+  signal: AbortSignal
+  sessionId: string
+  toolCallId: string
+}
+export type AgentPermissionDecision =
+  | 'allow'
+  | 'deny'
+  | 'ask'
+  | { behavior: 'allow'; updatedInput?: JsonObject }
+  | { behavior: 'deny'; message?: string; interrupt?: boolean }
+  | { behavior: 'ask'; message?: string }
+export type AgentPermission =
+  | AgentPermissionPreset
+  | ((request: AgentPermissionRequest) => AgentPermissionDecision | Promise<AgentPermissionDecision>)
+
 export interface AgentOptions {
   model: string | ModelProvider
   /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY from the environment. */
@@ -134,10 +182,14 @@ export interface AgentOptions {
   maxTurns?: number
   tools?: ToolDefinition<any>[]
   advanced?: {
-    /** Default 600000. */
+    /** Callbacks per event, run in array order. */
+    hooks?: InlineHooks
+    /** Default 600000: one budget per event dispatch, shared by its callbacks. */
     hookTimeoutMs?: number
     /** Default 3000. */
     sessionEndHookTimeoutMs?: number
+    /** Who may run which tool; without it every tool runs. */
+    permission?: AgentPermission
     connection?: ConnectionOptions
   }
 }

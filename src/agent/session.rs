@@ -211,7 +211,6 @@ impl Session {
             if state.closed {
                 return Ok(());
             }
-            state.closing = true;
             match &state.close_attempt {
                 Some(attempt) => attempt.clone(),
                 None => {
@@ -232,11 +231,8 @@ impl Session {
     }
 
     async fn close_once(&self, scope: u32) -> Result<()> {
-        let active = lock(&self.state).active.clone();
-        if let Some(control) = active {
-            control.abort("Session is closed".into());
-            control.finished().await;
-        }
+        self.stop_active_run().await;
+        // A close refused because a callback is still cleaning up leaves the session open.
         let pending = self.dispatcher.pending();
         pending.settle(SETTLE_GRACE).await;
         for (owner, what) in [
@@ -250,7 +246,17 @@ impl Session {
                 ));
             }
         }
+        lock(&self.state).closing = true;
+        self.stop_active_run().await;
         self.session_end(scope).await
+    }
+
+    async fn stop_active_run(&self) {
+        let active = lock(&self.state).active.clone();
+        if let Some(control) = active {
+            control.abort("Session is closed".into());
+            control.finished().await;
+        }
     }
 
     async fn session_end(&self, scope: u32) -> Result<()> {

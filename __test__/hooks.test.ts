@@ -1,0 +1,460 @@
+// Inline hooks through the public API: the seed examples, dispatch order, every event's rules
+// and texts, deadlines, AbortSignal, fail-closed cleanup and SessionEnd once.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import {
+  createAgent,
+  defineTool,
+  HookEvent,
+  HookTimeoutError,
+  prompt,
+  scriptedModel,
+  SdkError,
+  type AgentOptions,
+  type HookInput,
+  type HookOutput,
+} from '../index.js'
+import { openaiChunks, rawStream, sse, startServer, type ModelServer } from './helpers/server.js'
+
+let server: ModelServer
+beforeAll(async () => {
+  server = await startServer()
+})
+afterAll(() => server.close())
+beforeEach(() => {
+  server.requests.length = 0
+})
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const until = async (condition: () => boolean) => {
+  while (!condition()) await sleep(1)
+}
+
+const bash = defineTool<{ command: string }>({ name: 'Bash', execute: ({ command }) => `ran: ${command}` })
+const read = defineTool<{ file_path: string }>({ name: 'Read', kind: 'readonly', execute: () => 'user=alice\nSECRET_KEY=hunter2\nmode=prod' })
+const write = defineTool<{ file_path: string; content: string }>({ name: 'Write', kind: 'write', execute: ({ content }) => `wrote ${content.length} chars: ${content}` })
+
+/** A loopback OpenAI-compatible model: first turn calls `name(input)`, second answers "done". */
+function modelCalling(name: string, input: object) {
+  server.reply(
+    rawStream([sse(openaiChunks('', [{ id: 'call_1', name, arguments: JSON.stringify(input) }]))]),
+    rawStream([sse(openaiChunks('done'))]),
+  )
+  return { model: 'gpt-test', apiKey: 'sk', baseUrl: server.url }
+}
+
+/** The tool message the model was sent on its second turn. */
+function toolMessageSent() {
+  return server.requests[1].body.messages.find((message: any) => message.role === 'tool')
+}
+
+describe('the seed examples', () => {
+  it('blocks dangerous commands with the reason the model then sees', async () => {
+    const dangerous = [/rm\s+-rf/, /mkfs/, /dd\s+if=/]
+    const result = await prompt('clean up', {
+      ...modelCalling('Bash', { command: 'rm -rf /' }),
+      tools: [bash],
+      advanced: {
+        hooks: {
+          [HookEvent.PreToolUse]: [
+            async (input) => {
+              if (input.toolName !== 'Bash') return { action: 'continue' }
+              const command = String(input.toolInput?.command ?? '')
+              if (dangerous.some((pattern) => pattern.test(command))) return { action: 'abort', reason: `危险命令被阻止: ${command}` }
+              return { action: 'continue' }
+            },
+          ],
+        },
+      },
+    })
+    expect(result.toolCalls[0]).toMatchObject({ status: 'error', output: 'Tool execution aborted: 危险命令被阻止: rm -rf /' })
+    expect(toolMessageSent()).toEqual({ role: 'tool', tool_call_id: 'call_1', content: 'Tool execution aborted: 危险命令被阻止: rm -rf /' })
+  })
+
+  it('redacts secrets from tool output before the model sees them', async () => {
+    const agent = await createAgent({
+      ...modelCalling('Read', { file_path: '.env' }),
+      tools: [read],
+      advanced: {
+        hooks: {
+          [HookEvent.PostToolUse]: [
+            async (input) => {
+              if (input.toolName !== 'Read') return { action: 'continue' }
+              return { action: 'continue', modifiedOutput: String(input.toolOutput).replace(/SECRET_KEY=\w+/g, 'SECRET_KEY=***') }
+            },
+          ],
+        },
+      },
+    })
+    const response = await agent.send('show the env file')
+    await response.result()
+    expect(toolMessageSent().content).toBe('user=alice\nSECRET_KEY=***\nmode=prod')
+    expect(JSON.stringify(agent.messages)).not.toContain('hunter2')
+    const events: any[] = []
+    for await (const event of response.stream()) events.push(event)
+    expect(events.find((event) => event.type === 'tool_result').output).toBe('user=alice\nSECRET_KEY=***\nmode=prod')
+    await agent.close()
+  })
+
+  it('prefixes the tenant to every prompt the model receives', async () => {
+    server.reply(rawStream([sse(openaiChunks('ok'))]))
+    await prompt('What is my quota?', {
+      model: 'gpt-test',
+      apiKey: 'sk',
+      baseUrl: server.url,
+      advanced: {
+        hooks: {
+          [HookEvent.UserPromptSubmit]: [
+            async (input) => {
+              const text = String(input.userPrompt ?? '')
+              return { action: 'continue', modifiedInput: { userPrompt: `[tenant:acme]\n${text}` } }
+            },
+          ],
+        },
+      },
+    })
+    expect(server.requests[0].body.messages).toEqual([{ role: 'user', content: '[tenant:acme]\nWhat is my quota?' }])
+  })
+
+  it('rewrites tool input before the tool runs', async () => {
+    const result = await prompt('write it', {
+      ...modelCalling('Write', { file_path: 'a.ts', content: 'let x = 1' }),
+      tools: [write],
+      advanced: {
+        hooks: {
+          [HookEvent.PreToolUse]: [
+            async (input) => {
+              if (input.toolName !== 'Write') return { action: 'continue' }
+              return { action: 'continue', modifiedInput: { ...input.toolInput, content: `// Generated\n${String(input.toolInput?.content ?? '')}` } }
+            },
+          ],
+        },
+      },
+    })
+    expect(result.toolCalls[0].input).toEqual({ file_path: 'a.ts', content: '// Generated\nlet x = 1' })
+    expect(toolMessageSent().content).toBe('wrote 22 chars: // Generated\nlet x = 1')
+  })
+})
+
+describe('dispatch', () => {
+  it('runs three callbacks in order, each with the original input, and applies results in order', async () => {
+    const calls: [string, unknown][] = []
+    const hook = (name: string, output: HookOutput) => async (input: HookInput) => {
+      calls.push([name, input.toolInput])
+      return output
+    }
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Write', input: { file_path: 'a', content: 'x' } }] }, { text: 'end' }]),
+      tools: [write],
+      advanced: {
+        hooks: {
+          PreToolUse: [
+            hook('first', { action: 'continue', modifiedInput: { content: 'one' } }),
+            hook('second', { action: 'skip', reason: 'second says skip', modifiedInput: { content: 'never merged' } }),
+            hook('third', { action: 'abort', reason: 'too late to matter' }),
+          ],
+        },
+      },
+    })
+    expect(calls).toEqual([
+      ['first', { file_path: 'a', content: 'x' }],
+      ['second', { file_path: 'a', content: 'x' }],
+      ['third', { file_path: 'a', content: 'x' }],
+    ])
+    expect(result.toolCalls[0]).toMatchObject({ status: 'success', output: 'second says skip', input: { file_path: 'a', content: 'one' } })
+  })
+
+  it('gives every input event, sessionId and a live abortSignal, and each tool event its fields', async () => {
+    const inputs: Record<string, HookInput> = {}
+    const keep = (input: HookInput): HookOutput => {
+      inputs[input.event] = { ...input, signalLive: input.abortSignal instanceof AbortSignal && !input.abortSignal.aborted }
+      return { action: 'continue' }
+    }
+    const hooks = Object.fromEntries(Object.values(HookEvent).map((event) => [event, [keep]]))
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'r1', name: 'Read', input: { file_path: 'notes.txt' } }, { id: 'b1', name: 'Bash', input: { command: 'ls' } }] }, { text: 'summary' }]),
+      tools: [read, defineTool({ name: 'Bash', execute: () => { throw new TypeError('no shell here') } })],
+      advanced: { hooks },
+    })
+    await (await agent.send([{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AA' } }])).result()
+    await agent.close()
+    const common = { sessionId: agent.sessionId, signalLive: true }
+    expect(inputs.SessionStart).toMatchObject({ ...common, event: 'SessionStart', isResume: false })
+    expect(inputs.UserPromptSubmit).toMatchObject({ ...common, userPrompt: 'look', hasImages: true, imageCount: 1 })
+    expect(inputs.PreToolUse).toMatchObject({ ...common, toolName: expect.any(String), toolCallId: expect.any(String), stepIndex: 0 })
+    expect(inputs.PermissionRequest).toMatchObject({ ...common, toolKind: expect.any(String), affectedPaths: expect.any(Array) })
+    expect(inputs.PostToolUse).toMatchObject({ ...common, toolName: 'Read', toolInput: { file_path: 'notes.txt' }, toolOutput: 'user=alice\nSECRET_KEY=hunter2\nmode=prod', toolCallId: 'r1', mocked: false })
+    expect(inputs.PostToolUseFailure).toMatchObject({ ...common, toolName: 'Bash', toolOutput: 'Tool execution failed: no shell here', toolCallId: 'b1' })
+    expect(inputs.PostToolUseFailure.error).toBeInstanceOf(TypeError)
+    expect((inputs.PostToolUseFailure.error as Error).message).toBe('no shell here')
+    expect(inputs.TaskCompleted).toMatchObject({ ...common, taskId: expect.any(String), taskDescription: 'look', resultSummary: 'summary', success: true, reason: 'done' })
+    expect(inputs.SessionEnd).toMatchObject({ ...common, reason: 'other' })
+  })
+
+  it('an event without callbacks never calls into JS', async () => {
+    let calls = 0
+    const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]), advanced: { hooks: { SessionEnd: [async () => (calls++, { action: 'continue' })] } } })
+    await (await agent.send('go')).result()
+    expect(calls).toBe(0)
+    await agent.close()
+    expect(calls).toBe(1)
+  })
+
+  it('a throwing non-tool callback stops the dispatch and reaches the caller as the same error', async () => {
+    const thrown = new RangeError('prompt hook failed')
+    let later = 0
+    const agent = await createAgent({
+      model: scriptedModel([{ text: 'unused' }, { text: 'second' }]),
+      advanced: { hooks: { UserPromptSubmit: [() => { throw thrown }, async () => (later++, { action: 'continue' })] } },
+    })
+    await expect((await agent.send('go')).text()).rejects.toBe(thrown)
+    expect(later).toBe(0)
+    await agent.close()
+  })
+
+  it('an output that is not a hook output is INVALID_HOOK_OUTPUT naming the callback', async () => {
+    const agent = await createAgent({
+      model: scriptedModel([{ text: 'x' }]),
+      advanced: { hooks: { UserPromptSubmit: [async () => ({ action: 'continue' }), (async () => undefined) as any] } },
+    })
+    const error = await (await agent.send('go')).text().catch((e) => e)
+    expect(error).toBeInstanceOf(SdkError)
+    expect(error).toMatchObject({
+      code: 'INVALID_HOOK_OUTPUT',
+      message: "advanced.hooks.UserPromptSubmit[1] returned undefined; a hook must return { action: 'continue' | 'skip' | 'abort' }",
+    })
+    const inTool = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }] }, { text: 'end' }]),
+      tools: [bash],
+      advanced: { hooks: { PreToolUse: [async () => ({ action: 'proceed' }) as any] } },
+    })
+    expect(inTool.toolCalls[0].output).toBe(
+      `Tool execution failed: advanced.hooks.PreToolUse[0] returned an object whose action is "proceed"; a hook must return { action: 'continue' | 'skip' | 'abort' }`,
+    )
+    await agent.close()
+  })
+})
+
+describe('per-event rules', () => {
+  it('PreToolUse skip still runs PostToolUse; abort fails the call and runs PostToolUseFailure', async () => {
+    const post: string[] = []
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ id: 's', name: 'Bash', input: { command: 'skip me' } }, { id: 'a', name: 'Bash', input: { command: 'abort me' } }] }, { text: 'end' }]),
+      tools: [bash],
+      advanced: {
+        hooks: {
+          PreToolUse: [async (input) => ({ action: String(input.toolInput?.command).startsWith('skip') ? 'skip' : 'abort' })],
+          PostToolUse: [async (input) => (post.push(`post ${input.toolCallId} ${input.toolOutput}`), { action: 'continue' })],
+          PostToolUseFailure: [async (input) => (post.push(`failure ${input.toolCallId} ${input.toolOutput}`), { action: 'continue' })],
+        },
+      },
+    })
+    expect(result.toolCalls.map((call) => [call.status, call.output])).toEqual([
+      ['success', 'Tool "Bash" was skipped by hook'],
+      ['error', 'Tool execution aborted: Tool "Bash" was aborted by hook'],
+    ])
+    expect(post.sort()).toEqual(['failure a Tool execution aborted: Tool "Bash" was aborted by hook', 'post s Tool "Bash" was skipped by hook'])
+  })
+
+  it('PostToolUse: the last defined modifiedOutput wins, JSON is stringified, null stays null, status is kept', async () => {
+    const run = (outputs: HookOutput[], tool = bash) =>
+      prompt('go', {
+        model: scriptedModel([{ toolCalls: [{ name: tool.name, input: { command: 'x' } }] }, { text: 'end' }]),
+        tools: [tool],
+        advanced: { hooks: { PostToolUse: outputs.map((output) => async () => output), PostToolUseFailure: outputs.map((output) => async () => output) } },
+      })
+    expect((await run([{ action: 'continue', modifiedOutput: 'a' }, { action: 'continue' }, { action: 'continue', modifiedOutput: { ok: true } }])).toolCalls[0]).toMatchObject({ output: '{"ok":true}', status: 'success' })
+    expect((await run([{ action: 'continue', modifiedOutput: null }])).toolCalls[0].output).toBe('null')
+    const failing = defineTool({ name: 'Bash', execute: () => { throw new Error('boom') } })
+    expect((await run([{ action: 'continue', modifiedOutput: 'hook-adjusted-error' }], failing)).toolCalls[0]).toMatchObject({ output: 'hook-adjusted-error', status: 'error' })
+    expect((await run([{ action: 'abort' }])).toolCalls[0]).toMatchObject({ output: 'Tool execution failed: Tool "Bash" post-execution hook aborted', status: 'error' })
+    expect((await run([{ action: 'abort', reason: 'output rejected' }])).toolCalls[0].output).toBe('Tool execution failed: output rejected')
+  })
+
+  it('a throwing or timed-out tool hook fails the call, and PostToolUseFailure then runs', async () => {
+    const failures: string[] = []
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }] }, { text: 'end' }]),
+      tools: [bash],
+      advanced: {
+        hookTimeoutMs: 50,
+        hooks: {
+          PreToolUse: [(input) => new Promise((_resolve, reject) => input.abortSignal.addEventListener('abort', () => reject(input.abortSignal.reason)))],
+          PostToolUseFailure: [async (input) => (failures.push(String(input.toolOutput)), { action: 'continue' })],
+        },
+      },
+    })
+    expect(result.toolCalls[0].output).toBe('Tool execution failed: Hook PreToolUse exceeded 50ms')
+    expect(failures).toEqual(['Tool execution failed: Hook PreToolUse exceeded 50ms'])
+  })
+
+  it('a throwing PostToolUseFailure hook keeps the original tool error', async () => {
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: {} }] }, { text: 'end' }]),
+      tools: [defineTool({ name: 'Bash', execute: () => { throw new Error('tool error') } })],
+      advanced: { hooks: { PostToolUseFailure: [() => { throw new Error('hook error') }] } },
+    })
+    expect(result.toolCalls[0].output).toBe('Tool execution failed: tool error')
+  })
+
+  it('UserPromptSubmit: bare-string rewrite keeps images; abort rejects and the session stays usable', async () => {
+    const seen: unknown[] = []
+    let abort = false
+    const agent = await createAgent({
+      model: scriptedModel((request) => (seen.push(request.messages.at(-1)), { text: 'ok' })),
+      advanced: { hooks: { UserPromptSubmit: [async () => (abort ? { action: 'abort' } : { action: 'continue', modifiedInput: 'updated prompt' as any })] } },
+    })
+    const image = { type: 'image_url' as const, image_url: { url: 'data:image/png;base64,AA' } }
+    await (await agent.send([image, { type: 'text', text: 'first' }, image, { type: 'text', text: 'second' }])).text()
+    expect(seen[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'updated prompt' }, image, image] })
+    abort = true
+    const error = await (await agent.send('blocked')).text().catch((e) => e)
+    expect(error).toBeInstanceOf(SdkError)
+    expect(error.message).toBe('Prompt submission aborted by hook')
+    expect(agent.messages.filter((message) => message.role === 'user')).toHaveLength(1)
+    abort = false
+    expect(await (await agent.send('again')).text()).toBe('ok')
+    await agent.close()
+  })
+
+  it('SessionStart abort rejects createAgent; TaskCompleted abort rejects the response', async () => {
+    await expect(createAgent({ model: scriptedModel([]), advanced: { hooks: { SessionStart: [async () => ({ action: 'abort' })] } } })).rejects.toMatchObject({ message: 'Hook SessionStart aborted' })
+    await expect(createAgent({ model: scriptedModel([]), advanced: { hooks: { SessionStart: [async () => ({ action: 'abort', reason: 'no seats left' })] } } })).rejects.toMatchObject({ message: 'no seats left' })
+    const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]), advanced: { hooks: { TaskCompleted: [async () => ({ action: 'abort' })] } } })
+    await expect((await agent.send('go')).text()).rejects.toMatchObject({ message: 'Hook TaskCompleted aborted' })
+    await agent.close()
+  })
+
+  it('TaskCompleted also runs when the run fails, with success false and reason error', async () => {
+    const completed: HookInput[] = []
+    const agent = await createAgent({ model: scriptedModel([]), advanced: { hooks: { TaskCompleted: [async (input) => (completed.push(input), { action: 'continue' })] } } })
+    await expect((await agent.send('go')).text()).rejects.toMatchObject({ code: 'MODEL_ERROR' })
+    expect(completed[0]).toMatchObject({ success: false, reason: 'error', resultSummary: 'scriptedModel ran out of turns: it has 0, and this is model call 1' })
+    await agent.close()
+  })
+})
+
+describe('deadlines and cancellation', () => {
+  it('shares one budget across two callbacks; the timeout error is the signal reason and the rejection', async () => {
+    let signal: AbortSignal | undefined
+    let secondStarted = 0
+    const started = Date.now()
+    const agent = await createAgent({
+      model: scriptedModel([{ text: 'unused' }]),
+      advanced: {
+        hookTimeoutMs: 120,
+        hooks: {
+          UserPromptSubmit: [
+            async () => (await sleep(70), { action: 'continue' }),
+            (input) => {
+              secondStarted = Date.now() - started
+              signal = input.abortSignal
+              return new Promise((_resolve, reject) => input.abortSignal.addEventListener('abort', () => reject(input.abortSignal.reason)))
+            },
+          ],
+        },
+      },
+    })
+    const error = await (await agent.send('go')).text().catch((e) => e)
+    const elapsed = Date.now() - started
+    expect(error).toBeInstanceOf(HookTimeoutError)
+    expect(error.toJSON()).toEqual({ name: 'HookTimeoutError', code: 'HOOK_TIMEOUT', message: 'Hook UserPromptSubmit exceeded 120ms', event: 'UserPromptSubmit', timeoutMs: 120 })
+    expect(signal!.aborted).toBe(true)
+    expect(signal!.reason).toBe(error)
+    // The second callback got what was left of the 120 ms, not 120 ms of its own.
+    expect(secondStarted).toBeGreaterThanOrEqual(60)
+    expect(elapsed).toBeLessThan(120 + 200)
+    await agent.close()
+  })
+
+  it("the caller's signal aborts the hook's signal with the caller's reason", async () => {
+    let hookSignal: AbortSignal | undefined
+    const agent = await createAgent({
+      model: scriptedModel([{ text: 'x' }]),
+      advanced: {
+        hooks: {
+          UserPromptSubmit: [
+            (input) => {
+              hookSignal = input.abortSignal
+              return new Promise((_resolve, reject) => input.abortSignal.addEventListener('abort', () => reject(input.abortSignal.reason)))
+            },
+          ],
+        },
+      },
+    })
+    const controller = new AbortController()
+    const response = await agent.send('go', { signal: controller.signal })
+    await until(() => hookSignal !== undefined)
+    const cancellation = new Error('user cancelled')
+    controller.abort(cancellation)
+    await expect(response.text()).rejects.toBe(cancellation)
+    expect(hookSignal!.reason).toBe(cancellation)
+    // The callback rejected on abort, so nothing is left cleaning up.
+    await agent.close()
+  })
+
+  it('a callback that ignores its signal keeps hooks and close failing closed until it settles', async () => {
+    let release!: () => void
+    let blocking = true
+    const agent = await createAgent({
+      model: scriptedModel([{ text: 'first' }, { text: 'second' }]),
+      advanced: {
+        hookTimeoutMs: 40,
+        hooks: {
+          UserPromptSubmit: [
+            () => (blocking ? new Promise((resolve) => (release = () => resolve({ action: 'continue' }))) : { action: 'continue' }),
+          ],
+        },
+      },
+    })
+    await expect((await agent.send('one')).text()).rejects.toMatchObject({ code: 'HOOK_TIMEOUT', timeoutMs: 40 })
+    blocking = false
+    const blocked = await (await agent.send('two')).text().catch((e) => e)
+    expect(blocked).toBeInstanceOf(Error)
+    expect(blocked.message).toBe('An inline hook callback is still cleaning up')
+    await expect(agent.close()).rejects.toThrow(`Session runtime ${agent.sessionId} still has an inline hook callback cleaning up`)
+    release()
+    await sleep(20)
+    expect(await (await agent.send('three')).text()).toBe('first')
+    await agent.close()
+    expect(agent.isClosed).toBe(true)
+  })
+
+  it('SessionEnd runs once even when it times out and close is retried or called concurrently', async () => {
+    let calls = 0
+    const agent = await createAgent({
+      model: scriptedModel([]),
+      advanced: {
+        hookTimeoutMs: 10000,
+        sessionEndHookTimeoutMs: 50,
+        hooks: {
+          SessionEnd: [
+            (input) => {
+              calls++
+              return new Promise((_resolve, reject) => input.abortSignal.addEventListener('abort', () => reject(input.abortSignal.reason)))
+            },
+          ],
+        },
+      },
+    })
+    const [first, second] = await Promise.allSettled([agent.close(), agent.close()])
+    expect(first.status).toBe('rejected')
+    expect((first as PromiseRejectedResult).reason).toBeInstanceOf(HookTimeoutError)
+    expect((first as PromiseRejectedResult).reason.message).toBe('Hook SessionEnd exceeded 50ms')
+    expect((second as PromiseRejectedResult).reason).toBe((first as PromiseRejectedResult).reason)
+    await agent.close()
+    await agent.close()
+    expect(calls).toBe(1)
+    expect(agent.isClosed).toBe(true)
+  })
+
+  it('a PreToolUse timeout fails the call and the tool does not run', async () => {
+    let ran = false
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }] }, { text: 'end' }]),
+      tools: [defineTool({ name: 'Bash', execute: () => ((ran = true), 'ran') })],
+      advanced: { hookTimeoutMs: 30, hooks: { PreToolUse: [(input) => new Promise((_r, reject) => input.abortSignal.addEventListener('abort', () => reject(new Error('gave up'))))] } },
+    })
+    expect(result.toolCalls[0].output).toBe('Tool execution failed: Hook PreToolUse exceeded 30ms')
+    expect(ran).toBe(false)
+  })
+})
