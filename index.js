@@ -167,7 +167,7 @@ class Scope {
  * `{ op: 'abort' }` aborts a dispatch's signal at its deadline.
  */
 function makeInvoke(functions, scopes) {
-  return async function invoke(callJson) {
+  return function invoke(callJson) {
     const call = JSON.parse(callJson)
     const scope = scopes.get(call.scope) ?? new Scope()
     if (call.op === 'abort') {
@@ -181,14 +181,33 @@ function makeInvoke(functions, scopes) {
       const thrown = error[3] == null ? undefined : scope.thrown.get(error[3])
       args[error[0]][error[1]] = isError(thrown) ? thrown : new Error(error[2])
     }
-    try {
-      const { fn, owner } = functions[call.fn]
-      const value = await fn.apply(owner, args)
+    const settled = (value) => {
       if (dispatch !== undefined && signal[3]) scope.dispatches.delete(dispatch)
       return JSON.stringify({ ok: true, value })
-    } catch (thrown) {
+    }
+    const failed = (thrown) => {
       if (dispatch !== undefined) scope.dispatches.delete(dispatch)
-      return JSON.stringify({ ok: false, message: messageOf(thrown), thrown: scope.keep(thrown) })
+      try {
+        return JSON.stringify({ ok: false, message: messageOf(thrown), thrown: scope.keep(thrown) })
+      } catch {
+        return JSON.stringify({ ok: false, message: 'an error that cannot be described' })
+      }
+    }
+    // Reply at once to a plain value; through a promise only when the function returned one.
+    let returned
+    try {
+      const { fn, owner } = functions[call.fn]
+      returned = fn.apply(owner, args)
+    } catch (thrown) {
+      return failed(thrown)
+    }
+    if (returned !== null && (typeof returned === 'object' || typeof returned === 'function') && typeof returned.then === 'function') {
+      return Promise.resolve(returned).then(settled, failed).then(undefined, failed)
+    }
+    try {
+      return settled(returned)
+    } catch (thrown) {
+      return failed(thrown)
     }
   }
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::Promise;
+use napi::bindgen_prelude::{Either, Promise};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi::Status;
 use serde::Deserialize;
@@ -14,8 +14,10 @@ use serde_json::{json, Value};
 use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
 
 /// `CalleeHandled = false` (the JS side is a plain function) and `Weak = true` (a stored agent
-/// never keeps Node alive; a pending call is kept alive by the promise awaiting it).
-pub type InvokeFn = ThreadsafeFunction<String, Promise<String>, String, Status, false, true>;
+/// never keeps Node alive; a pending call is kept alive by the promise awaiting it). `invoke`
+/// replies at once when the user function returned a plain value, and with a promise otherwise:
+/// a synchronous reply saves the promise's extra trip through the event loop.
+pub type InvokeFn = ThreadsafeFunction<String, Either<String, Promise<String>>, String, Status, false, true>;
 
 pub struct JsHost {
     invoke: Arc<InvokeFn>,
@@ -53,8 +55,10 @@ impl JsHost {
                 thrown: None,
             };
             // `call_async_catch` turns a synchronous throw into an error, not a fatal exception.
-            let promise = invoke.call_async_catch(payload).await.map_err(lost)?;
-            let text = promise.await.map_err(lost)?;
+            let text = match invoke.call_async_catch(payload).await.map_err(lost)? {
+                Either::A(text) => text,
+                Either::B(promise) => promise.await.map_err(lost)?,
+            };
             let reply: Reply = serde_json::from_str(&text).map_err(|error| HostError {
                 message: format!("the JavaScript callback sent an unreadable reply: {error}"),
                 thrown: None,
