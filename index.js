@@ -49,7 +49,7 @@ class HookTimeoutError extends SdkError {
 
 class CriticalHookDeliveryError extends SdkError {
   constructor(hookId, cause) {
-    super('CRITICAL_HOOK_DELIVERY', `Critical hook "${hookId}" could not be delivered`, cause === undefined ? undefined : { cause })
+    super('CRITICAL_HOOK_DELIVERY', `Critical webhook delivery failed: ${hookId}`, cause === undefined ? undefined : { cause })
     this.hookId = hookId
   }
 }
@@ -86,6 +86,7 @@ function toError(info, scope) {
   if (info.code === 'ABORT' && scope?.signal.aborted) return scope.signal.reason
   if (info.code === 'HOOK_TIMEOUT') return scope?.reasons.get(info.dispatch) ?? new HookTimeoutError(info.event, info.timeoutMs)
   if (info.code === '') return new Error(info.message)
+  if (info.code === 'CRITICAL_HOOK_DELIVERY') return new CriticalHookDeliveryError(info.hookId, new Error(info.cause))
   const Class = ERROR_CLASSES[info.code]
   const error = Class ? new Class(info.message) : new SdkError(info.code, info.message)
   if (info.status !== undefined) error.status = info.status
@@ -120,6 +121,13 @@ function splitFunctions(options) {
 }
 
 const NEVER_ABORTED = new AbortController().signal
+
+/** The values of the named environment variables that are set, read now (on the JS thread). */
+function pickEnvironment(names) {
+  const picked = {}
+  for (const name of names) if (process.env[name] !== undefined) picked[name] = process.env[name]
+  return picked
+}
 
 /**
  * One caller-side operation (`createAgent`, a `send`, `close`): the signal its user functions
@@ -174,8 +182,11 @@ function makeInvoke(functions, scopes) {
       scope.timeOut(call.dispatch, call.event, call.timeoutMs)
       return '{"ok":true}'
     }
-    const { args, signal, error } = call
+    const { args, signal, error, mock } = call
     const dispatch = signal?.[2]
+    // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply.
+    let mocked
+    if (mock) args[0].mock = (result) => (mocked === undefined && result !== undefined ? ((mocked = result), true) : false)
     if (signal) args[signal[0]][signal[1]] = dispatch === undefined ? scope.signal : scope.dispatchSignal(dispatch, signal[4])
     if (error) {
       const thrown = error[3] == null ? undefined : scope.thrown.get(error[3])
@@ -183,9 +194,11 @@ function makeInvoke(functions, scopes) {
     }
     const settled = (value) => {
       if (dispatch !== undefined && signal[3]) scope.dispatches.delete(dispatch)
-      return JSON.stringify({ ok: true, value })
+      return JSON.stringify({ ok: true, value: mock ? { returned: value, mocked } : value })
     }
     const failed = (thrown) => {
+      // A callback that mocked and then threw still mocked: the mock wins.
+      if (mocked !== undefined) return settled(undefined)
       if (dispatch !== undefined) scope.dispatches.delete(dispatch)
       try {
         return JSON.stringify({ ok: false, message: messageOf(thrown), thrown: scope.keep(thrown) })
@@ -315,7 +328,7 @@ class Agent {
     const controller = new AbortController()
     const scopeId = this.#nextScope++
     const scope = new Scope(controller.signal)
-    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns)
+    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns, pickEnvironment(this.#native.environmentNames))
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
     const onCallerAbort = () => controller.abort(signal.reason)
@@ -353,7 +366,7 @@ class Agent {
     const scope = new Scope()
     this.#scopes.set(scopeId, scope)
     try {
-      const failure = await this.#native.close(scopeId)
+      const failure = await this.#native.close(scopeId, pickEnvironment(this.#native.environmentNames))
       if (failure !== null) throw toError(JSON.parse(failure), scope)
     } finally {
       this.#scopes.delete(scopeId)
@@ -372,7 +385,7 @@ async function createAgent(options) {
   const scope = new Scope()
   scopes.set(0, scope)
   try {
-    const failure = await made.start(0)
+    const failure = await made.start(0, pickEnvironment(made.environmentNames))
     if (failure !== null) throw toError(JSON.parse(failure), scope)
   } finally {
     scopes.delete(0)

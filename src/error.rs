@@ -27,6 +27,8 @@ pub enum ErrorCode {
     HookTimeout,
     /// A plain JS `Error` (no code), as the contract words some failures.
     Plain,
+    /// A webhook with `fallback: 'none'` could not be delivered; `critical` names it.
+    CriticalHookDelivery,
 }
 
 impl ErrorCode {
@@ -42,6 +44,7 @@ impl ErrorCode {
             ErrorCode::HookAborted => "HOOK_ABORTED",
             ErrorCode::HookTimeout => "HOOK_TIMEOUT",
             ErrorCode::Plain => "",
+            ErrorCode::CriticalHookDelivery => "CRITICAL_HOOK_DELIVERY",
         }
     }
 }
@@ -59,6 +62,8 @@ pub struct SdkError {
     /// For `HOOK_TIMEOUT`: which event ran out of time, its budget, and the dispatch whose
     /// signal was aborted with the matching `HookTimeoutError` (so the caller gets that instance).
     pub timeout: Option<HookTimeout>,
+    /// For `CRITICAL_HOOK_DELIVERY`: the hook's id and why delivery failed.
+    pub critical: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +81,7 @@ impl SdkError {
             status: None,
             thrown: None,
             timeout: None,
+            critical: None,
         }
     }
 
@@ -117,6 +123,10 @@ impl Serialize for SdkError {
             map.serialize_entry("event", timeout.event)?;
             map.serialize_entry("timeoutMs", &timeout.timeout_ms)?;
             map.serialize_entry("dispatch", &timeout.dispatch)?;
+        }
+        if let Some((hook_id, cause)) = &self.critical {
+            map.serialize_entry("hookId", hook_id)?;
+            map.serialize_entry("cause", cause)?;
         }
         map.end()
     }

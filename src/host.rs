@@ -50,6 +50,9 @@ pub struct HostCall {
     pub scope: u32,
     pub signal: Option<SignalSlot>,
     pub error: Option<ErrorSlot>,
+    /// Give `args[0]` a `mock(result)` function; the reply's value is then
+    /// `{ returned?, mocked? }`: what the function returned, and the first result it mocked.
+    pub mock: bool,
 }
 
 impl HostCall {
@@ -60,6 +63,7 @@ impl HostCall {
             scope,
             signal: None,
             error: None,
+            mock: false,
         }
     }
 }

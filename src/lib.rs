@@ -7,6 +7,7 @@ pub mod hooks;
 pub mod host;
 pub mod ids;
 pub mod model;
+pub mod webhook;
 
 #[cfg(feature = "node")]
 pub mod binding;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use agent_runtime_hooks::agent::events::CallStatus;
 use agent_runtime_hooks::agent::{StopReason, StreamEvent};
 use agent_runtime_hooks::error::ErrorCode;
-use agent_runtime_hooks::hooks::dispatch::{Caller, HookError};
+use agent_runtime_hooks::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
 use agent_runtime_hooks::hooks::pending::Owner;
 use agent_runtime_hooks::hooks::HookEvent;
 use agent_runtime_hooks::host::AbortReason;
@@ -142,7 +142,7 @@ async fn a_callback_that_ignores_its_deadline_keeps_the_session_failing_closed_u
         error_of(&blocked).message,
         "An inline hook callback is still cleaning up"
     );
-    let closing = session.close(0).await.unwrap_err();
+    let closing = session.close(0, Default::default()).await.unwrap_err();
     assert_eq!(
         closing.message,
         format!(
@@ -153,7 +153,7 @@ async fn a_callback_that_ignores_its_deadline_keeps_the_session_failing_closed_u
     release.send(true).unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(session.dispatcher().pending().count(Owner::Hook), 0);
-    session.close(0).await.unwrap();
+    session.close(0, Default::default()).await.unwrap();
 }
 
 #[tokio::test]
@@ -168,15 +168,15 @@ async fn session_end_runs_once_even_when_it_fails_and_close_is_retried() {
         json!({"model": scripted(json!([])), "advanced": {"hooks": {"SessionEnd": [f(1)]}}}),
         host,
     );
-    let error = session.close(0).await.unwrap_err();
+    let error = session.close(0, Default::default()).await.unwrap_err();
     assert_eq!(
         (error.code, error.message.as_str()),
         (ErrorCode::HookAborted, "Hook SessionEnd aborted")
     );
     assert!(!session.is_closed());
-    session.close(0).await.unwrap();
+    session.close(0, Default::default()).await.unwrap();
     assert!(session.is_closed());
-    session.close(0).await.unwrap();
+    session.close(0, Default::default()).await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -195,7 +195,10 @@ async fn concurrent_closes_share_one_attempt() {
         json!({"model": scripted(json!([])), "advanced": {"hooks": {"SessionEnd": [f(1)]}}}),
         host,
     );
-    let (a, b) = tokio::join!(session.close(1), session.close(2));
+    let (a, b) = tokio::join!(
+        session.close(1, Default::default()),
+        session.close(2, Default::default())
+    );
     assert!(a.is_ok() && b.is_ok());
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
@@ -208,7 +211,7 @@ async fn session_end_uses_its_own_budget() {
         host,
     );
     let started = Instant::now();
-    let error = session.close(0).await.unwrap_err();
+    let error = session.close(0, Default::default()).await.unwrap_err();
     assert_eq!(error.message, "Hook SessionEnd exceeded 40ms");
     assert!(started.elapsed() < Duration::from_millis(1000));
 }
@@ -237,10 +240,17 @@ async fn tool_hook_failures_become_failed_calls_and_post_failure_hooks_see_them(
     );
     assert!(host.calls_of(0).is_empty(), "the tool did not run");
     let payload = seen.lock().unwrap()[0].clone();
+    assert_eq!(payload["event"], "PostToolUseFailure");
+    assert_eq!(payload["toolName"], "t");
+    assert_eq!(payload["toolInput"], json!({"a": 1}));
+    assert_eq!(payload["toolOutput"], "Tool execution failed: pre hook exploded");
     assert_eq!(
-        payload,
-        json!({"event": "PostToolUseFailure", "sessionId": session.id, "toolName": "t", "toolInput": {"a": 1},
-               "toolOutput": "Tool execution failed: pre hook exploded", "toolCallId": "c1", "mocked": false})
+        payload["result"],
+        json!({"content": "Tool execution failed: pre hook exploded", "success": false})
+    );
+    assert_eq!(
+        (payload["toolCallId"].as_str(), payload["mocked"].as_bool()),
+        (Some("c1"), Some(false))
     );
     // The failure hook is handed the thrown value as its `error`.
     let failure_call = &host.calls_of(2)[0];
@@ -371,7 +381,7 @@ async fn a_permission_function_that_throws_or_times_out_denies() {
         result(&events).tool_calls[0].output,
         "Tool execution aborted: Permission check failed: Hook PermissionRequest exceeded 30ms"
     );
-    let closing = session.close(0).await.unwrap_err();
+    let closing = session.close(0, Default::default()).await.unwrap_err();
     assert_eq!(
         closing.message,
         format!(
@@ -433,18 +443,19 @@ async fn dispatch_reports_cancellation_and_cleanup() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         cancel.cancel();
     });
-    let outcome = session
-        .dispatcher()
-        .dispatch(
-            HookEvent::UserPromptSubmit,
-            json!({}),
-            None,
-            Caller {
-                scope: 0,
-                cancel: Some(&token),
-            },
-        )
-        .await;
-    assert_eq!(outcome, Err(HookError::Cancelled));
+    let context = HookContext::default();
+    let input = EventInput {
+        event: HookEvent::UserPromptSubmit,
+        payload: Default::default(),
+        tool: None,
+        error: None,
+    };
+    let caller = Caller {
+        scope: 0,
+        cancel: Some(&token),
+        context: &context,
+    };
+    let outcome = session.dispatcher().dispatch(input, caller).await;
+    assert_eq!(outcome.err(), Some(HookError::Cancelled));
     assert_eq!(session.dispatcher().pending().count(Owner::Hook), 1);
 }

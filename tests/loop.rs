@@ -184,7 +184,7 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
     );
     let events = run(&session, "again").await;
     assert_eq!(result(&events).content, "later");
-    session.close(0).await.unwrap();
+    session.close(0, Default::default()).await.unwrap();
     let closed = session.send(&json!("x"), SendOptions::default()).err().expect("closed");
     assert_eq!(
         (closed.code, closed.message.as_str()),

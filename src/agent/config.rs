@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::permission::Permission;
 use super::tools::{SideEffect, ToolKind, ToolSpec};
 use crate::error::{Result, SdkError};
-use crate::hooks::HookEvent;
+use crate::hooks::registry::Registry;
 use crate::host::{Callable, Host};
 use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
@@ -77,7 +77,7 @@ pub enum ModelChoice {
     ScriptedFunction(Callable),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct AgentConfig {
     pub model: ModelChoice,
     pub system_prompt: Option<String>,
@@ -87,8 +87,8 @@ pub struct AgentConfig {
     pub tools: Vec<ToolSpec>,
     pub hook_timeout_ms: u32,
     pub session_end_hook_timeout_ms: u32,
-    /// Callbacks per event, in registration order, indexed by `HookEvent::index`.
-    pub hooks: [Vec<Callable>; 8],
+    /// Hooks per event, in registration order; taken by the session's dispatcher.
+    pub hooks: Registry,
     pub permission: Option<Permission>,
 }
 
@@ -159,7 +159,7 @@ impl AgentConfig {
                 "sessionEndHookTimeoutMs",
                 DEFAULT_SESSION_END_HOOK_TIMEOUT_MS,
             )?,
-            hooks: read_hooks(&advanced)?,
+            hooks: Registry::parse(advanced.get("hooks"))?,
             permission: match advanced.get("permission") {
                 None => None,
                 Some(value) => Some(Permission::parse(value, callable(value)).map_err(SdkError::config)?),
@@ -368,41 +368,6 @@ fn http_settings(connection: &Fields) -> Result<HttpSettings> {
             Some(other) => return Err(connection.invalid("stream", "a boolean", other)),
         },
     })
-}
-
-/// `advanced.hooks`: `{ [event]: callback[] }`.
-fn read_hooks(advanced: &Fields) -> Result<[Vec<Callable>; 8]> {
-    let mut hooks: [Vec<Callable>; 8] = Default::default();
-    let Some(value) = advanced.get("hooks") else {
-        return Ok(hooks);
-    };
-    let map = Fields::object(
-        value,
-        "advanced.hooks",
-        "an object mapping hook events to arrays of callbacks",
-    )?;
-    for (name, callbacks) in map.map {
-        let event = HookEvent::parse(name).ok_or_else(|| {
-            let events: Vec<&str> = HookEvent::ALL.iter().map(|event| event.name()).collect();
-            SdkError::config(format!(
-                "advanced.hooks.{name} is not a hook event (events: {})",
-                events.join(", ")
-            ))
-        })?;
-        let Value::Array(items) = callbacks else {
-            return Err(map.invalid(name, "an array of callbacks", callbacks));
-        };
-        for (index, item) in items.iter().enumerate() {
-            let function = callable(item).ok_or_else(|| {
-                SdkError::config(format!(
-                    "advanced.hooks.{name}[{index}] must be a function (got {})",
-                    kind_of(item)
-                ))
-            })?;
-            hooks[event.index()].push(function);
-        }
-    }
-    Ok(hooks)
 }
 
 fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
@@ -644,14 +609,14 @@ mod tests {
     }
 
     #[test]
-    fn hooks_are_read_per_event_in_order() {
+    fn hooks_and_permission_are_read() {
         let config = config(json!({
             "model": "m", "apiKey": "k",
             "advanced": {"hooks": {"PostToolUse": [{"$function": 3}, {"$function": 1}], "SessionEnd": []}, "permission": "plan"}
         }))
         .unwrap();
-        assert_eq!(config.hooks[HookEvent::PostToolUse.index()], [Callable(3), Callable(1)]);
-        assert!(config.hooks[HookEvent::SessionEnd.index()].is_empty());
+        assert_eq!(config.hooks.entries(crate::hooks::HookEvent::PostToolUse).len(), 2);
+        assert!(config.hooks.entries(crate::hooks::HookEvent::SessionEnd).is_empty());
         assert_eq!(
             config.permission,
             Some(Permission::Preset(super::super::permission::Preset::Plan))
@@ -667,10 +632,9 @@ mod tests {
     #[test]
     fn bad_hooks_and_permissions_are_named() {
         let cases = [
-            (json!({"hooks": {"BeforeAll": []}}), "advanced.hooks.BeforeAll is not a hook event (events: PreToolUse, PostToolUse, PostToolUseFailure, PermissionRequest, UserPromptSubmit, SessionStart, SessionEnd, TaskCompleted)"),
-            (json!({"hooks": {"PreToolUse": {"$function": 0}}}), "advanced.hooks.PreToolUse must be an array of callbacks (got a function)"),
-            (json!({"hooks": {"PreToolUse": [{"$function": 0}, "x"]}}), "advanced.hooks.PreToolUse[1] must be a function (got \"x\")"),
-            (json!({"hooks": [1]}), "advanced.hooks must be an object mapping hook events to arrays of callbacks (got an array)"),
+            (json!({"hooks": {"PreToolUse": {"$function": 0}}}), "advanced.hooks.PreToolUse must be an array of callbacks or hook objects (got a function)"),
+            (json!({"hooks": {"PreToolUse": [{"$function": 0}, "x"]}}), "advanced.hooks.PreToolUse[1] must be a function or a hook object (got \"x\")"),
+            (json!({"hooks": 3}), "advanced.hooks must be an object mapping hook events to callbacks, or an array of hook objects (got 3)"),
             (json!({"permission": "yolo"}), "advanced.permission must be 'default', 'accept-edits', 'bypass-permissions', 'plan' or a function (got \"yolo\")"),
         ];
         for (advanced, expected) in cases {

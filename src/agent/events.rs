@@ -27,6 +27,8 @@ pub enum StreamEvent {
         name: String,
         output: String,
         status: CallStatus,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        classification: Option<String>,
     },
     Usage {
         usage: Usage,
@@ -67,6 +69,9 @@ pub struct ToolCallRecord {
     pub status: CallStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mocked: Option<bool>,
+    /// `hook_denied` or `hook_control_error` when a result control blocked the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classification: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

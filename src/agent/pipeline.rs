@@ -1,6 +1,7 @@
-//! One tool call, end to end: PreToolUse → PermissionRequest hooks → `advanced.permission` →
-//! execute → PostToolUse / PostToolUseFailure. Every hook failure here becomes a failed call,
-//! never a failed run.
+//! One tool call, end to end: PreToolUse (callbacks, handlers, `mock()`) → PermissionRequest
+//! hooks → `advanced.permission` → before-controls on the final input → execute (unless
+//! mocked) → after-controls → PostToolUse / PostToolUseFailure. Hook failures here become
+//! failed calls, never a failed run.
 
 use serde_json::{json, Map, Value};
 
@@ -9,10 +10,12 @@ use super::permission::{self, Decision, Permission};
 use super::session::Session;
 use super::tools::{self, CallResult, ToolContext, ToolSpec};
 use crate::hooks::apply::{self, PostVerdict, PreVerdict};
-use crate::hooks::dispatch::{Caller, HookError, Timeout};
+use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
+use crate::hooks::dispatch::{Caller, EventInput, HookError, Timeout};
 use crate::hooks::pending::Owner;
 use crate::hooks::HookEvent;
 use crate::host::{DispatchSignal, ErrorSlot, HostCall, SignalSlot};
+use crate::model::scripted::describe;
 use crate::model::ToolCallRequest;
 
 /// The part of the run a tool call needs.
@@ -21,6 +24,15 @@ pub(crate) struct CallSite<'a> {
     pub caller: Caller<'a>,
     /// Counts model turns from 0.
     pub step_index: u32,
+    /// One id per run.
+    pub operation_id: &'a str,
+}
+
+/// One call being handled: what it asked for and where it sits in its turn.
+struct Call<'a> {
+    site: &'a CallSite<'a>,
+    request: &'a ToolCallRequest,
+    index: usize,
 }
 
 /// What became of one call; `interrupt` ends the run after this turn.
@@ -31,273 +43,358 @@ pub(crate) struct Finished {
 
 pub(crate) async fn run(
     site: &CallSite<'_>,
-    call: &ToolCallRequest,
+    request: &ToolCallRequest,
+    index: usize,
     input: Result<Map<String, Value>, String>,
 ) -> Finished {
-    let session = site.session;
-    let tool = session.config.tools.iter().find(|tool| tool.schema.name == call.name);
+    let call = Call { site, request, index };
+    let tool = site
+        .session
+        .config
+        .tools
+        .iter()
+        .find(|tool| tool.schema.name == request.name);
     let (result, input, interrupt) = match (tool, input) {
         // Arguments that are not a JSON object: no hooks at all.
         (Some(_), Err(problem)) => (CallResult::failed(problem, None), Map::new(), None),
         (None, input) => {
             let input = input.unwrap_or_default();
-            let result = CallResult::failed(format!("Tool \"{}\" not found", call.name), None);
-            (post_hooks(site, call, &input, result).await, input, None)
+            let result = CallResult::failed(format!("Tool \"{}\" not found", request.name), None);
+            (call.post_hooks(&input, result).await, input, None)
         }
-        (Some(tool), Ok(input)) => run_tool(site, tool, call, input).await,
+        (Some(tool), Ok(input)) => call.run_tool(tool, input).await,
     };
     Finished {
         record: ToolCallRecord {
-            id: call.id.clone(),
-            name: call.name.clone(),
+            id: request.id.clone(),
+            name: request.name.clone(),
             input: Value::Object(input),
             output: result.output,
             status: result.status,
-            mocked: None,
+            mocked: result.mocked.then_some(true),
+            classification: result.classification.map(str::to_string),
         },
         interrupt,
     }
 }
 
-async fn run_tool(
-    site: &CallSite<'_>,
-    tool: &ToolSpec,
-    call: &ToolCallRequest,
-    mut input: Map<String, Value>,
-) -> (CallResult, Map<String, Value>, Option<String>) {
-    let session = site.session;
-    let dispatcher = &session.dispatcher;
-    let name = call.name.as_str();
+type Outcome = (CallResult, Map<String, Value>, Option<String>);
 
-    if dispatcher.has(HookEvent::PreToolUse) {
-        let payload = json!({
-            "event": "PreToolUse",
-            "sessionId": session.id,
-            "toolName": name,
-            "toolInput": input,
-            "toolCallId": call.id,
-            "stepIndex": site.step_index,
-        });
-        let verdict = match dispatcher
-            .dispatch(HookEvent::PreToolUse, payload, None, site.caller)
-            .await
-        {
-            Ok(outputs) => apply::pre_tool_use(&outputs, &mut input, name),
-            Err(error) => return finish_failed(site, call, input, &error).await,
-        };
-        match verdict {
-            PreVerdict::Continue => {}
-            PreVerdict::Skip(output) => {
-                let result = post_hooks(site, call, &input, CallResult::success(output)).await;
-                return (result, input, None);
-            }
-            PreVerdict::Abort(reason) => {
-                let result = post_hooks(site, call, &input, CallResult::aborted(reason)).await;
-                return (result, input, None);
-            }
+impl Call<'_> {
+    fn name(&self) -> &str {
+        &self.request.name
+    }
+
+    /// The fields every tool event carries, in both vocabularies.
+    fn fields(&self, event: &str, input: &Map<String, Value>) -> Map<String, Value> {
+        let name = self.name();
+        let identifier = name.split_once('/').map_or("", |(identifier, _)| identifier);
+        let mut fields = Map::new();
+        fields.insert("event".into(), json!(event));
+        fields.insert("sessionId".into(), json!(self.site.session.id));
+        fields.insert("toolName".into(), json!(name));
+        fields.insert("toolInput".into(), Value::Object(input.clone()));
+        fields.insert("toolCallId".into(), json!(self.request.id));
+        fields.insert("stepIndex".into(), json!(self.site.step_index));
+        fields.insert("callIndex".into(), json!(self.index));
+        fields.insert("operationId".into(), json!(self.site.operation_id));
+        fields.insert("apiName".into(), json!(name));
+        fields.insert("identifier".into(), json!(identifier));
+        fields.insert("args".into(), Value::Object(input.clone()));
+        fields
+    }
+
+    /// Post-call fields: the model-facing output, the structured result, and `mocked`.
+    fn result_fields(&self, event: &str, input: &Map<String, Value>, result: &CallResult) -> Map<String, Value> {
+        let mut fields = self.fields(event, input);
+        fields.insert("toolOutput".into(), json!(result.output));
+        fields.insert(
+            "result".into(),
+            json!({"content": result.output, "success": result.is_success()}),
+        );
+        fields.insert("mocked".into(), json!(result.mocked));
+        fields
+    }
+
+    fn has(&self, event: HookEvent) -> bool {
+        self.site
+            .session
+            .dispatcher
+            .has(event, Some(self.name()), self.site.caller.context)
+    }
+
+    fn input(&self, event: HookEvent, payload: Map<String, Value>, error: Option<ErrorSlot>) -> EventInput<'_> {
+        EventInput {
+            event,
+            payload,
+            tool: Some(self.name()),
+            error,
         }
     }
 
-    let affected_paths = permission::affected_paths(&input);
-    if dispatcher.has(HookEvent::PermissionRequest) {
-        let payload = json!({
-            "event": "PermissionRequest",
-            "sessionId": session.id,
-            "toolName": name,
-            "toolInput": input,
-            "toolKind": tool.kind.as_str(),
-            "affectedPaths": affected_paths,
-            "toolCallId": call.id,
-        });
-        let denial = match dispatcher
-            .dispatch(HookEvent::PermissionRequest, payload, None, site.caller)
-            .await
-        {
-            Ok(outputs) => apply::permission_request(&outputs, &mut input, name),
-            Err(error) => return finish_failed(site, call, input, &error).await,
-        };
-        if let Some(denial) = denial {
-            let interrupt = denial.interrupt.then(|| denial.message.clone());
-            let result = post_hooks(site, call, &input, CallResult::aborted(denial.message)).await;
-            return (result, input, interrupt);
-        }
-    }
+    async fn run_tool(&self, tool: &ToolSpec, mut input: Map<String, Value>) -> Outcome {
+        let session = self.site.session;
+        let dispatcher = &session.dispatcher;
+        let name = self.name().to_string();
 
-    if let Some(permission) = session.config.permission {
-        match decide(site, tool, call, &input, &affected_paths, permission).await {
-            Decision::Allow { updated_input } => {
-                for (key, value) in updated_input.unwrap_or_default() {
-                    input.insert(key, value);
+        let mut mocked = None;
+        if self.has(HookEvent::PreToolUse) {
+            let payload = self.fields("PreToolUse", &input);
+            let dispatched = match dispatcher
+                .dispatch(self.input(HookEvent::PreToolUse, payload, None), self.site.caller)
+                .await
+            {
+                Ok(dispatched) => dispatched,
+                Err(error) => return self.hook_failed(input, &error).await,
+            };
+            match apply::pre_tool_use(&dispatched.outputs, &mut input, &name) {
+                PreVerdict::Continue => mocked = dispatched.mocked,
+                PreVerdict::Skip(output) => return self.finish(input, CallResult::success(output), None).await,
+                PreVerdict::Abort(reason) => return self.finish(input, CallResult::aborted(reason), None).await,
+            }
+        }
+
+        let result = match mocked {
+            Some(mock) => mock_result(&mock),
+            None => {
+                if let Some(stopped) = self.authorize(tool, &mut input).await {
+                    return self.finish(input, stopped.0, stopped.1).await;
                 }
+                let controls = dispatcher.controls(HookEvent::PreToolUse, &name, self.site.caller.context);
+                if !controls.is_empty() {
+                    let payload = self.fields("PreToolUse", &input);
+                    if let Some(blocked) =
+                        blocked(control::evaluate(&controls, HookEvent::PreToolUse, &payload, self.site.caller).await)
+                    {
+                        return self.finish(input, blocked, None).await;
+                    }
+                }
+                let context = ToolContext {
+                    tool_call_id: &self.request.id,
+                    session_id: &session.id,
+                    scope: self.site.caller.scope,
+                };
+                tools::execute(&session.host, tool, input.clone(), context).await
+            }
+        };
+        self.finish(input, result, None).await
+    }
+
+    /// PermissionRequest hooks, then `advanced.permission`. `Some` stops the call (with the
+    /// run-interrupting message, if it interrupts).
+    async fn authorize(&self, tool: &ToolSpec, input: &mut Map<String, Value>) -> Option<(CallResult, Option<String>)> {
+        let session = self.site.session;
+        let name = self.name().to_string();
+        if self.has(HookEvent::PermissionRequest) {
+            let mut payload = self.fields("PermissionRequest", input);
+            payload.insert("toolKind".into(), json!(tool.kind.as_str()));
+            payload.insert("affectedPaths".into(), json!(permission::affected_paths(input)));
+            let outputs = match session
+                .dispatcher
+                .dispatch(
+                    self.input(HookEvent::PermissionRequest, payload, None),
+                    self.site.caller,
+                )
+                .await
+            {
+                Ok(dispatched) => dispatched.outputs,
+                Err(error) => return Some((CallResult::failed(error.message(), error.thrown()), None)),
+            };
+            if let Some(denial) = apply::permission_request(&outputs, input, &name) {
+                let interrupt = denial.interrupt.then(|| denial.message.clone());
+                return Some((CallResult::aborted(denial.message), interrupt));
+            }
+        }
+        let permission = session.config.permission?;
+        match self.decide(tool, input, permission).await {
+            Decision::Allow { updated_input } => {
+                input.extend(updated_input.unwrap_or_default());
+                None
             }
             Decision::Deny { message, interrupt } => {
                 let interrupt = interrupt.then(|| message.clone());
-                let result = post_hooks(site, call, &input, CallResult::aborted(message)).await;
-                return (result, input, interrupt);
+                Some((CallResult::aborted(message), interrupt))
             }
-            Decision::Ask => {
-                // Until human intervention exists, asking denies (fail closed).
-                let result = CallResult::aborted(format!("Tool \"{name}\" requires approval"));
-                let result = post_hooks(site, call, &input, result).await;
-                return (result, input, None);
+            // Until human intervention exists, asking denies (fail closed).
+            Decision::Ask => Some((CallResult::aborted(format!("Tool \"{name}\" requires approval")), None)),
+        }
+    }
+
+    /// The permission decision: a preset's, or the function's under `hookTimeoutMs`. A function
+    /// that throws, times out or answers nonsense denies.
+    async fn decide(&self, tool: &ToolSpec, input: &Map<String, Value>, permission: Permission) -> Decision {
+        let function = match permission {
+            Permission::Preset(preset) => return preset.decide(tool.kind),
+            Permission::Function(function) => function,
+        };
+        let denied = |message: String| Decision::Deny {
+            message: format!("Permission check failed: {message}"),
+            interrupt: false,
+        };
+        let dispatcher = &self.site.session.dispatcher;
+        if dispatcher.pending().count(Owner::Permission) > 0 {
+            return denied("A permission callback is still cleaning up".into());
+        }
+        let request = json!({
+            "toolName": self.name(),
+            "input": input,
+            "kind": tool.kind.as_str(),
+            "affectedPaths": permission::affected_paths(input),
+            "sessionId": self.site.session.id,
+            "toolCallId": self.request.id,
+        });
+        let dispatch = dispatcher.next_dispatch_id();
+        let mut call = HostCall::new(function, vec![request], self.site.caller.scope);
+        call.signal = Some(SignalSlot {
+            arg: 0,
+            key: "signal",
+            dispatch: Some(DispatchSignal {
+                id: dispatch,
+                last: true,
+                linked: self.site.caller.cancel.is_some(),
+            }),
+        });
+        let timeout = Timeout::starting_now(
+            HookEvent::PermissionRequest.name(),
+            dispatcher.hook_timeout_ms(),
+            dispatch,
+        );
+        match dispatcher
+            .call_guarded(call, &timeout, self.site.caller, Owner::Permission)
+            .await
+        {
+            Ok(returned) => permission::parse_decision(returned.as_ref()).unwrap_or_else(denied),
+            Err(error) => denied(error.message()),
+        }
+    }
+
+    /// A tool hook failed before the tool ran: the call fails with its message.
+    async fn hook_failed(&self, input: Map<String, Value>, error: &HookError) -> Outcome {
+        self.finish(input, CallResult::failed(error.message(), error.thrown()), None)
+            .await
+    }
+
+    /// After-controls, then the post hooks; what they leave is the call's result.
+    async fn finish(&self, input: Map<String, Value>, mut result: CallResult, interrupt: Option<String>) -> Outcome {
+        let controls =
+            self.site
+                .session
+                .dispatcher
+                .controls(HookEvent::PostToolUse, self.name(), self.site.caller.context);
+        if !controls.is_empty() {
+            let payload = self.result_fields("PostToolUse", &input, &result);
+            if let Some(blocked) =
+                blocked(control::evaluate(&controls, HookEvent::PostToolUse, &payload, self.site.caller).await)
+            {
+                result = CallResult {
+                    mocked: result.mocked,
+                    ..blocked
+                };
+            }
+        }
+        let result = self.post_hooks(&input, result).await;
+        (result, input, interrupt)
+    }
+
+    /// PostToolUse for a successful result, PostToolUseFailure for a failed one. A PostToolUse
+    /// that fails turns the call into a failure that PostToolUseFailure then sees.
+    async fn post_hooks(&self, input: &Map<String, Value>, result: CallResult) -> CallResult {
+        if !result.is_success() {
+            return self.post_failure_hooks(input, result).await;
+        }
+        if !self.has(HookEvent::PostToolUse) {
+            return result;
+        }
+        let payload = self.result_fields("PostToolUse", input, &result);
+        let dispatcher = &self.site.session.dispatcher;
+        match dispatcher
+            .dispatch(self.input(HookEvent::PostToolUse, payload, None), self.site.caller)
+            .await
+        {
+            Ok(dispatched) => match apply::post_tool_use(&dispatched.outputs, &result.output, self.name()) {
+                PostVerdict::Output(output) => CallResult { output, ..result },
+                PostVerdict::Abort(reason) => CallResult {
+                    mocked: result.mocked,
+                    ..CallResult::failed(reason, None)
+                },
+            },
+            Err(error) => {
+                let failed = CallResult {
+                    mocked: result.mocked,
+                    ..CallResult::failed(error.message(), error.thrown())
+                };
+                self.post_failure_hooks(input, failed).await
             }
         }
     }
 
-    let context = ToolContext {
-        tool_call_id: &call.id,
-        session_id: &session.id,
-        scope: site.caller.scope,
-    };
-    let result = tools::execute(&session.host, tool, input.clone(), context).await;
-    (post_hooks(site, call, &input, result).await, input, None)
-}
-
-/// A tool hook failed: the call fails with its message, then PostToolUseFailure runs.
-async fn finish_failed(
-    site: &CallSite<'_>,
-    call: &ToolCallRequest,
-    input: Map<String, Value>,
-    error: &HookError,
-) -> (CallResult, Map<String, Value>, Option<String>) {
-    let result = CallResult::failed(error.message(), error.thrown());
-    (post_failure_hooks(site, call, &input, result).await, input, None)
-}
-
-/// The permission decision: a preset's, or the function's under `hookTimeoutMs`. A function
-/// that throws, times out or answers nonsense denies.
-async fn decide(
-    site: &CallSite<'_>,
-    tool: &ToolSpec,
-    call: &ToolCallRequest,
-    input: &Map<String, Value>,
-    affected_paths: &[String],
-    permission: Permission,
-) -> Decision {
-    let function = match permission {
-        Permission::Preset(preset) => return preset.decide(tool.kind),
-        Permission::Function(function) => function,
-    };
-    let denied = |message: String| Decision::Deny {
-        message: format!("Permission check failed: {message}"),
-        interrupt: false,
-    };
-    let dispatcher = &site.session.dispatcher;
-    if dispatcher.pending().count(Owner::Permission) > 0 {
-        return denied("A permission callback is still cleaning up".into());
-    }
-    let request = json!({
-        "toolName": call.name,
-        "input": input,
-        "kind": tool.kind.as_str(),
-        "affectedPaths": affected_paths,
-        "sessionId": site.session.id,
-        "toolCallId": call.id,
-    });
-    let dispatch = dispatcher.next_dispatch_id();
-    let mut host_call = HostCall::new(function, vec![request], site.caller.scope);
-    host_call.signal = Some(SignalSlot {
-        arg: 0,
-        key: "signal",
-        dispatch: Some(DispatchSignal {
-            id: dispatch,
-            last: true,
-            linked: site.caller.cancel.is_some(),
-        }),
-    });
-    let timeout = Timeout::starting_now(
-        HookEvent::PermissionRequest.name(),
-        dispatcher.hook_timeout_ms(),
-        dispatch,
-    );
-    match dispatcher
-        .call_guarded(host_call, &timeout, site.caller, Owner::Permission)
-        .await
-    {
-        Ok(returned) => permission::parse_decision(returned.as_ref()).unwrap_or_else(denied),
-        Err(error) => denied(error.message()),
-    }
-}
-
-/// PostToolUse for a successful result, PostToolUseFailure for a failed one. A PostToolUse that
-/// fails turns the call into a failure that PostToolUseFailure then sees.
-async fn post_hooks(
-    site: &CallSite<'_>,
-    call: &ToolCallRequest,
-    input: &Map<String, Value>,
-    result: CallResult,
-) -> CallResult {
-    if !result.is_success() {
-        return post_failure_hooks(site, call, input, result).await;
-    }
-    let dispatcher = &site.session.dispatcher;
-    if !dispatcher.has(HookEvent::PostToolUse) {
-        return result;
-    }
-    let payload = post_payload(site, "PostToolUse", call, input, &result);
-    match dispatcher
-        .dispatch(HookEvent::PostToolUse, payload, None, site.caller)
-        .await
-    {
-        Ok(outputs) => match apply::post_tool_use(&outputs, &result.output, &call.name) {
-            PostVerdict::Output(output) => CallResult { output, ..result },
-            PostVerdict::Abort(reason) => CallResult::failed(reason, None),
-        },
-        Err(error) => {
-            let failed = CallResult::failed(error.message(), error.thrown());
-            post_failure_hooks(site, call, input, failed).await
+    /// PostToolUseFailure: may replace the output or abort; if it fails itself, the failure is
+    /// logged and the original result kept.
+    async fn post_failure_hooks(&self, input: &Map<String, Value>, result: CallResult) -> CallResult {
+        if !self.has(HookEvent::PostToolUseFailure) {
+            return result;
+        }
+        let payload = self.result_fields("PostToolUseFailure", input, &result);
+        let error = result.failure.as_ref().map(|failure| ErrorSlot {
+            arg: 0,
+            key: "error",
+            message: failure.message.clone(),
+            thrown: failure.thrown,
+        });
+        let dispatcher = &self.site.session.dispatcher;
+        match dispatcher
+            .dispatch(
+                self.input(HookEvent::PostToolUseFailure, payload, error),
+                self.site.caller,
+            )
+            .await
+        {
+            Ok(dispatched) => match apply::post_tool_use(&dispatched.outputs, &result.output, self.name()) {
+                PostVerdict::Output(output) => CallResult { output, ..result },
+                PostVerdict::Abort(reason) => CallResult {
+                    mocked: result.mocked,
+                    ..CallResult::failed(reason, None)
+                },
+            },
+            Err(error) => {
+                tracing::warn!(tool = %self.name(), error = %error.message(), "PostToolUseFailure hook failed; keeping the original tool error");
+                result
+            }
         }
     }
 }
 
-/// PostToolUseFailure: may replace the output or abort; if it fails itself, the failure is
-/// logged and the original result kept.
-async fn post_failure_hooks(
-    site: &CallSite<'_>,
-    call: &ToolCallRequest,
-    input: &Map<String, Value>,
-    result: CallResult,
-) -> CallResult {
-    let dispatcher = &site.session.dispatcher;
-    if !dispatcher.has(HookEvent::PostToolUseFailure) {
-        return result;
-    }
-    let payload = post_payload(site, "PostToolUseFailure", call, input, &result);
-    let error = result.failure.as_ref().map(|failure| ErrorSlot {
-        arg: 0,
-        key: "error",
-        message: failure.message.clone(),
-        thrown: failure.thrown,
-    });
-    match dispatcher
-        .dispatch(HookEvent::PostToolUseFailure, payload, error, site.caller)
-        .await
-    {
-        Ok(outputs) => match apply::post_tool_use(&outputs, &result.output, &call.name) {
-            PostVerdict::Output(output) => CallResult { output, ..result },
-            PostVerdict::Abort(reason) => CallResult::failed(reason, None),
-        },
-        Err(error) => {
-            tracing::warn!(tool = %call.name, error = %error.message(), "PostToolUseFailure hook failed; keeping the original tool error");
-            result
-        }
+/// What a control's verdict does to the call, if it blocks it.
+fn blocked(verdict: Verdict) -> Option<CallResult> {
+    match verdict {
+        Verdict::Allow => None,
+        Verdict::Denied { reason } => Some(CallResult::failed_as(reason, Some("hook_denied"))),
+        Verdict::Failed => Some(CallResult::failed_as(CONTROL_ERROR, Some(CONTROL_ERROR))),
     }
 }
 
-fn post_payload(
-    site: &CallSite<'_>,
-    event: &str,
-    call: &ToolCallRequest,
-    input: &Map<String, Value>,
-    result: &CallResult,
-) -> Value {
-    json!({
-        "event": event,
-        "sessionId": site.session.id,
-        "toolName": call.name,
-        "toolInput": input,
-        "toolOutput": result.output,
-        "toolCallId": call.id,
-        "mocked": false,
-    })
+/// `mock(result)`: a string, or `{ content: string, success?: boolean }`; `success: false`
+/// makes a failed call whose output is `content`.
+fn mock_result(mock: &Value) -> CallResult {
+    let parsed = match mock {
+        Value::String(content) => Some((content.clone(), true)),
+        Value::Object(object) => match (object.get("content"), object.get("success")) {
+            (Some(Value::String(content)), None | Some(Value::Null)) => Some((content.clone(), true)),
+            (Some(Value::String(content)), Some(Value::Bool(success))) => Some((content.clone(), *success)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let result = match parsed {
+        Some((content, true)) => CallResult::success(content),
+        Some((content, false)) => CallResult::failed_as(content, None),
+        None => CallResult::failed(
+            format!(
+                "mock() was given {}; it takes a string or {{ content: string, success?: boolean }}",
+                describe(mock)
+            ),
+            None,
+        ),
+    };
+    CallResult { mocked: true, ..result }
 }

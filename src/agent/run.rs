@@ -12,12 +12,13 @@ use super::pipeline::{self, CallSite};
 use super::session::{RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
-use crate::hooks::dispatch::{Caller, HookError};
+use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
 use crate::hooks::pending::SETTLE_GRACE;
 use crate::hooks::HookEvent;
 use crate::ids;
 use crate::model::scripted::describe;
 use crate::model::{AssistantToolCall, Message, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
+use crate::webhook::environment;
 
 pub(crate) struct Run {
     session: Arc<Session>,
@@ -30,6 +31,11 @@ pub(crate) struct Run {
     turns: u32,
     usage: Usage,
     tool_calls: Vec<ToolCallRecord>,
+    /// The environment's hooks for this run and the variables webhooks may use.
+    context: HookContext,
+    /// The environment's hooks could not be read: the run fails with this.
+    setup_error: Option<SdkError>,
+    last_text: String,
 }
 
 type Finish = Result<(String, StopReason)>;
@@ -42,6 +48,10 @@ impl Run {
         options: SendOptions,
     ) -> Self {
         let max_turns = options.max_turns.unwrap_or(session.config.max_turns);
+        let (extra, setup_error) = match environment::hooks(&options.environment) {
+            Ok(hooks) => (hooks, None),
+            Err(error) => (Vec::new(), Some(error)),
+        };
         Run {
             session,
             control,
@@ -52,6 +62,12 @@ impl Run {
             turns: 0,
             usage: Usage::default(),
             tool_calls: Vec::new(),
+            context: HookContext {
+                extra,
+                environment: options.environment,
+            },
+            setup_error,
+            last_text: String::new(),
         }
     }
 
@@ -64,17 +80,67 @@ impl Run {
         Caller {
             scope: self.scope,
             cancel: Some(self.control.token()),
+            context: &self.context,
         }
+    }
+
+    /// After the run failed or was aborted, hooks get their own budget, not the aborted signal.
+    fn detached(&self) -> Caller<'_> {
+        Caller {
+            scope: self.scope,
+            cancel: None,
+            context: &self.context,
+        }
+    }
+
+    fn has(&self, event: HookEvent) -> bool {
+        self.session.dispatcher.has(event, None, &self.context)
+    }
+
+    /// Fields every run-level event carries.
+    fn run_fields(&self, event: HookEvent) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert("event".into(), json!(event.name()));
+        fields.insert("sessionId".into(), json!(self.session.id));
+        fields.insert("operationId".into(), json!(self.id));
+        fields
+    }
+
+    fn usage_fields(&self, fields: &mut Map<String, Value>) {
+        fields.insert("steps".into(), json!(self.turns));
+        fields.insert("totalInputTokens".into(), json!(self.usage.input_tokens));
+        fields.insert("totalOutputTokens".into(), json!(self.usage.output_tokens));
+        fields.insert("totalTokens".into(), json!(self.usage.total_tokens));
+        fields.insert("totalToolCalls".into(), json!(self.tool_calls.len()));
+    }
+
+    /// A lifecycle event: observers only, but a critical delivery failure fails the run.
+    async fn lifecycle(&self, event: HookEvent, payload: Map<String, Value>, caller: Caller<'_>) -> Result<()> {
+        let input = EventInput {
+            event,
+            payload,
+            tool: None,
+            error: None,
+        };
+        self.session
+            .dispatcher
+            .dispatch(input, caller)
+            .await
+            .map(drop)
+            .map_err(HookError::into_sdk)
     }
 
     /// Runs to the end and publishes the outcome as the last event.
     pub async fn drive(mut self, content: UserContent) {
         let control = self.control.clone();
         let description = content.text();
-        let outcome = tokio::select! {
-            biased;
-            _ = control.aborted() => Err(SdkError::new(ErrorCode::Abort, control.reason())),
-            outcome = self.steps(content) => outcome,
+        let outcome = match self.setup_error.take() {
+            Some(error) => Err(error),
+            None => tokio::select! {
+                biased;
+                _ = control.aborted() => Err(SdkError::new(ErrorCode::Abort, control.reason())),
+                outcome = self.steps(content) => outcome,
+            },
         };
         if matches!(&outcome, Err(error) if error.code == ErrorCode::Abort) {
             // Callbacks told to stop usually settle at once; let them, so the session is not
@@ -82,6 +148,11 @@ impl Run {
             self.session.dispatcher.pending().settle(SETTLE_GRACE).await;
         }
         let outcome = self.task_completed(outcome, &description).await;
+        if let Err(error) = &outcome {
+            if error.code != ErrorCode::Abort {
+                self.stop_failure(error).await;
+            }
+        }
         let aborted = match &outcome {
             Err(error) if error.code == ErrorCode::Abort => Some(error.message.as_str()),
             _ => None,
@@ -114,6 +185,12 @@ impl Run {
             }
             self.turns += 1;
             self.emit(StreamEvent::Turn { index: self.turns });
+            if self.has(HookEvent::StepStart) {
+                let mut payload = self.run_fields(HookEvent::StepStart);
+                payload.insert("stepIndex".into(), json!(self.turns - 1));
+                payload.insert("steps".into(), json!(self.turns - 1));
+                self.lifecycle(HookEvent::StepStart, payload, self.caller()).await?;
+            }
             let reply = self.call_model().await?;
             self.usage.add(reply.usage);
             let ModelReply { text, tool_calls, .. } = reply;
@@ -124,10 +201,12 @@ impl Run {
                     .map(|call| AssistantToolCall::new(call.id.clone(), call.name.clone(), call.arguments.clone()))
                     .collect(),
             });
+            self.last_text = text.clone();
             if tool_calls.is_empty() {
+                self.step_end(&text, &tool_calls, &[], false).await?;
                 return Ok((text, StopReason::Done));
             }
-            last_text = text;
+            last_text = text.clone();
             let (records, interrupt) = self.run_tool_calls(&tool_calls).await;
             for record in &records {
                 self.session.push(Message::Tool {
@@ -139,9 +218,12 @@ impl Run {
                     name: record.name.clone(),
                     output: record.output.clone(),
                     status: record.status,
+                    classification: record.classification.clone(),
                 });
             }
-            self.tool_calls.extend(records);
+            let more = interrupt.is_none() && self.turns < self.max_turns;
+            self.tool_calls.extend(records.iter().cloned());
+            self.step_end(&text, &tool_calls, &records, more).await?;
             if let Some(denial) = interrupt {
                 return Ok((denial, StopReason::Interrupted));
             }
@@ -150,31 +232,37 @@ impl Run {
 
     /// UserPromptSubmit may rewrite the prompt or abort it; its errors fail the run unchanged.
     async fn user_prompt_submit(&self, content: UserContent) -> Result<UserContent> {
-        let dispatcher = &self.session.dispatcher;
-        if !dispatcher.has(HookEvent::UserPromptSubmit) {
+        if !self.has(HookEvent::UserPromptSubmit) {
             return Ok(content);
         }
         let images = content.image_count();
-        let payload = json!({
-            "event": "UserPromptSubmit",
-            "sessionId": self.session.id,
-            "userPrompt": content.text(),
-            "hasImages": images > 0,
-            "imageCount": images,
-        });
-        let outputs = dispatcher
-            .dispatch(HookEvent::UserPromptSubmit, payload, None, self.caller())
+        let mut payload = self.run_fields(HookEvent::UserPromptSubmit);
+        payload.remove("operationId");
+        payload.insert("userPrompt".into(), json!(content.text()));
+        payload.insert("hasImages".into(), json!(images > 0));
+        payload.insert("imageCount".into(), json!(images));
+        payload.insert("operationId".into(), json!(self.id));
+        let input = EventInput {
+            event: HookEvent::UserPromptSubmit,
+            payload,
+            tool: None,
+            error: None,
+        };
+        let dispatched = self
+            .session
+            .dispatcher
+            .dispatch(input, self.caller())
             .await
             .map_err(HookError::into_sdk)?;
-        apply::user_prompt_submit(&outputs, content).map_err(|message| SdkError::new(ErrorCode::HookAborted, message))
+        apply::user_prompt_submit(&dispatched.outputs, content)
+            .map_err(|message| SdkError::new(ErrorCode::HookAborted, message))
     }
 
     /// TaskCompleted, once the run's outcome is known. For a run that succeeded, its abort or
     /// error becomes the run's; for one that failed, the original error stays and the hook's
     /// failure is logged.
     async fn task_completed(&self, outcome: Finish, description: &str) -> Finish {
-        let dispatcher = &self.session.dispatcher;
-        if !dispatcher.has(HookEvent::TaskCompleted) {
+        if !self.has(HookEvent::TaskCompleted) {
             return outcome;
         }
         let (success, reason, summary) = match &outcome {
@@ -182,28 +270,32 @@ impl Run {
             Err(error) if error.code == ErrorCode::Abort => (false, "aborted", error.message.clone()),
             Err(error) => (false, "error", error.message.clone()),
         };
-        let payload = json!({
-            "event": "TaskCompleted",
-            "sessionId": self.session.id,
-            "taskId": self.id,
-            "taskDescription": description,
-            "resultSummary": summary,
-            "success": success,
-            "reason": reason,
-        });
+        let mut payload = Map::new();
+        payload.insert("event".into(), json!("TaskCompleted"));
+        payload.insert("sessionId".into(), json!(self.session.id));
+        payload.insert("taskId".into(), json!(self.id));
+        payload.insert("taskDescription".into(), json!(description));
+        payload.insert("resultSummary".into(), json!(summary));
+        payload.insert("success".into(), json!(success));
+        payload.insert("reason".into(), json!(reason));
+        payload.insert("operationId".into(), json!(self.id));
+        payload.insert("lastAssistantContent".into(), json!(self.last_text));
+        self.usage_fields(&mut payload);
         // After an abort the caller's signal has fired; the hook still gets its own budget.
-        let caller = match &outcome {
-            Ok(_) => self.caller(),
-            Err(_) => Caller {
-                scope: self.scope,
-                cancel: None,
-            },
+        let caller = if outcome.is_ok() {
+            self.caller()
+        } else {
+            self.detached()
         };
-        let dispatched = dispatcher
-            .dispatch(HookEvent::TaskCompleted, payload, None, caller)
-            .await;
+        let input = EventInput {
+            event: HookEvent::TaskCompleted,
+            payload,
+            tool: None,
+            error: None,
+        };
+        let dispatched = self.session.dispatcher.dispatch(input, caller).await;
         match (outcome, dispatched) {
-            (Ok(finished), Ok(outputs)) => match apply::first_abort(&outputs, HookEvent::TaskCompleted) {
+            (Ok(finished), Ok(dispatched)) => match apply::first_abort(&dispatched.outputs, HookEvent::TaskCompleted) {
                 Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
                 None => Ok(finished),
             },
@@ -214,6 +306,55 @@ impl Run {
                 Err(original)
             }
             (Err(original), Ok(_)) => Err(original),
+        }
+    }
+
+    /// StepEnd: the step's text, tool calls and results, and the run's totals so far.
+    async fn step_end(
+        &self,
+        text: &str,
+        calls: &[ToolCallRequest],
+        records: &[ToolCallRecord],
+        more: bool,
+    ) -> Result<()> {
+        if !self.has(HookEvent::StepEnd) {
+            return Ok(());
+        }
+        let mut payload = self.run_fields(HookEvent::StepEnd);
+        payload.insert("stepIndex".into(), json!(self.turns - 1));
+        payload.insert(
+            "stepType".into(),
+            json!(if calls.is_empty() { "call_llm" } else { "call_tool" }),
+        );
+        payload.insert("content".into(), json!(text));
+        payload.insert(
+            "toolCalls".into(),
+            json!(calls
+                .iter()
+                .map(|call| json!({"id": call.id, "name": call.name, "arguments": call.arguments}))
+                .collect::<Vec<_>>()),
+        );
+        payload.insert("toolsResult".into(), serde_json::to_value(records).unwrap_or_default());
+        payload.insert("shouldContinue".into(), json!(more));
+        self.usage_fields(&mut payload);
+        self.lifecycle(HookEvent::StepEnd, payload, self.caller()).await
+    }
+
+    /// StopFailure, when the run failed: the error's message and detail. Its own failures are
+    /// logged; the run's error stands.
+    async fn stop_failure(&self, error: &SdkError) {
+        if !self.has(HookEvent::StopFailure) {
+            return;
+        }
+        let mut payload = self.run_fields(HookEvent::StopFailure);
+        payload.insert("reason".into(), json!("error"));
+        payload.insert("errorMessage".into(), json!(error.message));
+        payload.insert("errorType".into(), json!(error.code.code()));
+        payload.insert("errorDetail".into(), serde_json::to_value(error).unwrap_or_default());
+        payload.insert("lastAssistantContent".into(), json!(self.last_text));
+        self.usage_fields(&mut payload);
+        if let Err(failure) = self.lifecycle(HookEvent::StopFailure, payload, self.detached()).await {
+            tracing::warn!(error = %failure.message, "StopFailure hook failed; keeping the run's error");
         }
     }
 
@@ -254,12 +395,14 @@ impl Run {
             session: &self.session,
             caller: self.caller(),
             step_index: self.turns - 1,
+            operation_id: &self.id,
         };
         let finished = join_all(
             calls
                 .iter()
                 .zip(inputs)
-                .map(|(call, input)| pipeline::run(&site, call, input)),
+                .enumerate()
+                .map(|(index, (call, input))| pipeline::run(&site, call, index, input)),
         )
         .await;
         let interrupt = finished.iter().find_map(|done| done.interrupt.clone());

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::{BoxFuture, FutureExt, Shared};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -12,13 +12,15 @@ use super::events::StreamEvent;
 use super::run::Run;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
-use crate::hooks::dispatch::{Caller, Dispatcher, HookError};
+use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext, HookError};
 use crate::hooks::pending::{Owner, SETTLE_GRACE};
 use crate::hooks::HookEvent;
 use crate::host::Host;
 use crate::ids;
 use crate::model::scripted::describe;
 use crate::model::{Message, Model, ToolSchema, UserContent};
+use crate::webhook::environment;
+use crate::webhook::Environment;
 
 pub struct Session {
     pub id: String,
@@ -83,11 +85,13 @@ impl RunControl {
 }
 
 /// Per-`send` options.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct SendOptions {
     pub max_turns: Option<u32>,
     /// The host scope whose signal tools and callbacks of this run receive.
     pub scope: u32,
+    /// The environment variables of [`Session::environment_names`], read when the run started.
+    pub environment: Environment,
 }
 
 /// The caller's end of a run: its events, and the means to abort it.
@@ -102,9 +106,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Session {
-    pub fn new(config: AgentConfig, host: Arc<dyn Host>) -> Arc<Self> {
+    pub fn new(mut config: AgentConfig, host: Arc<dyn Host>) -> Arc<Self> {
         let dispatcher = Dispatcher::new(
-            config.hooks.clone(),
+            std::mem::take(&mut config.hooks),
             config.hook_timeout_ms,
             config.session_end_hook_timeout_ms,
             host.clone(),
@@ -172,27 +176,48 @@ impl Session {
         }
     }
 
+    /// The environment variables runs read: those webhook header templates may use, and the
+    /// `AGENT_HOOK_WEBHOOK_*` variables of environment hooks.
+    pub fn environment_names(&self) -> Vec<String> {
+        let mut names = self.dispatcher.registry().env_var_names();
+        names.extend(environment::VARIABLES.iter().map(|name| name.to_string()));
+        names
+    }
+
     /// SessionStart, inside `createAgent`. If it fails, SessionEnd runs (once) and the session
     /// is closed; the SessionStart error is what the caller gets.
-    pub async fn start(&self, scope: u32) -> Result<()> {
-        if !self.dispatcher.has(HookEvent::SessionStart) {
+    pub async fn start(&self, scope: u32, environment: Environment) -> Result<()> {
+        let context = HookContext {
+            extra: Vec::new(),
+            environment,
+        };
+        if !self.dispatcher.has(HookEvent::SessionStart, None, &context) {
             return Ok(());
         }
-        let payload = json!({"event": "SessionStart", "sessionId": self.id, "isResume": false});
-        let caller = Caller { scope, cancel: None };
-        let started = match self
-            .dispatcher
-            .dispatch(HookEvent::SessionStart, payload, None, caller)
-            .await
-        {
-            Ok(outputs) => match apply::first_abort(&outputs, HookEvent::SessionStart) {
+        let mut payload = Map::new();
+        payload.insert("event".into(), json!("SessionStart"));
+        payload.insert("sessionId".into(), json!(self.id));
+        payload.insert("isResume".into(), json!(false));
+        let input = EventInput {
+            event: HookEvent::SessionStart,
+            payload,
+            tool: None,
+            error: None,
+        };
+        let caller = Caller {
+            scope,
+            cancel: None,
+            context: &context,
+        };
+        let started = match self.dispatcher.dispatch(input, caller).await {
+            Ok(dispatched) => match apply::first_abort(&dispatched.outputs, HookEvent::SessionStart) {
                 Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
                 None => Ok(()),
             },
             Err(error) => Err(error.into_sdk()),
         };
         if started.is_err() {
-            if let Err(error) = self.session_end(scope).await {
+            if let Err(error) = self.session_end(scope, &context).await {
                 tracing::warn!(error = %error.message, "SessionEnd failed while cleaning up after SessionStart");
             }
             let mut state = lock(&self.state);
@@ -205,7 +230,7 @@ impl Session {
     /// Ends the session: later `send`s fail with `SESSION_CLOSED`, an active run is aborted,
     /// SessionEnd runs at most once. Concurrent calls share one attempt; after a failure,
     /// `close()` may be called again; after success it resolves at once.
-    pub async fn close(self: &Arc<Self>, scope: u32) -> Result<()> {
+    pub async fn close(self: &Arc<Self>, scope: u32, environment: Environment) -> Result<()> {
         let attempt = {
             let mut state = lock(&self.state);
             if state.closed {
@@ -215,7 +240,9 @@ impl Session {
                 Some(attempt) => attempt.clone(),
                 None => {
                     let session = self.clone();
-                    let attempt = async move { session.close_once(scope).await }.boxed().shared();
+                    let attempt = async move { session.close_once(scope, environment).await }
+                        .boxed()
+                        .shared();
                     state.close_attempt = Some(attempt.clone());
                     attempt
                 }
@@ -230,7 +257,7 @@ impl Session {
         outcome
     }
 
-    async fn close_once(&self, scope: u32) -> Result<()> {
+    async fn close_once(&self, scope: u32, environment: Environment) -> Result<()> {
         self.stop_active_run().await;
         // A close refused because a callback is still cleaning up leaves the session open.
         let pending = self.dispatcher.pending();
@@ -248,7 +275,11 @@ impl Session {
         }
         lock(&self.state).closing = true;
         self.stop_active_run().await;
-        self.session_end(scope).await
+        let context = HookContext {
+            extra: Vec::new(),
+            environment,
+        };
+        self.session_end(scope, &context).await
     }
 
     async fn stop_active_run(&self) {
@@ -259,17 +290,25 @@ impl Session {
         }
     }
 
-    async fn session_end(&self, scope: u32) -> Result<()> {
-        if !self.dispatcher.has(HookEvent::SessionEnd) {
+    async fn session_end(&self, scope: u32, context: &HookContext) -> Result<()> {
+        if !self.dispatcher.has(HookEvent::SessionEnd, None, context) {
             return Ok(());
         }
-        let payload = json!({"event": "SessionEnd", "sessionId": self.id, "reason": "other"});
-        let outputs = self
+        let mut payload = Map::new();
+        payload.insert("event".into(), json!("SessionEnd"));
+        payload.insert("sessionId".into(), json!(self.id));
+        payload.insert("reason".into(), json!("other"));
+        let caller = Caller {
+            scope,
+            cancel: None,
+            context,
+        };
+        let dispatched = self
             .dispatcher
-            .dispatch_session_end(payload, Caller { scope, cancel: None })
+            .dispatch_session_end(payload, caller)
             .await
             .map_err(HookError::into_sdk)?;
-        match apply::first_abort(&outputs, HookEvent::SessionEnd) {
+        match apply::first_abort(&dispatched.outputs, HookEvent::SessionEnd) {
             Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
             None => Ok(()),
         }

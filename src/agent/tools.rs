@@ -68,6 +68,10 @@ pub struct CallResult {
     pub status: CallStatus,
     pub output: String,
     pub failure: Option<Failure>,
+    /// `hook_denied` or `hook_control_error` when a result control blocked the call.
+    pub classification: Option<&'static str>,
+    /// The result came from a PreToolUse `mock()`.
+    pub mocked: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +87,8 @@ impl CallResult {
             status: CallStatus::Success,
             output: output.into(),
             failure: None,
+            classification: None,
+            mocked: false,
         }
     }
 
@@ -93,6 +99,8 @@ impl CallResult {
             status: CallStatus::Error,
             output: format!("Tool execution failed: {message}"),
             failure: Some(Failure { message, thrown }),
+            classification: None,
+            mocked: false,
         }
     }
 
@@ -103,6 +111,23 @@ impl CallResult {
             status: CallStatus::Error,
             output: format!("Tool execution aborted: {message}"),
             failure: Some(Failure { message, thrown: None }),
+            classification: None,
+            mocked: false,
+        }
+    }
+
+    /// A failed call whose output is exactly `output` (a control's denial, a failed mock).
+    pub fn failed_as(output: impl Into<String>, classification: Option<&'static str>) -> Self {
+        let output = output.into();
+        CallResult {
+            status: CallStatus::Error,
+            failure: Some(Failure {
+                message: output.clone(),
+                thrown: None,
+            }),
+            output,
+            classification,
+            mocked: false,
         }
     }
 

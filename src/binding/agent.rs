@@ -59,6 +59,12 @@ impl NativeAgent {
         self.session.is_closed()
     }
 
+    /// The environment variables `send`, `start` and `close` want (see `Session::environment_names`).
+    #[napi(getter)]
+    pub fn environment_names(&self) -> Vec<String> {
+        self.session.environment_names()
+    }
+
     /// The conversation as JSON text.
     #[napi]
     pub fn messages(&self) -> String {
@@ -67,7 +73,13 @@ impl NativeAgent {
 
     /// Starts a run, or returns the JSON of the error that refused it.
     #[napi]
-    pub fn send(&self, message: String, scope: u32, max_turns: Option<f64>) -> Either<NativeRun, String> {
+    pub fn send(
+        &self,
+        message: String,
+        scope: u32,
+        max_turns: Option<f64>,
+        environment: HashMap<String, String>,
+    ) -> Either<NativeRun, String> {
         let message: Value = match serde_json::from_str(&message) {
             Ok(message) => message,
             Err(error) => {
@@ -87,7 +99,14 @@ impl NativeAgent {
                 )))
             }
         };
-        match self.session.send(&message, SendOptions { max_turns, scope }) {
+        match self.session.send(
+            &message,
+            SendOptions {
+                max_turns,
+                scope,
+                environment,
+            },
+        ) {
             Ok((handle, run)) => {
                 napi::bindgen_prelude::spawn(run);
                 Either::A(NativeRun {
@@ -106,16 +125,24 @@ impl NativeAgent {
 
     /// Runs SessionStart; resolves `null`, or the JSON of the error that stopped it.
     #[napi]
-    pub async fn start(&self, scope: u32) -> Option<String> {
+    pub async fn start(&self, scope: u32, environment: HashMap<String, String>) -> Option<String> {
         let session = self.session.clone();
-        session.start(scope).await.err().map(|error| error_json(&error))
+        session
+            .start(scope, environment)
+            .await
+            .err()
+            .map(|error| error_json(&error))
     }
 
     /// Resolves `null`, or the JSON of the error that stopped the close.
     #[napi]
-    pub async fn close(&self, scope: u32) -> Option<String> {
+    pub async fn close(&self, scope: u32, environment: HashMap<String, String>) -> Option<String> {
         let session = self.session.clone();
-        session.close(scope).await.err().map(|error| error_json(&error))
+        session
+            .close(scope, environment)
+            .await
+            .err()
+            .map(|error| error_json(&error))
     }
 }
 

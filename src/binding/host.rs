@@ -88,6 +88,7 @@ impl Host for JsHost {
                 None => json!([slot.arg, slot.key]),
             }),
             "error": call.error.map(|slot| json!([slot.arg, slot.key, slot.message, slot.thrown])),
+            "mock": call.mock,
         });
         self.request(payload.to_string())
     }

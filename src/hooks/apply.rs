@@ -169,7 +169,7 @@ mod tests {
     use serde_json::json;
 
     fn out(value: Value) -> HookOutput {
-        HookOutput::parse(Some(&value), HookEvent::PreToolUse, 0).unwrap()
+        HookOutput::parse(Some(&value), "test").unwrap()
     }
 
     fn map(value: Value) -> Map<String, Value> {

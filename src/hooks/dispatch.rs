@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -15,8 +15,10 @@ use tracing::Instrument;
 use super::event::HookEvent;
 use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
+use super::registry::{Entry, HookObject, Registry};
 use crate::error::{ErrorCode, HookTimeout, SdkError};
 use crate::host::{AbortReason, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, SignalSlot};
+use crate::webhook::deliver::{self, Environment};
 
 pub const CLEANING_UP: &str = "An inline hook callback is still cleaning up";
 
@@ -33,6 +35,8 @@ pub enum HookError {
     CleaningUp,
     /// A callback returned something that is not a hook output.
     Invalid(SdkError),
+    /// A webhook with `fallback: 'none'` failed; the first such hook and why.
+    Critical { hook_id: String, cause: String },
 }
 
 impl HookError {
@@ -42,6 +46,7 @@ impl HookError {
             HookError::Timeout(error) | HookError::Invalid(error) => error.message.clone(),
             HookError::Cancelled => "Operation aborted".into(),
             HookError::CleaningUp => CLEANING_UP.into(),
+            HookError::Critical { hook_id, .. } => critical_message(hook_id),
         }
     }
 
@@ -63,8 +68,40 @@ impl HookError {
             HookError::Timeout(error) | HookError::Invalid(error) => error,
             HookError::Cancelled => SdkError::new(ErrorCode::Abort, "Operation aborted"),
             HookError::CleaningUp => SdkError::new(ErrorCode::Plain, CLEANING_UP),
+            HookError::Critical { hook_id, cause } => SdkError {
+                critical: Some((hook_id.clone(), cause)),
+                ..SdkError::new(ErrorCode::CriticalHookDelivery, critical_message(&hook_id))
+            },
         }
     }
+}
+
+fn critical_message(hook_id: &str) -> String {
+    format!("Critical webhook delivery failed: {hook_id}")
+}
+
+/// What a run adds to the session's hooks: the environment's hooks (read when it started) and
+/// the environment snapshot header templates resolve from.
+#[derive(Debug, Default)]
+pub struct HookContext {
+    pub extra: Vec<Arc<HookObject>>,
+    pub environment: Environment,
+}
+
+/// One event to dispatch: its payload (the callbacks' input, without `abortSignal`), the tool
+/// it concerns (for matchers), and an `Error` to hand callbacks (PostToolUseFailure).
+pub struct EventInput<'a> {
+    pub event: HookEvent,
+    pub payload: Map<String, Value>,
+    pub tool: Option<&'a str>,
+    pub error: Option<ErrorSlot>,
+}
+
+/// The callbacks' outputs, unapplied, and the first result a PreToolUse callback mocked.
+#[derive(Debug, Default)]
+pub struct Dispatched {
+    pub outputs: Vec<HookOutput>,
+    pub mocked: Option<Value>,
 }
 
 /// Who is dispatching: the host scope, and the caller's cancellation if there is a caller
@@ -73,6 +110,7 @@ impl HookError {
 pub struct Caller<'a> {
     pub scope: u32,
     pub cancel: Option<&'a CancellationToken>,
+    pub context: &'a HookContext,
 }
 
 impl Caller<'_> {
@@ -89,7 +127,7 @@ impl Caller<'_> {
 }
 
 pub struct Dispatcher {
-    callbacks: [Vec<Callable>; 8],
+    registry: Registry,
     hook_timeout_ms: u32,
     session_end_timeout_ms: u32,
     host: Arc<dyn Host>,
@@ -98,15 +136,16 @@ pub struct Dispatcher {
     session_end_attempted: AtomicBool,
 }
 
+/// A hook of the event, from the session's registry or the run's environment hooks.
+enum Registered<'a> {
+    Callback { function: Callable, path: &'a str },
+    Hook(&'a Arc<HookObject>),
+}
+
 impl Dispatcher {
-    pub fn new(
-        callbacks: [Vec<Callable>; 8],
-        hook_timeout_ms: u32,
-        session_end_timeout_ms: u32,
-        host: Arc<dyn Host>,
-    ) -> Self {
+    pub fn new(registry: Registry, hook_timeout_ms: u32, session_end_timeout_ms: u32, host: Arc<dyn Host>) -> Self {
         Dispatcher {
-            callbacks,
+            registry,
             hook_timeout_ms,
             session_end_timeout_ms,
             host,
@@ -116,9 +155,53 @@ impl Dispatcher {
         }
     }
 
-    /// Whether `event` has callbacks; without any, the caller builds no input at all.
-    pub fn has(&self, event: HookEvent) -> bool {
-        !self.callbacks[event.index()].is_empty()
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The event's hooks in order: the session's, then the run's environment hooks.
+    fn registered<'a>(
+        &'a self,
+        event: HookEvent,
+        context: &'a HookContext,
+    ) -> impl Iterator<Item = Registered<'a>> + 'a {
+        let own = self.registry.entries(event).iter().map(|entry| match entry {
+            Entry::Callback { function, path } => Registered::Callback {
+                function: *function,
+                path,
+            },
+            Entry::Hook(hook) => Registered::Hook(hook),
+        });
+        let extra = context
+            .extra
+            .iter()
+            .filter(move |hook| hook.event == event)
+            .map(Registered::Hook);
+        own.chain(extra)
+    }
+
+    /// Whether dispatching `event` (for `tool`) would do anything; if not, the caller builds
+    /// no input at all. Matchers are tested here, in Rust, before anything crosses into JS.
+    pub fn has(&self, event: HookEvent, tool: Option<&str>, context: &HookContext) -> bool {
+        self.registered(event, context).any(|entry| match entry {
+            Registered::Callback { .. } => true,
+            Registered::Hook(hook) => !hook.is_control() && hook.matches(tool),
+        })
+    }
+
+    /// The result controls of `event` that apply to `tool`, in order.
+    pub fn controls<'a>(
+        &'a self,
+        event: HookEvent,
+        tool: &'a str,
+        context: &'a HookContext,
+    ) -> Vec<&'a Arc<HookObject>> {
+        self.registered(event, context)
+            .filter_map(|entry| match entry {
+                Registered::Hook(hook) if hook.is_control() && hook.matches(Some(tool)) => Some(hook),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn pending(&self) -> &Arc<Pending> {
@@ -141,25 +224,15 @@ impl Dispatcher {
         self.next_dispatch.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Runs `event`'s callbacks in order and returns their outputs, unapplied.
-    /// `error` puts an `Error` into the input (PostToolUseFailure).
-    pub async fn dispatch(
-        &self,
-        event: HookEvent,
-        input: Value,
-        error: Option<ErrorSlot>,
-        caller: Caller<'_>,
-    ) -> Result<Vec<HookOutput>, HookError> {
-        let callbacks = &self.callbacks[event.index()];
-        if callbacks.is_empty() {
-            return Ok(Vec::new());
+    /// Runs `event`'s hooks in order and returns the callbacks' outputs, unapplied.
+    pub async fn dispatch(&self, input: EventInput<'_>, caller: Caller<'_>) -> Result<Dispatched, HookError> {
+        if !self.has(input.event, input.tool, caller.context) {
+            return Ok(Dispatched::default());
         }
-        let span = tracing::debug_span!("hook_dispatch", event = event.name(), callbacks = callbacks.len());
+        let event = input.event;
+        let span = tracing::debug_span!("hook_dispatch", event = event.name());
         let started = std::time::Instant::now();
-        let outcome = self
-            .run_callbacks(event, callbacks, input, error, caller)
-            .instrument(span.clone())
-            .await;
+        let outcome = self.run_hooks(input, caller).instrument(span.clone()).await;
         span.in_scope(|| {
             tracing::debug!(
                 elapsed_us = started.elapsed().as_micros() as u64,
@@ -167,69 +240,140 @@ impl Dispatcher {
                 "hook dispatch finished"
             )
         });
-        outcome
+        if event.is_session_event() {
+            return outcome;
+        }
+        // On lifecycle events hooks observe: their failures are logged, except a critical
+        // delivery failure.
+        match outcome {
+            Err(HookError::Critical { hook_id, cause }) => Err(HookError::Critical { hook_id, cause }),
+            Err(error) => {
+                tracing::warn!(event = event.name(), error = %error.message(), "lifecycle hook failed");
+                Ok(Dispatched::default())
+            }
+            ok => ok,
+        }
     }
 
-    async fn run_callbacks(
-        &self,
-        event: HookEvent,
-        callbacks: &[Callable],
-        input: Value,
-        error: Option<ErrorSlot>,
-        caller: Caller<'_>,
-    ) -> Result<Vec<HookOutput>, HookError> {
-        if self.pending.count(Owner::Hook) > 0 {
+    async fn run_hooks(&self, input: EventInput<'_>, caller: Caller<'_>) -> Result<Dispatched, HookError> {
+        let event = input.event;
+        let session_event = event.is_session_event();
+        let calls_js = self.registered(event, caller.context).any(|entry| match entry {
+            Registered::Callback { .. } => true,
+            Registered::Hook(hook) => hook.handler.is_some() && hook.matches(input.tool),
+        });
+        if calls_js && self.pending.count(Owner::Hook) > 0 {
             return Err(HookError::CleaningUp);
         }
         if caller.cancelled() {
             return Err(HookError::Cancelled);
         }
         let budget_ms = self.budget_ms(event);
-        let deadline = Instant::now() + Duration::from_millis(u64::from(budget_ms));
         let dispatch = self.next_dispatch_id();
-        let timeout = Timeout {
-            event: event.name(),
-            budget_ms,
-            deadline,
-            dispatch,
-        };
-        let mut outputs = Vec::with_capacity(callbacks.len());
-        for (index, function) in callbacks.iter().enumerate() {
+        let timeout = Timeout::starting_now(event.name(), budget_ms, dispatch);
+        let callbacks: Vec<Registered<'_>> = self.registered(event, caller.context).collect();
+        let last_js = callbacks.iter().rposition(|entry| match entry {
+            Registered::Callback { .. } => true,
+            Registered::Hook(hook) => hook.handler.is_some() && hook.matches(input.tool),
+        });
+        let payload = Value::Object(input.payload.clone());
+        let mut dispatched = Dispatched::default();
+        let mut critical: Option<(String, String)> = None;
+        for (position, entry) in callbacks.iter().enumerate() {
             if caller.cancelled() {
                 return Err(HookError::Cancelled);
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= timeout.deadline {
                 return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
             }
-            let mut call = HostCall::new(*function, vec![input.clone()], caller.scope);
-            call.signal = Some(SignalSlot {
-                arg: 0,
-                key: "abortSignal",
-                dispatch: Some(DispatchSignal {
-                    id: dispatch,
-                    last: index + 1 == callbacks.len(),
-                    linked: caller.cancel.is_some(),
-                }),
-            });
-            call.error = error.clone();
-            let returned = self.call_guarded(call, &timeout, caller, Owner::Hook).await?;
-            outputs.push(HookOutput::parse(returned.as_ref(), event, index).map_err(HookError::Invalid)?);
+            let (function, label, hook) = match entry {
+                Registered::Callback { function, path } => (Some(*function), path.to_string(), None),
+                Registered::Hook(hook) => {
+                    if hook.is_control() || !hook.matches(input.tool) {
+                        continue;
+                    }
+                    (hook.handler, format!("hook \"{}\"", hook.id), Some(*hook))
+                }
+            };
+            // After a mock, later PreToolUse callbacks do not run.
+            if let Some(function) = function.filter(|_| dispatched.mocked.is_none()) {
+                let mut call = HostCall::new(function, vec![payload.clone()], caller.scope);
+                call.signal = Some(SignalSlot {
+                    arg: 0,
+                    key: "abortSignal",
+                    dispatch: Some(DispatchSignal {
+                        id: dispatch,
+                        last: Some(position) == last_js,
+                        linked: caller.cancel.is_some(),
+                    }),
+                });
+                call.error = input.error.clone();
+                call.mock = event == HookEvent::PreToolUse;
+                let mut returned = self.call_guarded(call, &timeout, caller, Owner::Hook).await?;
+                if event == HookEvent::PreToolUse {
+                    let wrapped = returned.take().unwrap_or(Value::Null);
+                    returned = wrapped.get("returned").cloned();
+                    if let Some(mocked) = wrapped.get("mocked") {
+                        dispatched.mocked = Some(mocked.clone());
+                    }
+                }
+                if session_event {
+                    // A hook object's handler may return nothing, which means continue.
+                    let output = match (&returned, hook) {
+                        (None | Some(Value::Null), Some(_)) => HookOutput::continue_(),
+                        _ => HookOutput::parse(returned.as_ref(), &label).map_err(HookError::Invalid)?,
+                    };
+                    dispatched.outputs.push(output);
+                }
+            }
+            let Some(hook) = hook else { continue };
+            let Some(webhook) = &hook.webhook else { continue };
+            let body = crate::webhook::payload::build(&input.payload, webhook, &hook.id, &hook.type_name, true);
+            let delivered = tokio::select! {
+                biased;
+                delivered = deliver::notify(webhook, &body, &caller.context.environment) => delivered,
+                _ = tokio::time::sleep_until(timeout.deadline) => {
+                    return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
+                }
+                _ = caller.wait_cancelled() => return Err(HookError::Cancelled),
+            };
+            if let Err(error) = delivered {
+                if webhook.critical {
+                    tracing::error!(hook = %hook.id, hook_type = %hook.type_name, error = %error, "critical webhook delivery failed");
+                    critical.get_or_insert((hook.id.clone(), error.to_string()));
+                } else {
+                    tracing::warn!(hook = %hook.id, hook_type = %hook.type_name, error = %error, "webhook delivery failed (non-fatal)");
+                }
+            }
         }
         if caller.cancelled() {
             return Err(HookError::Cancelled);
         }
-        if Instant::now() >= deadline {
+        if calls_js && Instant::now() >= timeout.deadline {
             return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
         }
-        Ok(outputs)
+        if let Some((hook_id, cause)) = critical {
+            return Err(HookError::Critical { hook_id, cause });
+        }
+        Ok(dispatched)
     }
 
     /// SessionEnd runs at most once per session, whatever its outcome.
-    pub async fn dispatch_session_end(&self, input: Value, caller: Caller<'_>) -> Result<Vec<HookOutput>, HookError> {
+    pub async fn dispatch_session_end(
+        &self,
+        payload: Map<String, Value>,
+        caller: Caller<'_>,
+    ) -> Result<Dispatched, HookError> {
         if self.session_end_attempted.swap(true, Ordering::SeqCst) {
-            return Ok(Vec::new());
+            return Ok(Dispatched::default());
         }
-        self.dispatch(HookEvent::SessionEnd, input, None, caller).await
+        let input = EventInput {
+            event: HookEvent::SessionEnd,
+            payload,
+            tool: None,
+            error: None,
+        };
+        self.dispatch(input, caller).await
     }
 
     /// Calls one user function under `timeout`, racing the caller's cancellation. A call still

@@ -4,10 +4,12 @@
 //! reached through the `Host` trait.
 
 pub mod apply;
+pub mod control;
 pub mod dispatch;
 pub mod event;
 pub mod output;
 pub mod pending;
+pub mod registry;
 
 pub use dispatch::{Dispatcher, HookError};
 pub use event::HookEvent;

@@ -2,7 +2,6 @@
 
 use serde_json::{Map, Value};
 
-use super::event::HookEvent;
 use crate::error::{ErrorCode, SdkError};
 use crate::model::scripted::describe;
 
@@ -42,16 +41,14 @@ impl HookOutput {
         }
     }
 
-    /// Reads callback `index` of `event`'s result; anything that is not a hook output is an
-    /// `INVALID_HOOK_OUTPUT` error naming the callback and what it returned.
-    pub fn parse(returned: Option<&Value>, event: HookEvent, index: usize) -> Result<Self, SdkError> {
+    /// Reads what the callback `label` (e.g. `advanced.hooks.PreToolUse[1]`, `hook "audit"`)
+    /// returned; anything that is not a hook output is an `INVALID_HOOK_OUTPUT` error naming the
+    /// callback and what it returned.
+    pub fn parse(returned: Option<&Value>, label: &str) -> Result<Self, SdkError> {
         let invalid = |what: String| {
             SdkError::new(
                 ErrorCode::InvalidHookOutput,
-                format!(
-                    "advanced.hooks.{}[{index}] returned {what}; a hook must return {{ action: 'continue' | 'skip' | 'abort' }}",
-                    event.name()
-                ),
+                format!("{label} returned {what}; a hook must return {{ action: 'continue' | 'skip' | 'abort' }}"),
             )
         };
         let Some(value) = returned else {
@@ -95,8 +92,7 @@ mod tests {
     fn outputs_are_read() {
         let output = HookOutput::parse(
             Some(&json!({"action": "skip", "reason": "no", "modifiedInput": {"a": 1}, "modifiedOutput": null})),
-            HookEvent::PreToolUse,
-            0,
+            "advanced.hooks.PreToolUse[0]",
         )
         .unwrap();
         assert_eq!(output.action, Action::Skip);
@@ -108,8 +104,7 @@ mod tests {
         assert_eq!(output.modified_output, Some(Value::Null));
         let empty_reason = HookOutput::parse(
             Some(&json!({"action": "abort", "reason": ""})),
-            HookEvent::PreToolUse,
-            0,
+            "advanced.hooks.PreToolUse[0]",
         )
         .unwrap();
         assert_eq!(empty_reason.reason, None);
@@ -125,7 +120,7 @@ mod tests {
             (Some(json!({"action": "continue", "reason": 5})), "advanced.hooks.PostToolUse[2] returned an object whose reason is 5; a hook must return { action: 'continue' | 'skip' | 'abort' }"),
         ];
         for (value, message) in cases {
-            let error = HookOutput::parse(value.as_ref(), HookEvent::PostToolUse, 2).unwrap_err();
+            let error = HookOutput::parse(value.as_ref(), "advanced.hooks.PostToolUse[2]").unwrap_err();
             assert_eq!(error.code, ErrorCode::InvalidHookOutput);
             assert_eq!(error.message, message);
         }

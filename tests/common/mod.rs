@@ -57,7 +57,7 @@ impl FakeHost {
 impl Host for FakeHost {
     fn call(&self, call: HostCall) -> HostFuture {
         self.calls.lock().unwrap().push(call.clone());
-        match self.functions.get(&call.function.0) {
+        let reply = match self.functions.get(&call.function.0) {
             Some(function) => function(call.args),
             None => Box::pin(async {
                 Err(HostError {
@@ -65,7 +65,27 @@ impl Host for FakeHost {
                     thrown: None,
                 })
             }),
+        };
+        if !call.mock {
+            return reply;
         }
+        // As `index.js` does for PreToolUse: `{ returned, mocked }`. A fake function mocks by
+        // returning `{ "$mock": result, "$returned": value }`.
+        Box::pin(async move {
+            let value = reply.await?;
+            Ok(Some(match value {
+                Some(Value::Object(object)) if object.contains_key("$mock") => {
+                    let mut wrapped = serde_json::Map::new();
+                    if let Some(returned) = object.get("$returned") {
+                        wrapped.insert("returned".into(), returned.clone());
+                    }
+                    wrapped.insert("mocked".into(), object["$mock"].clone());
+                    Value::Object(wrapped)
+                }
+                Some(value) => json!({ "returned": value }),
+                None => json!({}),
+            }))
+        })
     }
 
     fn abort(&self, _scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture {

@@ -1,0 +1,65 @@
+//! Result controls (`responseHandling: 'toolCall'` webhooks) on PreToolUse (before the tool runs,
+//! on its final input) and PostToolUse (after it ran, before anything sees the result).
+//! They run in registration order, then the environment's; the first deny wins, an allow does
+//! not stop later controls, and errors follow each hook's `onError`.
+
+use serde_json::{Map, Value};
+
+use super::dispatch::Caller;
+use super::event::HookEvent;
+use super::registry::HookObject;
+use crate::webhook::decision::Decision;
+use crate::webhook::deliver::{self, ControlAnswer};
+use crate::webhook::payload;
+
+/// The model-facing text of a call blocked because a control failed with `onError: 'block'`.
+pub const CONTROL_ERROR: &str = "hook_control_error";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    /// Denied by a receiver (`hook_denied`): the call's output is exactly `reason`.
+    Denied {
+        reason: String,
+    },
+    /// A control failed and blocks on error: the output is `hook_control_error`.
+    Failed,
+}
+
+pub async fn evaluate(
+    controls: &[&std::sync::Arc<HookObject>],
+    event: HookEvent,
+    payload: &Map<String, Value>,
+    caller: Caller<'_>,
+) -> Verdict {
+    for hook in controls {
+        let Some(webhook) = &hook.webhook else { continue };
+        let body = payload::build(payload, webhook, &hook.id, &hook.type_name, false);
+        let answer = tokio::select! {
+            biased;
+            answer = deliver::control(webhook, &body, &caller.context.environment) => answer,
+            // Cancellation never grants permission.
+            _ = async {
+                match caller.cancel {
+                    Some(token) => token.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            } => return Verdict::Failed,
+        };
+        match answer {
+            ControlAnswer::Decision(Decision::Allow) | ControlAnswer::Notification => {}
+            ControlAnswer::Decision(Decision::Deny(reason)) => {
+                return Verdict::Denied {
+                    reason: reason.unwrap_or_else(|| format!("Blocked by {} hook.", hook.type_name)),
+                }
+            }
+            ControlAnswer::Failed(error) => {
+                tracing::warn!(hook = %hook.id, event = event.name(), error = %error, block = webhook.block_on_error, "result control failed");
+                if webhook.block_on_error {
+                    return Verdict::Failed;
+                }
+            }
+        }
+    }
+    Verdict::Allow
+}

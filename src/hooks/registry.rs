@@ -1,0 +1,340 @@
+//! `advanced.hooks`, read once and validated as a whole: the map form
+//! (`{ PreToolUse: [fn, { id, matcher, handler, webhook }] }`) and the array form
+//! (`AgentHook[]`). Every problem is a `ConfigError` naming the hook and the field.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::event::{HookEvent, EVENT_COUNT};
+use crate::agent::config::callable;
+use crate::error::{Result, SdkError};
+use crate::host::Callable;
+use crate::model::scripted::describe;
+use crate::webhook::WebhookConfig;
+
+/// A hook object: a handler, a webhook, or both, on one event.
+#[derive(Debug)]
+pub struct HookObject {
+    pub id: String,
+    /// The type as registered (`beforeToolCall` stays `beforeToolCall`).
+    pub type_name: String,
+    pub event: HookEvent,
+    /// Compiled once; `None` matches every tool.
+    pub matcher: Option<Regex>,
+    pub handler: Option<Callable>,
+    pub webhook: Option<WebhookConfig>,
+}
+
+impl HookObject {
+    /// Whether the hook applies to a call of `tool` (events without a tool always match).
+    pub fn matches(&self, tool: Option<&str>) -> bool {
+        match (&self.matcher, tool) {
+            (Some(matcher), Some(tool)) => matcher.is_match(tool),
+            _ => true,
+        }
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.webhook.as_ref().is_some_and(|webhook| webhook.control)
+    }
+}
+
+/// One registered hook of an event, in registration order.
+#[derive(Debug, Clone)]
+pub enum Entry {
+    /// A bare function of the map form: the inline-hook contract applies exactly.
+    Callback {
+        function: Callable,
+        path: Arc<str>,
+    },
+    Hook(Arc<HookObject>),
+}
+
+#[derive(Debug, Default)]
+pub struct Registry {
+    entries: [Vec<Entry>; EVENT_COUNT],
+}
+
+const HOOK_KEYS: &[&str] = &["id", "type", "matcher", "handler", "webhook"];
+
+impl Registry {
+    pub fn parse(value: Option<&Value>) -> Result<Self> {
+        let mut registry = Registry::default();
+        let mut ids = HashSet::new();
+        match value {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (index, item) in items.iter().enumerate() {
+                    let hook = parse_hook(item, &format!("advanced.hooks[{index}]"), None, &mut ids)?;
+                    registry.entries[hook.event.index()].push(Entry::Hook(Arc::new(hook)));
+                }
+            }
+            Some(Value::Object(map)) if callable(value.unwrap()).is_none() => {
+                for (key, list) in map {
+                    let event = HookEvent::parse(key).ok_or_else(|| {
+                        SdkError::config(format!(
+                            "advanced.hooks.{key} is not a hook event (events: {})",
+                            HookEvent::all_names().join(", ")
+                        ))
+                    })?;
+                    let Value::Array(items) = list else {
+                        return Err(SdkError::config(format!(
+                            "advanced.hooks.{key} must be an array of callbacks or hook objects (got {})",
+                            kind_of(list)
+                        )));
+                    };
+                    for (index, item) in items.iter().enumerate() {
+                        let path = format!("advanced.hooks.{key}[{index}]");
+                        let entry = match callable(item) {
+                            Some(function) => Entry::Callback {
+                                function,
+                                path: path.into(),
+                            },
+                            None if item.is_object() => Entry::Hook(Arc::new(parse_hook(item, &path, Some((key, event)), &mut ids)?)),
+                            None => {
+                                return Err(SdkError::config(format!(
+                                    "{path} must be a function or a hook object (got {})",
+                                    kind_of(item)
+                                )))
+                            }
+                        };
+                        registry.entries[event.index()].push(entry);
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(SdkError::config(format!(
+                    "advanced.hooks must be an object mapping hook events to callbacks, or an array of hook objects (got {})",
+                    kind_of(other)
+                )))
+            }
+        }
+        Ok(registry)
+    }
+
+    pub fn entries(&self, event: HookEvent) -> &[Entry] {
+        &self.entries[event.index()]
+    }
+
+    /// The environment variables header templates may use.
+    pub fn env_var_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .entries
+            .iter()
+            .flatten()
+            .filter_map(|entry| match entry {
+                Entry::Hook(hook) => hook.webhook.as_ref(),
+                Entry::Callback { .. } => None,
+            })
+            .flat_map(|webhook| webhook.allowed_env_vars.iter().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+fn kind_of(value: &Value) -> String {
+    if callable(value).is_some() {
+        "a function".into()
+    } else {
+        describe(value)
+    }
+}
+
+/// Reads one hook object. In the map form `key` is the event it is listed under.
+fn parse_hook(
+    value: &Value,
+    path: &str,
+    key: Option<(&str, HookEvent)>,
+    ids: &mut HashSet<String>,
+) -> Result<HookObject> {
+    let Some(object) = value.as_object().filter(|_| callable(value).is_none()) else {
+        return Err(SdkError::config(format!(
+            "{path} must be a hook object {{ id, type, handler?, webhook? }} (got {})",
+            kind_of(value)
+        )));
+    };
+    let id = match object.get("id") {
+        Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
+        Some(other) => {
+            return Err(SdkError::config(format!(
+                "{path}.id must be a non-empty string (got {})",
+                kind_of(other)
+            )))
+        }
+        None => return Err(SdkError::config(format!("{path}.id is required"))),
+    };
+    let path = format!("{path} (hook \"{id}\")");
+    let fail = |field: &str, problem: String| SdkError::config(format!("{path}.{field} {problem}"));
+    if id.starts_with(crate::webhook::environment::ID_PREFIX) {
+        return Err(fail(
+            "id",
+            format!(
+                "must not start with \"{}\" (reserved for environment hooks)",
+                crate::webhook::environment::ID_PREFIX
+            ),
+        ));
+    }
+    if !ids.insert(id.clone()) {
+        return Err(fail("id", "is already the id of another hook".into()));
+    }
+    for field in object.keys() {
+        if !HOOK_KEYS.contains(&field.as_str()) {
+            return Err(fail(
+                field,
+                format!("is not a hook field (known: {})", HOOK_KEYS.join(", ")),
+            ));
+        }
+    }
+    let (type_name, event) = match (object.get("type"), key) {
+        (Some(Value::String(name)), _) => {
+            let event = HookEvent::parse(name).ok_or_else(|| {
+                fail(
+                    "type",
+                    format!(
+                        "must be a hook event or alias (got \"{name}\"; events: {})",
+                        HookEvent::all_names().join(", ")
+                    ),
+                )
+            })?;
+            if let Some((listed, listed_event)) = key {
+                if listed_event != event {
+                    return Err(fail(
+                        "type",
+                        format!("is \"{name}\" but the hook is listed under {listed}"),
+                    ));
+                }
+            }
+            (name.clone(), event)
+        }
+        (Some(other), _) => return Err(fail("type", format!("must be a string (got {})", kind_of(other)))),
+        (None, Some((listed, event))) => (listed.to_string(), event),
+        (None, None) => return Err(fail("type", "is required".into())),
+    };
+    let matcher = match object.get("matcher") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(pattern)) => {
+            if !event.is_tool_event() {
+                return Err(fail(
+                    "matcher",
+                    "is only supported on tool events (PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure and their aliases)".into(),
+                ));
+            }
+            if pattern.is_empty() || pattern == "*" {
+                None
+            } else {
+                Some(Regex::new(pattern).map_err(|error| {
+                    fail(
+                        "matcher",
+                        format!("is not a valid regular expression: {}", first_line(&error.to_string())),
+                    )
+                })?)
+            }
+        }
+        Some(other) => return Err(fail("matcher", format!("must be a string (got {})", kind_of(other)))),
+    };
+    let handler = match object.get("handler") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            callable(value).ok_or_else(|| fail("handler", format!("must be a function (got {})", kind_of(value))))?,
+        ),
+    };
+    let webhook = match object.get("webhook") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(WebhookConfig::parse(value, &format!("{path}.webhook"), event).map_err(SdkError::config)?),
+    };
+    if handler.is_none() && webhook.is_none() {
+        return Err(SdkError::config(format!("{path} needs a handler or a webhook")));
+    }
+    if handler.is_some() && webhook.as_ref().is_some_and(|webhook| webhook.control) {
+        return Err(SdkError::config(format!(
+            "{path}: a control hook (responseHandling 'toolCall') cannot have a handler"
+        )));
+    }
+    Ok(HookObject {
+        id,
+        type_name,
+        event,
+        matcher,
+        handler,
+        webhook,
+    })
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .rfind(|line| !line.trim().is_empty())
+        .unwrap_or(text)
+        .trim()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn error(value: Value) -> String {
+        Registry::parse(Some(&value)).unwrap_err().message
+    }
+
+    #[test]
+    fn both_forms_keep_registration_order_and_the_registered_type() {
+        let registry = Registry::parse(Some(&json!({
+            "PreToolUse": [{"$function": 0}, {"id": "audit", "matcher": "^fs/", "handler": {"$function": 1}}, {"$function": 2}],
+            "afterStep": [{"id": "steps", "webhook": {"url": "https://x.test"}}]
+        })))
+        .unwrap();
+        let pre = registry.entries(HookEvent::PreToolUse);
+        assert_eq!(pre.len(), 3);
+        assert!(
+            matches!(&pre[0], Entry::Callback { function: Callable(0), path } if &**path == "advanced.hooks.PreToolUse[0]")
+        );
+        assert!(
+            matches!(&pre[1], Entry::Hook(hook) if hook.id == "audit" && hook.type_name == "PreToolUse" && hook.matches(Some("fs/read")) && !hook.matches(Some("net/get")))
+        );
+        assert!(matches!(&registry.entries(HookEvent::StepEnd)[0], Entry::Hook(hook) if hook.type_name == "afterStep"));
+
+        let array = Registry::parse(Some(&json!([
+            {"id": "a", "type": "beforeToolCall", "matcher": "*", "handler": {"$function": 0}},
+            {"id": "b", "type": "onError", "webhook": {"url": "https://x.test", "fallback": "none"}}
+        ])))
+        .unwrap();
+        assert!(
+            matches!(&array.entries(HookEvent::PreToolUse)[0], Entry::Hook(hook) if hook.type_name == "beforeToolCall" && hook.matcher.is_none())
+        );
+        assert_eq!(array.entries(HookEvent::StopFailure).len(), 1);
+    }
+
+    #[test]
+    fn every_problem_names_the_hook_and_field() {
+        let cases = [
+            (json!([{"type": "afterStep", "handler": {"$function": 0}}]), "advanced.hooks[0].id is required"),
+            (json!([{"id": "x", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").type is required"),
+            (json!([{"id": "x", "type": "afterEverything", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").type must be a hook event or alias (got \"afterEverything\"; events: "),
+            (json!([{"id": "x", "type": "afterStep", "matcher": "read", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher is only supported on tool events"),
+            (json!([{"id": "x", "type": "PreToolUse", "matcher": "(", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher is not a valid regular expression: "),
+            (json!([{"id": "x", "type": "afterStep"}]), "advanced.hooks[0] (hook \"x\") needs a handler or a webhook"),
+            (json!([{"id": "x", "type": "afterStep", "handler": "f"}]), "advanced.hooks[0] (hook \"x\").handler must be a function (got \"f\")"),
+            (json!([{"id": "x", "type": "afterStep", "handler": {"$function": 0}, "extra": 1}]), "advanced.hooks[0] (hook \"x\").extra is not a hook field (known: id, type, matcher, handler, webhook)"),
+            (json!([{"id": "x", "type": "afterStep", "handler": {"$function": 0}}, {"id": "x", "type": "afterStep", "handler": {"$function": 1}}]), "advanced.hooks[1] (hook \"x\").id is already the id of another hook"),
+            (json!([{"id": "x", "type": "PreToolUse", "handler": {"$function": 0}, "webhook": {"url": "https://x.test", "responseHandling": "toolCall"}}]), "advanced.hooks[0] (hook \"x\"): a control hook (responseHandling 'toolCall') cannot have a handler"),
+            (json!([{"id": "x", "type": "afterStep", "webhook": {"url": "nope"}}]), "advanced.hooks[0] (hook \"x\").webhook.url must be an absolute http(s) URL"),
+            (json!({"PreToolUse": [{"id": "x", "type": "afterToolCall", "handler": {"$function": 0}}]}), "advanced.hooks.PreToolUse[0] (hook \"x\").type is \"afterToolCall\" but the hook is listed under PreToolUse"),
+            (json!({"PreToolUse": [3]}), "advanced.hooks.PreToolUse[0] must be a function or a hook object (got 3)"),
+            (json!({"Nope": []}), "advanced.hooks.Nope is not a hook event (events: "),
+            (json!([{"id": "env-webhook:x", "type": "afterStep", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"env-webhook:x\").id must not start with \"env-webhook:\" (reserved for environment hooks)"),
+        ];
+        for (value, expected) in cases {
+            let message = error(value.clone());
+            assert!(
+                message.starts_with(expected),
+                "for {value}:\n  got      {message}\n  expected {expected}"
+            );
+        }
+    }
+}

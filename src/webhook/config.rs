@@ -1,0 +1,321 @@
+//! `WebhookConfig`, validated strictly: unknown keys, bad URLs, templates naming variables that
+//! are not allowed, and contradictory options are all configuration errors.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::hooks::HookEvent;
+use crate::model::scripted::describe;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookConfig {
+    pub url: reqwest::Url,
+    pub timeout: Duration,
+    /// Header names (lowercased) and value templates, resolved at send time.
+    pub headers: Vec<(String, String)>,
+    pub allowed_env_vars: Vec<String>,
+    pub body: Option<Map<String, Value>>,
+    pub event_fields: Option<Vec<String>>,
+    /// `responseHandling: 'toolCall'`: the answer may allow or deny the tool call.
+    pub control: bool,
+    /// `onError: 'block'`: a failed control denies with `hook_control_error`.
+    pub block_on_error: bool,
+    /// `fallback: 'none'`: a failed delivery is a `CriticalHookDeliveryError`.
+    pub critical: bool,
+}
+
+const KEYS: &[&str] = &[
+    "url",
+    "delivery",
+    "timeout",
+    "headers",
+    "allowedEnvVars",
+    "body",
+    "eventFields",
+    "responseHandling",
+    "onError",
+    "fallback",
+];
+
+/// Headers a webhook may not set: they belong to the transport.
+fn forbidden_header(name: &str) -> bool {
+    matches!(
+        name,
+        "host" | "content-length" | "connection" | "transfer-encoding" | "trailer" | "upgrade"
+    ) || name.starts_with("proxy-")
+        || name.starts_with("sec-")
+}
+
+/// The `${NAME}` templates of a header value, in order.
+pub fn template_names(value: &str) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or("has an unterminated ${ template")?;
+        let name = &after[..end];
+        if !valid_env_name(name) {
+            return Err(format!("has a template ${{{name}}} that is not a variable name"));
+        }
+        names.push(name.to_string());
+        rest = &after[end + 1..];
+    }
+    Ok(names)
+}
+
+fn valid_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Parses an absolute http(s) URL without credentials.
+pub fn parse_url(text: &str) -> Result<reqwest::Url, String> {
+    if text.is_empty() || text.contains('\\') {
+        return Err("must be an absolute http(s) URL".into());
+    }
+    let url = reqwest::Url::parse(text).map_err(|_| "must be an absolute http(s) URL".to_string())?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("must be an absolute http(s) URL".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("must not carry credentials".into());
+    }
+    Ok(url)
+}
+
+impl WebhookConfig {
+    /// Reads `value` (at `path`, for a hook of `event`). Messages name the field, never a value
+    /// that could be a secret.
+    pub fn parse(value: &Value, path: &str, event: HookEvent) -> Result<Self, String> {
+        let Some(object) = value.as_object() else {
+            return Err(format!("{path} must be an object (got {})", describe(value)));
+        };
+        for key in object.keys() {
+            if !KEYS.contains(&key.as_str()) {
+                return Err(format!(
+                    "{path}.{key} is not a webhook option (known: {})",
+                    KEYS.join(", ")
+                ));
+            }
+        }
+        let string = |key: &str| -> Result<Option<&str>, String> {
+            match object.get(key) {
+                None => Ok(None),
+                Some(Value::String(text)) => Ok(Some(text.as_str())),
+                Some(other) => Err(format!("{path}.{key} must be a string (got {})", describe(other))),
+            }
+        };
+        let url = parse_url(string("url")?.ok_or(format!("{path}.url is required"))?)
+            .map_err(|problem| format!("{path}.url {problem}"))?;
+        match string("delivery")? {
+            None | Some("fetch") => {}
+            Some(other) => return Err(format!("{path}.delivery must be 'fetch' (got \"{other}\")")),
+        }
+        let timeout = match object.get("timeout") {
+            None => Duration::from_secs(30),
+            Some(value) => match value.as_f64() {
+                Some(seconds) if seconds > 0.0 && seconds <= 2_147_483.647 => {
+                    Duration::from_millis((seconds * 1000.0).ceil() as u64)
+                }
+                _ => {
+                    return Err(format!(
+                        "{path}.timeout must be a number of seconds above 0 and at most 2147483.647 (got {})",
+                        describe(value)
+                    ))
+                }
+            },
+        };
+        let allowed_env_vars = match object.get("allowedEnvVars") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item.as_str() {
+                    Some(name) if valid_env_name(name) => Ok(name.to_string()),
+                    _ => Err(format!(
+                        "{path}.allowedEnvVars must list variable names like HOOK_TOKEN (got {})",
+                        describe(item)
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => {
+                return Err(format!(
+                    "{path}.allowedEnvVars must be an array of names (got {})",
+                    describe(other)
+                ))
+            }
+        };
+        let headers = match object.get("headers") {
+            None => Vec::new(),
+            Some(Value::Object(headers)) => {
+                let mut pairs = Vec::new();
+                for (name, value) in headers {
+                    let lower = name.to_ascii_lowercase();
+                    if reqwest::header::HeaderName::from_bytes(lower.as_bytes()).is_err() {
+                        return Err(format!(
+                            "{path}.headers has \"{name}\", which is not a valid header name"
+                        ));
+                    }
+                    if forbidden_header(&lower) {
+                        return Err(format!("{path}.headers.{name} may not be set by a webhook"));
+                    }
+                    let Value::String(template) = value else {
+                        return Err(format!("{path}.headers.{name} must be a string"));
+                    };
+                    for variable in
+                        template_names(template).map_err(|problem| format!("{path}.headers.{name} {problem}"))?
+                    {
+                        if !allowed_env_vars.contains(&variable) {
+                            return Err(format!(
+                                "{path}.headers.{name} uses ${{{variable}}}, which is not in {path}.allowedEnvVars"
+                            ));
+                        }
+                    }
+                    if template.contains(['\r', '\n', '\0']) {
+                        return Err(format!("{path}.headers.{name} must not contain line breaks"));
+                    }
+                    pairs.retain(|(existing, _): &(String, String)| existing != &lower);
+                    pairs.push((lower, template.clone()));
+                }
+                pairs
+            }
+            Some(other) => {
+                return Err(format!(
+                    "{path}.headers must be an object of strings (got {})",
+                    describe(other)
+                ))
+            }
+        };
+        let body = match object.get("body") {
+            None => None,
+            Some(Value::Object(body)) => Some(body.clone()),
+            Some(other) => return Err(format!("{path}.body must be an object (got {})", describe(other))),
+        };
+        let event_fields = match object.get("eventFields") {
+            None => None,
+            Some(Value::Array(items)) => Some(
+                items
+                    .iter()
+                    .map(|item| {
+                        item.as_str()
+                            .map(str::to_string)
+                            .ok_or(format!("{path}.eventFields must be an array of field names"))
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            Some(other) => {
+                return Err(format!(
+                    "{path}.eventFields must be an array of field names (got {})",
+                    describe(other)
+                ))
+            }
+        };
+        let control = match string("responseHandling")? {
+            None | Some("ignore") => false,
+            Some("toolCall") => true,
+            Some(other) => {
+                return Err(format!(
+                    "{path}.responseHandling must be 'ignore' or 'toolCall' (got \"{other}\")"
+                ))
+            }
+        };
+        let block_on_error = match string("onError")? {
+            None | Some("continue") => false,
+            Some("block") => true,
+            Some(other) => {
+                return Err(format!(
+                    "{path}.onError must be 'continue' or 'block' (got \"{other}\")"
+                ))
+            }
+        };
+        let critical = match string("fallback")? {
+            None | Some("fetch") => false,
+            Some("none") => true,
+            Some(other) => return Err(format!("{path}.fallback must be 'fetch' or 'none' (got \"{other}\")")),
+        };
+        if control && !event.allows_control() {
+            return Err(format!(
+                "{path}.responseHandling 'toolCall' is only for PreToolUse (beforeToolCall) and PostToolUse (afterToolCall) hooks"
+            ));
+        }
+        if block_on_error && !control {
+            return Err(format!("{path}.onError 'block' needs responseHandling 'toolCall'"));
+        }
+        if control && (body.is_some() || event_fields.is_some()) {
+            return Err(format!(
+                "{path}: control hooks cannot filter or override the event payload (remove body and eventFields)"
+            ));
+        }
+        Ok(WebhookConfig {
+            url,
+            timeout,
+            headers,
+            allowed_env_vars,
+            body,
+            event_fields,
+            control,
+            block_on_error,
+            critical,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: Value, event: HookEvent) -> Result<WebhookConfig, String> {
+        WebhookConfig::parse(&value, "hooks[0].webhook", event)
+    }
+
+    #[test]
+    fn a_full_config_is_read() {
+        let config = parse(
+            json!({"url": "https://example.test/hooks", "timeout": 1.5, "headers": {"Authorization": "Bearer ${HOOK_TOKEN}", "X-A": "1"},
+                   "allowedEnvVars": ["HOOK_TOKEN"], "responseHandling": "toolCall", "onError": "block", "fallback": "none"}),
+            HookEvent::PreToolUse,
+        )
+        .unwrap();
+        assert_eq!(config.timeout, Duration::from_millis(1500));
+        assert_eq!(
+            config.headers[0],
+            ("authorization".into(), "Bearer ${HOOK_TOKEN}".into())
+        );
+        assert!(config.control && config.block_on_error && config.critical);
+    }
+
+    #[test]
+    fn every_bad_config_is_named() {
+        let cases = [
+            (json!({}), "hooks[0].webhook.url is required"),
+            (json!({"url": "ftp://x"}), "hooks[0].webhook.url must be an absolute http(s) URL"),
+            (json!({"url": "/relative"}), "hooks[0].webhook.url must be an absolute http(s) URL"),
+            (json!({"url": "https://user:pw@x.test"}), "hooks[0].webhook.url must not carry credentials"),
+            (json!({"url": "https://x.test", "secret": 1}), "hooks[0].webhook.secret is not a webhook option (known: url, delivery, timeout, headers, allowedEnvVars, body, eventFields, responseHandling, onError, fallback)"),
+            (json!({"url": "https://x.test", "delivery": "qstash"}), "hooks[0].webhook.delivery must be 'fetch' (got \"qstash\")"),
+            (json!({"url": "https://x.test", "timeout": 0}), "hooks[0].webhook.timeout must be a number of seconds above 0 and at most 2147483.647 (got 0)"),
+            (json!({"url": "https://x.test", "headers": {"Authorization": "Bearer ${SECRET}"}}), "hooks[0].webhook.headers.Authorization uses ${SECRET}, which is not in hooks[0].webhook.allowedEnvVars"),
+            (json!({"url": "https://x.test", "headers": {"Host": "x"}}), "hooks[0].webhook.headers.Host may not be set by a webhook"),
+            (json!({"url": "https://x.test", "headers": {"a": "${broken"}}), "hooks[0].webhook.headers.a has an unterminated ${ template"),
+            (json!({"url": "https://x.test", "allowedEnvVars": ["1BAD"]}), "hooks[0].webhook.allowedEnvVars must list variable names like HOOK_TOKEN (got \"1BAD\")"),
+            (json!({"url": "https://x.test", "onError": "block"}), "hooks[0].webhook.onError 'block' needs responseHandling 'toolCall'"),
+            (json!({"url": "https://x.test", "responseHandling": "toolCall", "body": {}}), "hooks[0].webhook: control hooks cannot filter or override the event payload (remove body and eventFields)"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(parse(value, HookEvent::PreToolUse).unwrap_err(), expected);
+        }
+        assert_eq!(
+            parse(json!({"url": "https://x.test", "responseHandling": "toolCall"}), HookEvent::StepEnd).unwrap_err(),
+            "hooks[0].webhook.responseHandling 'toolCall' is only for PreToolUse (beforeToolCall) and PostToolUse (afterToolCall) hooks"
+        );
+    }
+
+    #[test]
+    fn templates_are_found_in_order() {
+        assert_eq!(template_names("a ${X} b ${Y_2}").unwrap(), ["X", "Y_2"]);
+        assert!(template_names("${}").is_err());
+        assert_eq!(template_names("plain").unwrap(), Vec::<String>::new());
+    }
+}

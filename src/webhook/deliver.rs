@@ -1,0 +1,196 @@
+//! Sending webhooks: one shared client that never follows redirects, headers resolved from the
+//! environment at send time, per-hook timeouts, and a 64 KiB cap on what a control may answer.
+//! Errors carry a code and a status, never a header, a secret or the receiver's text.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use serde_json::Value;
+
+use super::config::{template_names, WebhookConfig};
+use super::decision::{self, Decision, Parsed, MAX_RESPONSE_BYTES};
+
+/// The environment variables a run may use, read on the JS thread when it started.
+pub type Environment = HashMap<String, String>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryError {
+    /// A header template names a variable that is not set.
+    Configuration,
+    /// A non-2xx answer (redirects included: they are not followed).
+    Http(u16),
+    InvalidResponse,
+    Network,
+    ResponseTooLarge,
+    Timeout,
+}
+
+impl DeliveryError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            DeliveryError::Configuration => "configuration",
+            DeliveryError::Http(_) => "http_error",
+            DeliveryError::InvalidResponse => "invalid_response",
+            DeliveryError::Network => "network_error",
+            DeliveryError::ResponseTooLarge => "response_too_large",
+            DeliveryError::Timeout => "timeout",
+        }
+    }
+}
+
+impl fmt::Display for DeliveryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeliveryError::Http(status) => write!(f, "Hook HTTP request failed: http_error (status {status})"),
+            other => write!(f, "Hook HTTP request failed: {}", other.code()),
+        }
+    }
+}
+
+/// What a result control answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlAnswer {
+    Decision(Decision),
+    Notification,
+    Failed(DeliveryError),
+}
+
+fn client() -> &'static reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()
+            .expect("the webhook client has a fixed, valid configuration")
+    })
+}
+
+/// Resolves `${NAME}` templates from `environment`. An unset variable is a configuration error;
+/// the values are only ever put into the request.
+pub fn resolve_headers(config: &WebhookConfig, environment: &Environment) -> Result<HeaderMap, DeliveryError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (name, template) in &config.headers {
+        let mut value = template.clone();
+        for variable in template_names(template).map_err(|_| DeliveryError::Configuration)? {
+            let resolved = environment.get(&variable).ok_or(DeliveryError::Configuration)?;
+            value = value.replacen(&format!("${{{variable}}}"), resolved, 1);
+        }
+        if value.contains(['\r', '\n', '\0']) {
+            return Err(DeliveryError::Configuration);
+        }
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| DeliveryError::Configuration)?;
+        let mut value = HeaderValue::from_str(&value).map_err(|_| DeliveryError::Configuration)?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+async fn post(
+    config: &WebhookConfig,
+    payload: &Value,
+    environment: &Environment,
+) -> Result<reqwest::Response, DeliveryError> {
+    let headers = resolve_headers(config, environment)?;
+    let body = serde_json::to_vec(payload).map_err(|_| DeliveryError::Configuration)?;
+    let sent = client().post(config.url.clone()).headers(headers).body(body).send();
+    let response = match tokio::time::timeout(config.timeout, sent).await {
+        Err(_) => return Err(DeliveryError::Timeout),
+        Ok(Err(error)) if error.is_timeout() => return Err(DeliveryError::Timeout),
+        Ok(Err(_)) => return Err(DeliveryError::Network),
+        Ok(Ok(response)) => response,
+    };
+    let status = response.status();
+    if !status.is_success() {
+        return Err(DeliveryError::Http(status.as_u16()));
+    }
+    Ok(response)
+}
+
+/// A notification: any 2xx is accepted and its body is not read.
+pub async fn notify(config: &WebhookConfig, payload: &Value, environment: &Environment) -> Result<(), DeliveryError> {
+    post(config, payload, environment).await.map(drop)
+}
+
+/// A result control: reads at most 64 KiB of the answer within the hook's timeout.
+pub async fn control(config: &WebhookConfig, payload: &Value, environment: &Environment) -> ControlAnswer {
+    let started = tokio::time::Instant::now();
+    let response = match post(config, payload, environment).await {
+        Ok(response) => response,
+        Err(error) => return ControlAnswer::Failed(error),
+    };
+    let status = response.status().as_u16();
+    if status == 204 {
+        return ControlAnswer::Notification;
+    }
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_RESPONSE_BYTES as u64)
+    {
+        return ControlAnswer::Failed(DeliveryError::ResponseTooLarge);
+    }
+    let deadline = started + config.timeout;
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    loop {
+        match tokio::time::timeout_at(deadline, chunks.next()).await {
+            Err(_) => return ControlAnswer::Failed(DeliveryError::Timeout),
+            Ok(None) => break,
+            Ok(Some(Err(_))) => return ControlAnswer::Failed(DeliveryError::Network),
+            Ok(Some(Ok(chunk))) => {
+                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                    return ControlAnswer::Failed(DeliveryError::ResponseTooLarge);
+                }
+                body.extend_from_slice(&chunk);
+            }
+        }
+    }
+    match decision::parse(status, &body) {
+        Parsed::Decision(decision) => ControlAnswer::Decision(decision),
+        Parsed::Notification => ControlAnswer::Notification,
+        Parsed::Invalid | Parsed::NotUtf8 => ControlAnswer::Failed(DeliveryError::InvalidResponse),
+        Parsed::TooLarge => ControlAnswer::Failed(DeliveryError::ResponseTooLarge),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::HookEvent;
+    use serde_json::json;
+
+    #[test]
+    fn templates_resolve_from_the_environment_and_unset_ones_fail() {
+        let config = WebhookConfig::parse(
+            &json!({"url": "https://x.test", "headers": {"Authorization": "Bearer ${TOKEN}"}, "allowedEnvVars": ["TOKEN"]}),
+            "w",
+            HookEvent::StepEnd,
+        )
+        .unwrap();
+        let environment = Environment::from([("TOKEN".to_string(), "s3cr3t".to_string())]);
+        let headers = resolve_headers(&config, &environment).unwrap();
+        assert_eq!(headers["authorization"], "Bearer s3cr3t");
+        assert!(headers["authorization"].is_sensitive());
+        assert_eq!(
+            resolve_headers(&config, &Environment::new()),
+            Err(DeliveryError::Configuration)
+        );
+        let bad = Environment::from([("TOKEN".to_string(), "a\r\nInjected: 1".to_string())]);
+        assert_eq!(resolve_headers(&config, &bad), Err(DeliveryError::Configuration));
+    }
+
+    #[test]
+    fn errors_say_the_code_and_status_only() {
+        assert_eq!(
+            DeliveryError::Http(500).to_string(),
+            "Hook HTTP request failed: http_error (status 500)"
+        );
+        assert_eq!(DeliveryError::Timeout.to_string(), "Hook HTTP request failed: timeout");
+    }
+}
