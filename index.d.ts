@@ -143,7 +143,89 @@ export interface HookOutput {
 }
 
 export type HookCallback = (input: HookInput) => HookOutput | Promise<HookOutput>
-export type InlineHooks = Partial<Record<HookEventName, HookCallback[]>>
+
+/** Events of the server-side contract that fire besides the session events. */
+export type LifecycleEventName =
+  | 'StepStart'
+  | 'StepEnd'
+  | 'StopFailure'
+  | 'HumanInterventionRequest'
+  | 'HumanInterventionResult'
+  | 'HumanInterventionStop'
+  | 'PreCompact'
+  | 'PostCompact'
+  | 'CompactFailure'
+  | 'SubagentStart'
+  | 'SubagentStarted'
+  | 'SubagentFailure'
+export type LifecycleAlias =
+  | 'beforeToolCall'
+  | 'afterToolCall'
+  | 'onToolCallError'
+  | 'onComplete'
+  | 'onError'
+  | 'beforeStep'
+  | 'afterStep'
+  | 'beforeHumanIntervention'
+  | 'afterHumanIntervention'
+  | 'onStopByHumanIntervention'
+  | 'beforeCompact'
+  | 'afterCompact'
+  | 'onCompactError'
+  | 'beforeCallAgent'
+  | 'afterCallAgent'
+  | 'onCallAgentError'
+export type HookTypeName = HookEventName | LifecycleEventName | LifecycleAlias
+
+/** What a mocked PreToolUse call returns instead of running the tool. */
+export type MockResult = string | { content: string; success?: boolean }
+
+/** What hook objects' handlers receive: the event's fields; PreToolUse adds `mock()`. */
+export interface HookEventPayload extends HookInput {
+  /** PreToolUse only: answer the call without running the tool; the first mock wins. */
+  mock?: (result: MockResult) => boolean
+  operationId?: string
+  stepIndex?: number
+  callIndex?: number
+  apiName?: string
+  identifier?: string
+  args?: JsonObject
+  result?: { content: string; success: boolean }
+  mocked?: boolean
+}
+
+export interface WebhookConfig {
+  /** An absolute http(s) URL without credentials. */
+  url: string
+  delivery?: 'fetch'
+  /** Seconds; default 30. */
+  timeout?: number
+  /** Values may use `${NAME}` for names listed in `allowedEnvVars`, resolved at send time. */
+  headers?: Record<string, string>
+  allowedEnvVars?: string[]
+  /** Merged over the payload last (it wins). Not for controls. */
+  body?: Record<string, JsonValue>
+  /** Send only these event fields (plus hookId, hookType). Not for controls. */
+  eventFields?: string[]
+  /** `'toolCall'`: the answer may allow or deny (PreToolUse/PostToolUse only). Default `'ignore'`. */
+  responseHandling?: 'ignore' | 'toolCall'
+  /** For controls: what a failed control does. Default `'continue'`. */
+  onError?: 'continue' | 'block'
+  /** `'none'`: a failed delivery fails the dispatch with CriticalHookDeliveryError. */
+  fallback?: 'fetch' | 'none'
+}
+
+export interface AgentHook {
+  id: string
+  type: HookTypeName
+  /** A Rust-syntax regex tested against the tool name (tool events only); `''`/`'*'` match all. */
+  matcher?: string
+  /** May return a HookOutput, or nothing (continue). */
+  handler?: (event: HookEventPayload) => HookOutput | void | Promise<HookOutput | void>
+  webhook?: WebhookConfig
+}
+export type HookEntry = HookCallback | (Omit<AgentHook, 'type'> & { type?: HookTypeName })
+export type InlineHooks = Partial<Record<HookTypeName, HookEntry[]>>
 
 export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
 export interface AgentPermissionRequest {
@@ -182,8 +264,8 @@ export interface AgentOptions {
   maxTurns?: number
   tools?: ToolDefinition<any>[]
   advanced?: {
-    /** Callbacks per event, run in array order. */
-    hooks?: InlineHooks
+    /** Callbacks and hook objects per event, or hook objects with their `type`; run in order. */
+    hooks?: InlineHooks | AgentHook[]
     /** Default 600000: one budget per event dispatch, shared by its callbacks. */
     hookTimeoutMs?: number
     /** Default 3000. */
@@ -207,7 +289,10 @@ export interface ToolCallRecord {
   /** What the model was sent. */
   output: string
   status: 'success' | 'error'
+  /** The result came from a PreToolUse `mock()`. */
   mocked?: boolean
+  /** A result control blocked the call. */
+  classification?: 'hook_denied' | 'hook_control_error'
 }
 
 export interface PromptResult {
@@ -222,7 +307,14 @@ export interface PromptResult {
 export type StreamEvent =
   | { type: 'content'; delta: string }
   | { type: 'tool_use'; id: string; name: string; input: JsonObject }
-  | { type: 'tool_result'; id: string; name: string; output: string; status: 'success' | 'error' }
+  | {
+      type: 'tool_result'
+      id: string
+      name: string
+      output: string
+      status: 'success' | 'error'
+      classification?: 'hook_denied' | 'hook_control_error'
+    }
   | { type: 'turn'; index: number }
   | { type: 'usage'; usage: Usage }
   | { type: 'result'; result: PromptResult }

@@ -309,7 +309,16 @@ impl Dispatcher {
                 });
                 call.error = input.error.clone();
                 call.mock = event == HookEvent::PreToolUse;
-                let mut returned = self.call_guarded(call, &timeout, caller, Owner::Hook).await?;
+                let mut returned = match self.call_guarded(call, &timeout, caller, Owner::Hook).await {
+                    Ok(returned) => returned,
+                    // On lifecycle events a handler that throws is logged and the next one runs;
+                    // a spent budget or a cancelled caller still ends the dispatch.
+                    Err(HookError::Thrown(error)) if !session_event => {
+                        tracing::warn!(event = event.name(), hook = %label, error = %error.message, "lifecycle hook failed (non-fatal)");
+                        None
+                    }
+                    Err(error) => return Err(error),
+                };
                 if event == HookEvent::PreToolUse {
                     let wrapped = returned.take().unwrap_or(Value::Null);
                     returned = wrapped.get("returned").cloned();
