@@ -1,6 +1,6 @@
 // Hook objects: both registration forms, aliases, order, matchers, mock(), lifecycle events.
 import { describe, expect, it } from 'vitest'
-import { ConfigError, createAgent, defineTool, prompt, scriptedModel, type AgentHook, type HookEventPayload } from '../index.js'
+import { ConfigError, createAgent, defineTool, prompt, scriptedModel, type AgentHook, type HookEventPayload, type HookInput } from '../index.js'
 
 let ran: string[] = []
 const tools = [
@@ -24,7 +24,7 @@ describe('registration', () => {
         hooks: {
           beforeToolCall: [
             { id: 'first', handler: note('first') },
-            async (input) => (order.push(`bare:${input.toolName}`), { action: 'continue' }),
+            async (input: HookInput) => (order.push(`bare:${input.toolName}`), { action: 'continue' }),
           ],
           PreToolUse: [{ id: 'third', type: 'beforeToolCall', handler: note('third') }],
         } as any,
