@@ -13,7 +13,11 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
 })
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+afterAll(() => {
+  // The runtime keeps connections alive for reuse; drop them so close() returns at once.
+  server.closeAllConnections()
+  return new Promise<void>((resolve) => server.close(() => resolve()))
+})
 
 it('denies a dangerous command before it runs and withholds a result holding a private key', async () => {
   process.env.POLICY_TOKEN = 'policy-token'

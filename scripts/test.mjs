@@ -35,7 +35,9 @@ function count(label, passed, failed) {
 function countJson(label, file) {
   try {
     const report = JSON.parse(readFileSync(file, 'utf8'))
-    count(label, report.numPassedTests, report.numFailedTests)
+    // A suite that failed outside any test (a failing hook, an import error) counts as a failure.
+    const brokenSuites = (report.testResults ?? []).filter((suite) => suite.status === 'failed' && (suite.assertionResults ?? []).every((test) => test.status !== 'failed')).length
+    count(label, report.numPassedTests, report.numFailedTests + brokenSuites)
   } catch {
     broken.push(`${label} (no report)`)
   }
