@@ -97,7 +97,7 @@ describe('notifications', () => {
   })
 })
 
-describe('result controls, before the tool', () => {
+describe('result controls: every answer, before and after the tool, under both onError values', () => {
   const respond: Record<string, (req: Recorded, res: ServerResponse) => void | Promise<void>> = {
     '204': raw(204, ''),
     empty: raw(200, ''),
@@ -135,27 +135,28 @@ describe('result controls, before the tool', () => {
     'slow past the timeout': 'error',
     'connection refused': 'error',
   }
-  for (const [answer, outcome] of Object.entries(expected)) {
-    for (const onError of ['continue', 'block'] as const) {
-      it(`${answer}, onError ${onError}`, async () => {
-        const path = `/before-${Object.keys(expected).indexOf(answer)}`
-        if (respond[answer]) routes[path] = respond[answer]
-        const hook = control('beforeToolCall', path, { onError, ...(answer === 'connection refused' ? { url: 'http://127.0.0.1:9/hook' } : {}) })
-        const result = await run([hook])
-        const call = result.toolCalls[0]
-        const runs = outcome === 'run' || (outcome === 'error' && onError === 'continue')
-        if (runs) {
-          expect(call).toMatchObject({ status: 'success', output: 'SECRET_CONTENT of a.txt', input: { path: 'a.txt' } })
-          expect(executed).toBe(1)
-        } else if (outcome === 'error') {
-          expect(call).toMatchObject({ status: 'error', output: 'hook_control_error', classification: 'hook_control_error' })
-          expect(executed).toBe(0)
-        } else {
-          expect(call).toMatchObject({ status: 'error', output: outcome, classification: 'hook_denied' })
-          expect(executed).toBe(0)
-        }
-        if (answer !== 'connection refused') expect(received(path)).toHaveLength(1)
-      })
+  for (const phase of ['beforeToolCall', 'afterToolCall'] as const) {
+    for (const [answer, outcome] of Object.entries(expected)) {
+      for (const onError of ['continue', 'block'] as const) {
+        it(`${phase}: ${answer}, onError ${onError}`, async () => {
+          const path = `/${phase}-${Object.keys(expected).indexOf(answer)}`
+          if (respond[answer]) routes[path] = respond[answer]
+          const hook = control(phase, path, { onError, ...(answer === 'connection refused' ? { url: 'http://127.0.0.1:9/hook' } : {}) })
+          const result = await run([hook])
+          const call = result.toolCalls[0]
+          const passes = outcome === 'run' || (outcome === 'error' && onError === 'continue')
+          // Before: a denial means the tool never ran. After: it ran, and its result is replaced.
+          expect(executed).toBe(phase === 'afterToolCall' || passes ? 1 : 0)
+          if (passes) {
+            expect(call).toMatchObject({ status: 'success', output: 'SECRET_CONTENT of a.txt', input: { path: 'a.txt' } })
+          } else if (outcome === 'error') {
+            expect(call).toMatchObject({ status: 'error', output: 'hook_control_error', classification: 'hook_control_error' })
+          } else {
+            expect(call).toMatchObject({ status: 'error', output: outcome.replace('beforeToolCall', phase), classification: 'hook_denied' })
+          }
+          if (answer !== 'connection refused') expect(received(path)).toHaveLength(1)
+        })
+      }
     }
   }
 

@@ -9,6 +9,9 @@ import { createAgent, defineTool, scriptedModel } from '../index.mjs'
 const TURNS = Number(process.env.TURNS ?? 300)
 const REPEATS = Number(process.env.REPEATS ?? 7)
 const COUNTS = [0, 1, 3, 10]
+// Ten hook objects whose matcher never matches the tool: filtered in Rust, never called.
+const NO_MATCH = 'no-match'
+const CONFIGS = [...COUNTS, NO_MATCH]
 
 const tool = defineTool({ name: 'noop', execute: () => 'ok' })
 const turns = [...Array.from({ length: TURNS }, (_, i) => ({ toolCalls: [{ id: `c${i}`, name: 'noop', input: { i } }] })), { text: 'done' }]
@@ -19,12 +22,17 @@ const callback = () => {
   return { action: 'continue' }
 }
 
-async function runOnce(callbacks) {
+function hooksFor(config) {
+  if (config === NO_MATCH) return { hooks: Array.from({ length: 10 }, (_, i) => ({ id: `h${i}`, type: 'beforeToolCall', matcher: '^never$', handler: callback })) }
+  return config ? { hooks: { PreToolUse: Array(config).fill(callback) } } : {}
+}
+
+async function runOnce(config) {
   const agent = await createAgent({
     model: scriptedModel(turns),
     tools: [tool],
     maxTurns: TURNS + 1,
-    advanced: callbacks ? { hooks: { PreToolUse: Array(callbacks).fill(callback) } } : {},
+    advanced: hooksFor(config),
   })
   const started = process.hrtime.bigint()
   const result = await (await agent.send('go')).result()
@@ -41,17 +49,28 @@ const median = (values) => {
 }
 
 export async function hookDispatch() {
-  for (const count of COUNTS) await runOnce(count) // warm-up
-  const samples = Object.fromEntries(COUNTS.map((count) => [count, []]))
+  for (const config of CONFIGS) await runOnce(config) // warm-up
+  const samples = Object.fromEntries(CONFIGS.map((config) => [config, []]))
   for (let repeat = 0; repeat < REPEATS; repeat++) {
-    for (const count of COUNTS) samples[count].push(await runOnce(count))
+    for (const config of CONFIGS) samples[config].push(await runOnce(config))
   }
   callbackCalls = 0
   await runOnce(0)
   const crossingsWithoutCallbacks = callbackCalls
-  const perCall = Object.fromEntries(COUNTS.map((count) => [count, median(samples[count])]))
-  const perEvent = Object.fromEntries(COUNTS.map((count) => [count, perCall[count] - perCall[0]]))
-  return { unit: 'µs per PreToolUse event (median, minus the 0-callback loop)', turns: TURNS, repeats: REPEATS, perCallUs: perCall, perEventUs: perEvent, callbacksInvokedWithNone: crossingsWithoutCallbacks }
+  callbackCalls = 0
+  await runOnce(NO_MATCH)
+  const crossingsWithoutMatch = callbackCalls
+  const perCall = Object.fromEntries(CONFIGS.map((config) => [config, median(samples[config])]))
+  const perEvent = Object.fromEntries(CONFIGS.map((config) => [config, perCall[config] - perCall[0]]))
+  return {
+    unit: 'µs per PreToolUse event (median, minus the 0-callback loop)',
+    turns: TURNS,
+    repeats: REPEATS,
+    perCallUs: perCall,
+    perEventUs: perEvent,
+    callbacksInvokedWithNone: crossingsWithoutCallbacks,
+    callbacksInvokedWithNoMatch: crossingsWithoutMatch,
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
