@@ -150,6 +150,7 @@ class Scope {
 
   /** The signal of dispatch `id`; `linked` also follows the operation's own signal. */
   dispatchSignal(id, linked) {
+    if (this.reasons.has(id)) return AbortSignal.abort(this.reasons.get(id))
     let entry = this.dispatches.get(id)
     if (!entry) {
       const controller = new AbortController()
@@ -187,7 +188,9 @@ function makeInvoke(functions, scopes) {
     // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply.
     let mocked
     if (mock) args[0].mock = (result) => (mocked === undefined && result !== undefined ? ((mocked = result), true) : false)
-    if (signal) args[signal[0]][signal[1]] = dispatch === undefined ? scope.signal : scope.dispatchSignal(dispatch, signal[4])
+    if (signal && dispatch === undefined) args[signal[0]][signal[1]] = scope.signal
+    // A dispatch's signal is made on first use: most callbacks never look at it.
+    else if (signal) Object.defineProperty(args[signal[0]], signal[1], { get: () => scope.dispatchSignal(dispatch, signal[4]), enumerable: true, configurable: true })
     if (error) {
       const thrown = error[3] == null ? undefined : scope.thrown.get(error[3])
       args[error[0]][error[1]] = isError(thrown) ? thrown : new Error(error[2])
@@ -226,42 +229,48 @@ function makeInvoke(functions, scopes) {
 }
 
 class AgentResponse {
+  #run
+  #scope
   #events = []
+  /** The last event (result or error) has been taken from the run. */
+  #ended = false
   #settled = false
-  #wake = null
-  #changed = null
+  #finished
+  #pulling = null
 
-  constructor(run, scope) {
-    this.#renew()
-    this.#pump(run, scope)
-  }
-
-  #renew() {
-    this.#changed = new Promise((resolve) => {
-      this.#wake = resolve
-    })
-  }
-
-  async #pump(run, scope) {
-    for (;;) {
-      let batch
-      try {
-        batch = await run.next()
-      } catch (error) {
-        batch = JSON.stringify([{ type: 'error', error: { code: 'INTERNAL', message: messageOf(error) } }])
-      }
-      if (batch === null) break
-      for (const event of JSON.parse(batch)) {
-        if (event.type === 'error') event.error = toError(event.error, scope)
-        this.#events.push(event)
-        if (event.type === 'result' || event.type === 'error') this.#settled = true
-      }
-      const wake = this.#wake
-      this.#renew()
-      wake()
+  constructor(run, scope, onSettled) {
+    this.#run = run
+    this.#scope = scope
+    // One crossing per run: it keeps Node alive while the run works, and says when it is over.
+    const settle = () => {
+      this.#settled = true
+      onSettled()
     }
-    this.#settled = true
-    this.#wake()
+    this.#finished = run.finished().then(settle, settle)
+  }
+
+  /** Takes every event published since the last pull, waiting for at least one. */
+  #pull() {
+    this.#pulling ??= this.#run.next().then(
+      (batch) => {
+        this.#pulling = null
+        if (batch === null) {
+          this.#ended = true
+          return
+        }
+        for (const event of JSON.parse(batch)) {
+          if (event.type === 'error') event.error = toError(event.error, this.#scope)
+          this.#events.push(event)
+          if (event.type === 'result' || event.type === 'error') this.#ended = true
+        }
+      },
+      (error) => {
+        this.#pulling = null
+        this.#events.push({ type: 'error', error: new SdkError('INTERNAL', messageOf(error)) })
+        this.#ended = true
+      },
+    )
+    return this.#pulling
   }
 
   get isSettled() {
@@ -273,8 +282,8 @@ class AgentResponse {
     let index = 0
     for (;;) {
       while (index < this.#events.length) yield this.#events[index++]
-      if (this.#settled) return
-      await this.#changed
+      if (this.#ended) return
+      await this.#pull()
     }
   }
 
@@ -286,6 +295,8 @@ class AgentResponse {
   }
 
   async result() {
+    // Once the run is over, one pull takes all of its events.
+    await this.#finished
     for await (const event of this.stream()) {
       if (event.type === 'result') return event.result
       if (event.type === 'error') throw event.error
@@ -334,18 +345,13 @@ class Agent {
     const onCallerAbort = () => controller.abort(signal.reason)
     signal?.addEventListener('abort', onCallerAbort, { once: true })
     controller.signal.addEventListener('abort', () => made.abort(messageOf(controller.signal.reason)), { once: true })
-    const response = new AgentResponse(made, scope)
     const active = { controller }
     this.#active = active
-    response
-      .result()
-      .catch(() => {})
-      .finally(() => {
-        signal?.removeEventListener('abort', onCallerAbort)
-        this.#scopes.delete(scopeId)
-        if (this.#active === active) this.#active = null
-      })
-    return response
+    return new AgentResponse(made, scope, () => {
+      signal?.removeEventListener('abort', onCallerAbort)
+      this.#scopes.delete(scopeId)
+      if (this.#active === active) this.#active = null
+    })
   }
 
   abort(reason) {

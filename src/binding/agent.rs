@@ -167,6 +167,12 @@ impl NativeRun {
         Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
     }
 
+    /// Resolves once the run has published its last event.
+    #[napi]
+    pub async fn finished(&self) {
+        self.control.finished().await
+    }
+
     #[napi]
     pub fn abort(&self, reason: String) {
         self.control.abort(reason);

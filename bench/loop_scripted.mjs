@@ -1,0 +1,29 @@
+// loop_scripted: µs per tool call for a scripted model issuing one tool call per turn, with a
+// before and an after hook per call, at 200 and 1000 turns, in every system.
+import { SYSTEMS } from './systems.mjs'
+import { comparison, interleaved } from './stats.mjs'
+
+const REPEATS = Number(process.env.REPEATS ?? 5)
+
+async function perCall(system, turns) {
+  const started = process.hrtime.bigint()
+  const calls = await SYSTEMS[system](turns)
+  if (calls !== turns) throw new Error(`${system} made ${calls} tool calls, expected ${turns}`)
+  return Number(process.hrtime.bigint() - started) / 1000 / turns
+}
+
+export async function loopScripted() {
+  const names = Object.keys(SYSTEMS)
+  for (const name of names) await perCall(name, 50) // warm-up
+  const results = {}
+  for (const turns of [200, 1000]) {
+    results[turns] = await interleaved(names, REPEATS, (name) => perCall(name, turns))
+  }
+  return {
+    unit: 'µs per tool call (median)',
+    repeats: REPEATS,
+    turns200: comparison(results[200]),
+    turns1000: comparison(results[1000]),
+    growth: Object.fromEntries(names.map((name) => [name, Number((results[1000][name] / results[200][name]).toFixed(3))])),
+  }
+}
