@@ -3,7 +3,7 @@
 //! pending, later dispatches and `close()` refuse to go on.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -71,82 +71,68 @@ impl Pending {
     }
 }
 
-#[derive(Default)]
-struct Flags {
-    done: bool,
-    abandoned: bool,
-}
-
-/// A callback call running as its own task, so it outlives a dispatch that stopped waiting.
+/// A callback call the dispatcher is waiting for. It is polled in place (no extra task, no
+/// thread hop); only when the dispatcher stops waiting is it moved to a task of its own, which
+/// keeps it counted as pending until it settles.
 pub struct TrackedCall {
-    handle: JoinHandle<Result<Option<Value>, HostError>>,
-    flags: Arc<Mutex<Flags>>,
+    call: Option<HostFuture>,
+    settled: Option<JoinHandle<()>>,
     pending: Arc<Pending>,
     owner: Owner,
-    finished: bool,
-}
-
-fn lock(flags: &Mutex<Flags>) -> std::sync::MutexGuard<'_, Flags> {
-    flags.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl TrackedCall {
     pub fn spawn(call: HostFuture, pending: Arc<Pending>, owner: Owner) -> Self {
-        let flags = Arc::new(Mutex::new(Flags::default()));
-        let task_flags = flags.clone();
-        let task_pending = pending.clone();
-        let handle = tokio::spawn(async move {
-            let result = call.await;
-            let mut flags = lock(&task_flags);
-            flags.done = true;
-            if flags.abandoned {
-                task_pending.release(owner);
-            }
-            result
-        });
         TrackedCall {
-            handle,
-            flags,
+            call: Some(call),
+            settled: None,
             pending,
             owner,
-            finished: false,
         }
     }
 
-    /// What the callback returned or threw.
+    /// What the callback returned or threw. Cancel-safe: dropping this future leaves the call
+    /// in place.
     pub async fn result(&mut self) -> Result<Option<Value>, HostError> {
-        let outcome = (&mut self.handle).await;
-        self.finished = true;
-        outcome.unwrap_or_else(|error| {
-            Err(HostError {
-                message: format!("the callback's task failed: {error}"),
+        let Some(call) = self.call.as_mut() else {
+            return Err(HostError {
+                message: "the callback was abandoned".into(),
                 thrown: None,
-            })
-        })
+            });
+        };
+        let outcome = call.await;
+        self.call = None;
+        outcome
     }
 
     /// Nobody waits for this call any more: it counts as pending until it settles.
     pub fn abandon(&mut self) {
-        self.finished = true;
-        let mut flags = lock(&self.flags);
-        if !flags.done && !flags.abandoned {
-            flags.abandoned = true;
-            self.pending.add(self.owner);
-        }
+        let Some(call) = self.call.take() else { return };
+        // Without a runtime (the process is shutting down) there is nobody left to protect.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        self.pending.add(self.owner);
+        let pending = self.pending.clone();
+        let owner = self.owner;
+        self.settled = Some(runtime.spawn(async move {
+            let _ = call.await;
+            pending.release(owner);
+        }));
     }
 
     /// Abandons the call, then gives it [`SETTLE_GRACE`] to settle.
     pub async fn abandon_with_grace(&mut self) {
         self.abandon();
-        let _ = tokio::time::timeout(SETTLE_GRACE, &mut self.handle).await;
+        if let Some(settled) = self.settled.as_mut() {
+            let _ = tokio::time::timeout(SETTLE_GRACE, settled).await;
+        }
     }
 }
 
 impl Drop for TrackedCall {
     fn drop(&mut self) {
-        if !self.finished {
-            self.abandon();
-        }
+        self.abandon();
     }
 }
 
