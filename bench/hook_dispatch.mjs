@@ -5,6 +5,7 @@
 // (A B C D A B C D …) and the median of REPEATS runs is taken. The cost of an event is the
 // per-call time minus the per-call time with no callbacks.
 import { createAgent, defineTool, scriptedModel } from '../index.mjs'
+import { median } from './stats.mjs'
 
 const TURNS = Number(process.env.TURNS ?? 300)
 const REPEATS = Number(process.env.REPEATS ?? 7)
@@ -42,11 +43,6 @@ async function runOnce(config) {
   return elapsed / TURNS
 }
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
 
 export async function hookDispatch() {
   for (const config of CONFIGS) await runOnce(config) // warm-up

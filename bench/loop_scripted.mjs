@@ -1,23 +1,24 @@
 // loop_scripted: µs per tool call for a scripted model issuing one tool call per turn, with a
 // before and an after hook per call, at 200 and 1000 turns, in every system.
-import { SYSTEMS } from './systems.mjs'
+import { loadAll, NAMES } from './systems.mjs'
 import { comparison, interleaved } from './stats.mjs'
 
 const REPEATS = Number(process.env.REPEATS ?? 5)
 
-async function perCall(system, turns) {
+async function perCall(systems, system, turns) {
   const started = process.hrtime.bigint()
-  const calls = await SYSTEMS[system](turns)
+  const calls = await systems[system](turns)
   if (calls !== turns) throw new Error(`${system} made ${calls} tool calls, expected ${turns}`)
   return Number(process.hrtime.bigint() - started) / 1000 / turns
 }
 
 export async function loopScripted() {
-  const names = Object.keys(SYSTEMS)
-  for (const name of names) await perCall(name, 50) // warm-up
+  const names = NAMES
+  const systems = await loadAll()
+  for (const name of names) await perCall(systems, name, 50) // warm-up
   const results = {}
   for (const turns of [200, 1000]) {
-    results[turns] = await interleaved(names, REPEATS, (name) => perCall(name, turns))
+    results[turns] = await interleaved(names, REPEATS, (name) => perCall(systems, name, turns))
   }
   return {
     unit: 'µs per tool call (median)',

@@ -9,16 +9,17 @@ const CALLS = 10
 const REPEATS = Number(process.env.RSS_REPEATS ?? 3)
 
 async function child(system) {
-  const { SYSTEMS } = await import('./systems.mjs')
+  const { load } = await import('./systems.mjs')
+  const run = await load(system)
   const started = performance.now()
-  const counts = await Promise.all(Array.from({ length: SESSIONS }, () => SYSTEMS[system](CALLS)))
+  const counts = await Promise.all(Array.from({ length: SESSIONS }, () => run(CALLS)))
   const wallMs = performance.now() - started
   if (counts.some((count) => count !== CALLS)) throw new Error(`${system}: a session made the wrong number of calls`)
   process.stdout.write(JSON.stringify({ peakRssMb: process.resourceUsage().maxRSS / 1024, wallMs }))
 }
 
 export async function peakRss() {
-  const names = ['ours', 'openai-agents', 'ai-sdk', 'js-floor']
+  const { NAMES: names } = await import('./systems.mjs')
   const samples = Object.fromEntries(names.map((name) => [name, []]))
   for (let repeat = 0; repeat < REPEATS; repeat++) {
     for (const name of names) {

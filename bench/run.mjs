@@ -1,12 +1,51 @@
-// `npm run bench`: runs every benchmark, prints a table and writes bench/results.json.
-import { writeFileSync } from 'node:fs'
+// `npm run bench`: installs the peers (bench/'s own devDependencies) if needed, runs every
+// benchmark, prints tables, and writes bench/results.json.
+import { execSync } from 'node:child_process'
+import { existsSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
-import { hookDispatch } from './hook_dispatch.mjs'
+import { fileURLToPath } from 'node:url'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+if (!existsSync(`${here}node_modules/@openai/agents`)) execSync('npm ci --no-audit --no-fund', { cwd: here, stdio: 'inherit' })
+
+const { loopScripted } = await import('./loop_scripted.mjs')
+const { loopHttp, eventLoopUtilization } = await import('./http.mjs')
+const { peakRss } = await import('./peak_rss.mjs')
+const { hookDispatch } = await import('./hook_dispatch.mjs')
+const { webhookNotifications } = await import('./webhook_notifications.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), benchmarks: {} }
+console.log(`machine: ${machine}\nnode: ${process.version}`)
 
-console.log(`machine: ${machine}\nnode: ${process.version}\n`)
+const fmt = (value) => (typeof value === 'number' ? (Math.abs(value) >= 100 ? value.toFixed(0) : value.toFixed(value < 1 ? 3 : 1)) : String(value))
+function table(title, row) {
+  console.log(`\n${title}`)
+  const peers = Object.keys(row.peers)
+  console.log(['', 'ours', ...peers].map((cell) => cell.padStart(14)).join(''))
+  console.log(['value', fmt(row.ours), ...peers.map((peer) => fmt(row.peers[peer]))].map((cell) => cell.padStart(14)).join(''))
+  console.log(['ours / peer', '', ...peers.map((peer) => fmt(row.ratio[peer]))].map((cell) => cell.padStart(14)).join(''))
+}
+
+const scripted = await loopScripted()
+results.benchmarks.loop_scripted = { unit: scripted.unit, turns: 200, ...scripted.turns200, turns1000: scripted.turns1000, growth1000over200: scripted.growth, repeats: scripted.repeats }
+table('loop_scripted, 200 turns (µs per tool call)', scripted.turns200)
+table('loop_scripted, 1000 turns (µs per tool call)', scripted.turns1000)
+console.log(`growth 1000/200: ${Object.entries(scripted.growth).map(([name, value]) => `${name} ${value}`).join(', ')}`)
+
+const http = await loopHttp()
+results.benchmarks.loop_http = http
+table(`loop_http, ${http.turns} turns over SSE (µs per tool call)`, http)
+
+const elu = await eventLoopUtilization()
+results.benchmarks.event_loop_utilization = elu
+table(`event_loop_utilization, ${elu.sessions} sessions streaming (utilization)`, elu)
+table('event-loop delay p99 (ms)', elu.p99DelayMs)
+
+const rss = await peakRss()
+results.benchmarks.peak_rss_1000_sessions = rss
+table(`peak_rss_1000_sessions, ${rss.sessions} × ${rss.toolCallsPerSession} tool calls (MB)`, rss)
+table('wall time (ms)', rss.wallMs)
 
 const dispatch = await hookDispatch()
 results.benchmarks.hook_dispatch = {
@@ -18,13 +57,14 @@ results.benchmarks.hook_dispatch = {
   callbacksInvokedWithNone: dispatch.callbacksInvokedWithNone,
   callbacksInvokedWithNoMatch: dispatch.callbacksInvokedWithNoMatch,
 }
-console.log('hook_dispatch (PreToolUse, sync JS callbacks returning { action: "continue" })')
-console.log('callbacks | µs per tool call | µs per event (dispatch cost)')
-for (const count of Object.keys(dispatch.perCallUs)) {
-  console.log(`${String(count).padStart(9)} | ${dispatch.perCallUs[count].toFixed(1).padStart(16)} | ${dispatch.perEventUs[count].toFixed(1).padStart(10)}`)
-}
-console.log(`callbacks invoked in a run with none registered: ${dispatch.callbacksInvokedWithNone}`)
-console.log(`callbacks invoked in a run with 10 non-matching matchers: ${dispatch.callbacksInvokedWithNoMatch}`)
+console.log('\nhook_dispatch (PreToolUse, sync JS callbacks returning { action: "continue" })')
+console.log('callbacks | µs per tool call | µs per event')
+for (const count of Object.keys(dispatch.perCallUs)) console.log(`${count.padStart(9)} | ${fmt(dispatch.perCallUs[count]).padStart(16)} | ${fmt(dispatch.perEventUs[count]).padStart(12)}`)
+console.log(`callbacks invoked with none registered: ${dispatch.callbacksInvokedWithNone}; with 10 non-matching matchers: ${dispatch.callbacksInvokedWithNoMatch}`)
+
+const notifications = await webhookNotifications()
+results.benchmarks.webhook_notifications = notifications
+console.log(`\nwebhook_notifications: ${notifications.ours}/s sustained, added latency per tool call median ${notifications.addedLatencyUsPerToolCall.median} µs (p99 ${notifications.addedLatencyUsPerToolCall.p99} µs), sent ${notifications.sent}, received ${notifications.received}, lost ${notifications.lost}`)
 
 writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
 console.log('\nwrote bench/results.json')

@@ -1,0 +1,38 @@
+import { generateText, jsonSchema, stepCountIs, tool as aiTool } from 'ai'
+import { MockLanguageModelV2 } from 'ai/test'
+import { after, before, parameters } from './common.mjs'
+
+/** Vercel `ai` 5 with its mock model; the hooks wrap execute, and onStepFinish observes. */
+export default async function aiSdk(turns) {
+  let call = 0
+  const model = new MockLanguageModelV2({
+    doGenerate: async () => {
+      const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 }
+      if (call < turns) {
+        const i = call++
+        return { content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'noop', input: JSON.stringify({ i }) }], finishReason: 'tool-calls', usage, warnings: [] }
+      }
+      return { content: [{ type: 'text', text: 'done' }], finishReason: 'stop', usage, warnings: [] }
+    },
+  })
+  const result = await generateText({
+    model,
+    prompt: 'go',
+    tools: {
+      noop: aiTool({
+        inputSchema: jsonSchema(parameters),
+        execute: async ({ i }) => {
+          before()
+          const output = `ok ${i}`
+          after()
+          return output
+        },
+      }),
+    },
+    stopWhen: stepCountIs(turns + 1),
+    onStepFinish: () => {},
+  })
+  if (result.text !== 'done') throw new Error('ai-sdk did not finish')
+  return call
+}
+

@@ -1,0 +1,10 @@
+// What every system shares: the tool's parameters and the two hooks (they only count).
+export const parameters = { type: 'object', properties: { i: { type: 'number' } }, required: ['i'], additionalProperties: false }
+let hookCalls = 0
+export const before = () => {
+  hookCalls++
+}
+export const after = () => {
+  hookCalls++
+}
+export const hookCallCount = () => hookCalls
