@@ -94,14 +94,21 @@ export async function eventLoopUtilization() {
       delay.enable()
       await Promise.all(Array.from({ length: SESSIONS }, () => SYSTEMS[name](server.baseUrl, SESSION_TURNS)))
       delay.disable()
-      const elu = performance.eventLoopUtilization(start).utilization
-      return { elu, p99DelayMs: delay.percentile(99) / 1e6 }
+      const used = performance.eventLoopUtilization(start)
+      return { elu: used.utilization, activeMs: used.active, p99DelayMs: delay.percentile(99) / 1e6 }
     }
     for (const name of names) await measure(name)
     const samples = Object.fromEntries(names.map((name) => [name, []]))
     for (let repeat = 0; repeat < REPEATS; repeat++) for (const name of names) samples[name].push(await measure(name))
     const pick = (key) => Object.fromEntries(names.map((name) => [name, Number(median(samples[name].map((sample) => sample[key])).toFixed(4))]))
-    return { unit: 'main-thread event-loop utilization (median)', sessions: SESSIONS, turnsPerSession: SESSION_TURNS, ...comparison(pick('elu')), p99DelayMs: comparison(pick('p99DelayMs')) }
+    return {
+      unit: 'main-thread event-loop utilization (median)',
+      sessions: SESSIONS,
+      turnsPerSession: SESSION_TURNS,
+      ...comparison(pick('elu')),
+      activeMs: comparison(pick('activeMs')),
+      p99DelayMs: comparison(pick('p99DelayMs')),
+    }
   } finally {
     server.stop()
   }

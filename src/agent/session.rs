@@ -100,6 +100,34 @@ pub struct RunHandle {
     pub control: Arc<RunControl>,
 }
 
+/// Takes the events published since the last batch: waits for one, then for `window` more
+/// (unless the run has ended), so a chatty run reaches its consumer in a few batches rather
+/// than one crossing per event. `None` once every event was taken.
+pub async fn next_batch(
+    events: &mut mpsc::UnboundedReceiver<StreamEvent>,
+    window: std::time::Duration,
+) -> Option<Vec<StreamEvent>> {
+    let first = events.recv().await?;
+    let mut batch = vec![first];
+    let deadline = tokio::time::Instant::now() + window;
+    loop {
+        while let Ok(event) = events.try_recv() {
+            batch.push(event);
+        }
+        let ended = matches!(
+            batch.last(),
+            Some(StreamEvent::Result { .. } | StreamEvent::Error { .. })
+        );
+        if ended || events.is_closed() {
+            return Some(batch);
+        }
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Ok(Some(event)) => batch.push(event),
+            Ok(None) | Err(_) => return Some(batch),
+        }
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data behind; keep serving it.
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -392,6 +420,40 @@ mod tests {
     use super::*;
     use crate::model::AssistantToolCall;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn batches_gather_what_arrives_within_the_window_and_end_at_the_last_event() {
+        let (sender, mut events) = mpsc::unbounded_channel();
+        sender.send(StreamEvent::Turn { index: 1 }).unwrap();
+        let later = sender.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            later.send(StreamEvent::Content { delta: "a".into() }).unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            later.send(StreamEvent::Content { delta: "late".into() }).unwrap();
+        });
+        let window = std::time::Duration::from_millis(20);
+        let first = next_batch(&mut events, window).await.unwrap();
+        assert_eq!(
+            first,
+            vec![
+                StreamEvent::Turn { index: 1 },
+                StreamEvent::Content { delta: "a".into() }
+            ]
+        );
+        let started = tokio::time::Instant::now();
+        let error = StreamEvent::Error {
+            error: SdkError::model("x"),
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        sender.send(error.clone()).unwrap();
+        let second = next_batch(&mut events, window).await.unwrap();
+        // The last event ends the batch at once, without waiting out the window.
+        assert_eq!(second, vec![StreamEvent::Content { delta: "late".into() }, error]);
+        assert!(started.elapsed() < std::time::Duration::from_millis(165));
+        drop(sender);
+        assert_eq!(next_batch(&mut events, window).await, None);
+    }
 
     #[test]
     fn aborted_calls_get_a_result_each() {
