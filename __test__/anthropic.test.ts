@@ -1,16 +1,9 @@
 // The Anthropic Messages client against a real HTTP server on 127.0.0.1.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createAgent, defineTool, prompt, type AgentOptions } from '../index.js'
-import { json, rawStream, splitBytes, startServer, type ModelServer } from './helpers/server.js'
+import { json, rawStream, splitBytes, useServer } from './helpers/server.js'
 
-let server: ModelServer
-beforeAll(async () => {
-  server = await startServer()
-})
-afterAll(() => server.close())
-beforeEach(() => {
-  server.requests.length = 0
-})
+const server = useServer()
 
 const weather = defineTool<{ city: string }>({
   name: 'weather',

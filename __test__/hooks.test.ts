@@ -1,6 +1,6 @@
 // Inline hooks through the public API: the seed examples, dispatch order, every event's rules
 // and texts, deadlines, AbortSignal, fail-closed cleanup and SessionEnd once.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   createAgent,
   defineTool,
@@ -13,16 +13,9 @@ import {
   type HookInput,
   type HookOutput,
 } from '../index.js'
-import { openaiChunks, rawStream, sse, startServer, type ModelServer } from './helpers/server.js'
+import { openaiChunks, rawStream, sse, useServer } from './helpers/server.js'
 
-let server: ModelServer
-beforeAll(async () => {
-  server = await startServer()
-})
-afterAll(() => server.close())
-beforeEach(() => {
-  server.requests.length = 0
-})
+const server = useServer()
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const until = async (condition: () => boolean) => {

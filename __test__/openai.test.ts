@@ -1,16 +1,9 @@
 // The OpenAI Chat Completions client against a real HTTP server on 127.0.0.1.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createAgent, defineTool, prompt, SdkError, type AgentOptions } from '../index.js'
-import { completion, json, openaiChunks, rawStream, sleep, splitBytes, sse, startServer, type ModelServer } from './helpers/server.js'
+import { completion, json, openaiChunks, rawStream, sleep, splitBytes, sse, useServer } from './helpers/server.js'
 
-let server: ModelServer
-beforeAll(async () => {
-  server = await startServer()
-})
-afterAll(() => server.close())
-beforeEach(() => {
-  server.requests.length = 0
-})
+const server = useServer()
 
 const readFile = defineTool<{ path: string }>({
   name: 'read_file',

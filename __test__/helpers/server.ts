@@ -2,6 +2,7 @@
 // answered by the next handler in the queue.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, beforeEach } from 'vitest'
 
 export interface Recorded {
   method: string
@@ -62,6 +63,28 @@ export async function startServer(): Promise<ModelServer> {
       for (const socket of sockets) socket.destroy()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
+  }
+}
+
+/** A server for the whole test file, its recorded requests cleared before each test. */
+export function useServer(): ModelServer {
+  let current: ModelServer
+  beforeAll(async () => {
+    current = await startServer()
+  })
+  afterAll(() => current.close())
+  beforeEach(() => {
+    current.requests.length = 0
+  })
+  return {
+    get url() {
+      return current.url
+    },
+    get requests() {
+      return current.requests
+    },
+    reply: (...handlers) => current.reply(...handlers),
+    close: () => current.close(),
   }
 }
 

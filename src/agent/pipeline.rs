@@ -311,13 +311,7 @@ impl Call<'_> {
             .dispatch(self.input(HookEvent::PostToolUse, payload, None), self.site.caller)
             .await
         {
-            Ok(dispatched) => match apply::post_tool_use(&dispatched.outputs, &result.output, self.name()) {
-                PostVerdict::Output(output) => CallResult { output, ..result },
-                PostVerdict::Abort(reason) => CallResult {
-                    mocked: result.mocked,
-                    ..CallResult::failed(reason, None)
-                },
-            },
+            Ok(dispatched) => self.apply_post(&dispatched.outputs, result),
             Err(error) => {
                 let failed = CallResult {
                     mocked: result.mocked,
@@ -325,6 +319,17 @@ impl Call<'_> {
                 };
                 self.post_failure_hooks(input, failed).await
             }
+        }
+    }
+
+    /// The post hooks' outputs: a replaced output keeps the status; an abort fails the call.
+    fn apply_post(&self, outputs: &[crate::hooks::HookOutput], result: CallResult) -> CallResult {
+        match apply::post_tool_use(outputs, &result.output, self.name()) {
+            PostVerdict::Output(output) => CallResult { output, ..result },
+            PostVerdict::Abort(reason) => CallResult {
+                mocked: result.mocked,
+                ..CallResult::failed(reason, None)
+            },
         }
     }
 
@@ -349,13 +354,7 @@ impl Call<'_> {
             )
             .await
         {
-            Ok(dispatched) => match apply::post_tool_use(&dispatched.outputs, &result.output, self.name()) {
-                PostVerdict::Output(output) => CallResult { output, ..result },
-                PostVerdict::Abort(reason) => CallResult {
-                    mocked: result.mocked,
-                    ..CallResult::failed(reason, None)
-                },
-            },
+            Ok(dispatched) => self.apply_post(&dispatched.outputs, result),
             Err(error) => {
                 tracing::warn!(tool = %self.name(), error = %error.message(), "PostToolUseFailure hook failed; keeping the original tool error");
                 result
