@@ -1,14 +1,13 @@
 // loop_http and event_loop_utilization: the same agent against an OpenAI-compatible server on
 // 127.0.0.1 in another process, streaming (SSE). Ours talks to it from Rust; @openai/agents
 // uses its chat-completions model over the `openai` client.
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { Agent, OpenAIChatCompletionsModel, run as runAgent, setTracingDisabled, tool as agentsTool } from '@openai/agents'
 import OpenAI from 'openai'
 import { createAgent, defineTool } from '../index.mjs'
 import { after, before, parameters } from './systems/common.mjs'
+import { startProcess } from './peer_process.mjs'
 import { comparison, interleaved, median } from './stats.mjs'
 
 setTracingDisabled(true)
@@ -18,11 +17,8 @@ const SESSIONS = Number(process.env.ELU_SESSIONS ?? 100)
 const SESSION_TURNS = Number(process.env.ELU_TURNS ?? 10)
 
 async function startModelServer() {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./model_server.mjs', import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'] })
-  let output = ''
-  child.stdout.on('data', (part) => (output += part))
-  while (!output.includes('\n')) await once(child.stdout, 'data')
-  return { baseUrl: `http://127.0.0.1:${Number(output)}/v1`, stop: () => child.stdin.end() }
+  const child = await startProcess('./model_server.mjs')
+  return { baseUrl: `http://127.0.0.1:${child.port}/v1`, stop: () => child.stop() }
 }
 
 async function ours(baseUrl, turns) {
@@ -79,7 +75,7 @@ export async function loopHttp() {
     })
     return { unit: 'µs per tool call over HTTP (median)', turns: TURNS, ...comparison(values) }
   } finally {
-    server.stop()
+    await server.stop()
   }
 }
 
@@ -110,7 +106,7 @@ export async function eventLoopUtilization() {
       p99DelayMs: comparison(pick('p99DelayMs')),
     }
   } finally {
-    server.stop()
+    await server.stop()
   }
 }
 

@@ -1,10 +1,9 @@
 // webhook_notifications: afterToolCall notifications to a receiver in a separate process.
 // Figures: sustained notifications per second, the added latency per tool call (p99 over the
 // runs, against the same runs without the webhook), and lost deliveries (sent − received).
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { createAgent, defineTool, scriptedModel } from '../index.mjs'
+import { startProcess } from './peer_process.mjs'
 import { median } from './stats.mjs'
 
 const CALLS = Number(process.env.NOTIFY_CALLS ?? 2000)
@@ -12,18 +11,10 @@ const SESSIONS = Number(process.env.NOTIFY_SESSIONS ?? 20)
 const REPEATS = Number(process.env.REPEATS ?? 5)
 
 async function startReceiver() {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./receiver.mjs', import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'] })
-  let output = ''
-  child.stdout.on('data', (chunk) => (output += chunk))
-  while (!output.includes('\n')) await once(child.stdout, 'data')
-  const port = Number(output.split('\n')[0])
+  const child = await startProcess('./receiver.mjs')
   return {
-    url: `http://127.0.0.1:${port}/hooks`,
-    async stop() {
-      child.stdin.end()
-      await once(child, 'exit')
-      return Number(/received (\d+)/.exec(output)[1])
-    },
+    url: `http://127.0.0.1:${child.port}/hooks`,
+    stop: async () => Number(/received (\d+)/.exec(await child.stop())[1]),
   }
 }
 
