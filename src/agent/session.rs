@@ -36,7 +36,9 @@ type CloseAttempt = Shared<BoxFuture<'static, Result<()>>>;
 
 #[derive(Default)]
 struct State {
-    messages: Vec<Arc<Message>>,
+    /// Shared with in-flight model requests: a snapshot is an `Arc` clone, and a push copies
+    /// the list only while a snapshot is still held.
+    messages: Arc<Vec<Arc<Message>>>,
     active: Option<Arc<RunControl>>,
     /// `close()` was called: no new runs.
     closing: bool,
@@ -153,7 +155,7 @@ impl Session {
     }
 
     /// The conversation so far, without the system prompt.
-    pub fn messages(&self) -> Vec<Arc<Message>> {
+    pub fn messages(&self) -> Arc<Vec<Arc<Message>>> {
         lock(&self.state).messages.clone()
     }
 
@@ -167,7 +169,7 @@ impl Session {
     }
 
     pub(crate) fn push(&self, message: Message) {
-        lock(&self.state).messages.push(Arc::new(message));
+        Arc::make_mut(&mut lock(&self.state).messages).push(Arc::new(message));
     }
 
     /// Starts a run. The returned future drives it and must be spawned; the handle receives
@@ -347,7 +349,7 @@ impl Session {
     pub(crate) fn finish_run(&self, control: &Arc<RunControl>, aborted: Option<&str>) {
         let mut state = lock(&self.state);
         if let Some(reason) = aborted {
-            answer_open_calls(&mut state.messages, reason);
+            answer_open_calls(Arc::make_mut(&mut state.messages), reason);
         }
         if state.active.as_ref().is_some_and(|active| Arc::ptr_eq(active, control)) {
             state.active = None;
