@@ -249,6 +249,22 @@ export type AgentPermission =
   | AgentPermissionPreset
   | ((request: AgentPermissionRequest) => AgentPermissionDecision | Promise<AgentPermissionDecision>)
 
+/** One thing the runtime reports without failing: `{ level, message, ...fields }`. */
+export interface LogEntry {
+  level: 'debug' | 'info' | 'warn' | 'error'
+  message: string
+  [field: string]: unknown
+}
+/** A function given each entry, or a console-like object (`console` works). */
+export type AgentLogger =
+  | ((entry: LogEntry) => void)
+  | {
+      debug?: (message: string, fields: Record<string, unknown>) => void
+      info?: (message: string, fields: Record<string, unknown>) => void
+      warn?: (message: string, fields: Record<string, unknown>) => void
+      error?: (message: string, fields: Record<string, unknown>) => void
+    }
+
 export interface AgentOptions {
   model: string | ModelProvider
   /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY from the environment. */
@@ -272,6 +288,8 @@ export interface AgentOptions {
     sessionEndHookTimeoutMs?: number
     /** Who may run which tool; without it every tool runs. */
     permission?: AgentPermission
+    /** Receives what the runtime logs (failed observers, webhook deliveries, …). */
+    logger?: AgentLogger
     connection?: ConnectionOptions
   }
 }

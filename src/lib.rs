@@ -6,6 +6,7 @@ pub mod error;
 pub mod hooks;
 pub mod host;
 pub mod ids;
+pub mod log;
 pub mod model;
 pub mod webhook;
 

@@ -12,6 +12,7 @@ use super::tools::{SideEffect, ToolKind, ToolSpec};
 use crate::error::{Result, SdkError};
 use crate::hooks::registry::Registry;
 use crate::host::{Callable, Host};
+use crate::log::Sink;
 use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
 use crate::model::scripted::{describe, parse_turns, Script, ScriptedModel};
@@ -90,6 +91,7 @@ pub struct AgentConfig {
     /// Hooks per event, in registration order; taken by the session's dispatcher.
     pub hooks: Registry,
     pub permission: Option<Permission>,
+    pub logger: Option<Sink>,
 }
 
 impl AgentConfig {
@@ -119,6 +121,7 @@ impl AgentConfig {
             "sessionEndHookTimeoutMs",
             "permission",
             "connection",
+            "logger",
         ])?;
         let connection = match advanced.get("connection") {
             None => Fields::empty("advanced.connection"),
@@ -160,6 +163,10 @@ impl AgentConfig {
                 DEFAULT_SESSION_END_HOOK_TIMEOUT_MS,
             )?,
             hooks: Registry::parse(advanced.get("hooks"))?,
+            logger: match advanced.get("logger") {
+                None => None,
+                Some(value) => Some(Sink::parse(value, callable).map_err(SdkError::config)?),
+            },
             permission: match advanced.get("permission") {
                 None => None,
                 Some(value) => Some(Permission::parse(value, callable(value)).map_err(SdkError::config)?),
@@ -599,7 +606,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "a", "parameters": "x", "execute": {"$function": 0}}]}), "tools[0].parameters must be a JSON Schema object (got \"x\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"headers": {"x": 1}}}}), "advanced.connection.headers.x must be a string (got 1)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

@@ -163,9 +163,16 @@ impl Call<'_> {
                 let controls = dispatcher.controls(HookEvent::PreToolUse, &name, self.site.caller.context);
                 if !controls.is_empty() {
                     let payload = self.fields("PreToolUse", &input);
-                    if let Some(blocked) =
-                        blocked(control::evaluate(&controls, HookEvent::PreToolUse, &payload, self.site.caller).await)
-                    {
+                    if let Some(blocked) = blocked(
+                        control::evaluate(
+                            &controls,
+                            HookEvent::PreToolUse,
+                            &payload,
+                            self.site.caller,
+                            dispatcher.log(),
+                        )
+                        .await,
+                    ) {
                         return self.finish(input, blocked, None).await;
                     }
                 }
@@ -283,9 +290,16 @@ impl Call<'_> {
                 .controls(HookEvent::PostToolUse, self.name(), self.site.caller.context);
         if !controls.is_empty() {
             let payload = self.result_fields("PostToolUse", &input, &result);
-            if let Some(blocked) =
-                blocked(control::evaluate(&controls, HookEvent::PostToolUse, &payload, self.site.caller).await)
-            {
+            if let Some(blocked) = blocked(
+                control::evaluate(
+                    &controls,
+                    HookEvent::PostToolUse,
+                    &payload,
+                    self.site.caller,
+                    self.site.session.dispatcher.log(),
+                )
+                .await,
+            ) {
                 result = CallResult {
                     mocked: result.mocked,
                     ..blocked
@@ -356,7 +370,10 @@ impl Call<'_> {
         {
             Ok(dispatched) => self.apply_post(&dispatched.outputs, result),
             Err(error) => {
-                tracing::warn!(tool = %self.name(), error = %error.message(), "PostToolUseFailure hook failed; keeping the original tool error");
+                self.site.session.dispatcher.log().warn(
+                    "PostToolUseFailure hook execution failed; keeping the original tool error",
+                    json!({"tool": self.name(), "toolCallId": self.request.id, "error": error.message()}),
+                );
                 result
             }
         }

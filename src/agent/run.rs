@@ -302,7 +302,10 @@ impl Run {
             (Ok(_), Err(HookError::Cancelled)) => Err(SdkError::new(ErrorCode::Abort, self.control.reason())),
             (Ok(_), Err(error)) => Err(error.into_sdk()),
             (Err(original), Err(error)) => {
-                tracing::warn!(error = %error.message(), "TaskCompleted hook failed after the run failed; keeping the run's error");
+                self.session.dispatcher.log().warn(
+                    "TaskCompleted hook failed after the run failed; keeping the run's error",
+                    json!({"error": error.message()}),
+                );
                 Err(original)
             }
             (Err(original), Ok(_)) => Err(original),
@@ -354,7 +357,10 @@ impl Run {
         payload.insert("lastAssistantContent".into(), json!(self.last_text));
         self.usage_fields(&mut payload);
         if let Err(failure) = self.lifecycle(HookEvent::StopFailure, payload, self.detached()).await {
-            tracing::warn!(error = %failure.message, "StopFailure hook failed; keeping the run's error");
+            self.session.dispatcher.log().warn(
+                "StopFailure hook failed; keeping the run's error",
+                json!({"error": failure.message}),
+            );
         }
     }
 

@@ -17,6 +17,7 @@ use crate::hooks::pending::{Owner, SETTLE_GRACE};
 use crate::hooks::HookEvent;
 use crate::host::Host;
 use crate::ids;
+use crate::log::Log;
 use crate::model::scripted::describe;
 use crate::model::{Message, Model, ToolSchema, UserContent};
 use crate::webhook::environment;
@@ -137,11 +138,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Session {
     pub fn new(mut config: AgentConfig, host: Arc<dyn Host>) -> Arc<Self> {
+        let log = Log::new(host.clone(), config.logger.take());
         let dispatcher = Dispatcher::new(
             std::mem::take(&mut config.hooks),
             config.hook_timeout_ms,
             config.session_end_hook_timeout_ms,
             host.clone(),
+            log,
         );
         Arc::new(Session {
             id: ids::uuid(),
@@ -248,7 +251,10 @@ impl Session {
         };
         if started.is_err() {
             if let Err(error) = self.session_end(scope, &context).await {
-                tracing::warn!(error = %error.message, "SessionEnd failed while cleaning up after SessionStart");
+                self.dispatcher.log().warn(
+                    "SessionEnd failed while cleaning up after SessionStart",
+                    json!({"error": error.message}),
+                );
             }
             let mut state = lock(&self.state);
             state.closing = true;

@@ -3,11 +3,12 @@
 //! They run in registration order, then the environment's; the first deny wins, an allow does
 //! not stop later controls, and errors follow each hook's `onError`.
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use super::dispatch::Caller;
 use super::event::HookEvent;
 use super::registry::HookObject;
+use crate::log::Log;
 use crate::webhook::decision::Decision;
 use crate::webhook::deliver::{self, ControlAnswer};
 use crate::webhook::payload;
@@ -31,6 +32,7 @@ pub async fn evaluate(
     event: HookEvent,
     payload: &Map<String, Value>,
     caller: Caller<'_>,
+    log: &Log,
 ) -> Verdict {
     for hook in controls {
         let Some(webhook) = &hook.webhook else { continue };
@@ -54,7 +56,18 @@ pub async fn evaluate(
                 }
             }
             ControlAnswer::Failed(error) => {
-                tracing::warn!(hook = %hook.id, event = event.name(), error = %error, block = webhook.block_on_error, "result control failed");
+                log.warn(
+                    &format!(
+                        "Result control {} failed ({})",
+                        hook.id,
+                        if webhook.block_on_error {
+                            "blocking"
+                        } else {
+                            "continuing"
+                        }
+                    ),
+                    json!({"hookId": hook.id, "event": event.name(), "error": error.to_string()}),
+                );
                 if webhook.block_on_error {
                     return Verdict::Failed;
                 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -18,6 +18,7 @@ use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
 use crate::error::{ErrorCode, HookTimeout, SdkError};
 use crate::host::{AbortReason, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, SignalSlot};
+use crate::log::Log;
 use crate::webhook::deliver::{self, Environment};
 
 pub const CLEANING_UP: &str = "An inline hook callback is still cleaning up";
@@ -128,6 +129,7 @@ impl Caller<'_> {
 
 pub struct Dispatcher {
     registry: Registry,
+    log: Log,
     hook_timeout_ms: u32,
     session_end_timeout_ms: u32,
     host: Arc<dyn Host>,
@@ -143,9 +145,16 @@ enum Registered<'a> {
 }
 
 impl Dispatcher {
-    pub fn new(registry: Registry, hook_timeout_ms: u32, session_end_timeout_ms: u32, host: Arc<dyn Host>) -> Self {
+    pub fn new(
+        registry: Registry,
+        hook_timeout_ms: u32,
+        session_end_timeout_ms: u32,
+        host: Arc<dyn Host>,
+        log: Log,
+    ) -> Self {
         Dispatcher {
             registry,
+            log,
             hook_timeout_ms,
             session_end_timeout_ms,
             host,
@@ -157,6 +166,11 @@ impl Dispatcher {
 
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// Where the session reports what it does not fail for.
+    pub fn log(&self) -> &Log {
+        &self.log
     }
 
     /// The event's hooks in order: the session's, then the run's environment hooks.
@@ -248,7 +262,10 @@ impl Dispatcher {
         match outcome {
             Err(HookError::Critical { hook_id, cause }) => Err(HookError::Critical { hook_id, cause }),
             Err(error) => {
-                tracing::warn!(event = event.name(), error = %error.message(), "lifecycle hook failed");
+                self.log.warn(
+                    &format!("{} hook failed; the run goes on", event.name()),
+                    json!({"event": event.name(), "error": error.message()}),
+                );
                 Ok(Dispatched::default())
             }
             ok => ok,
@@ -314,7 +331,10 @@ impl Dispatcher {
                     // On lifecycle events a handler that throws is logged and the next one runs;
                     // a spent budget or a cancelled caller still ends the dispatch.
                     Err(HookError::Thrown(error)) if !session_event => {
-                        tracing::warn!(event = event.name(), hook = %label, error = %error.message, "lifecycle hook failed (non-fatal)");
+                        self.log.warn(
+                            &format!("{label} failed on {}; the next hook runs", event.name()),
+                            json!({"event": event.name(), "hook": label, "error": error.message}),
+                        );
                         None
                     }
                     Err(error) => return Err(error),
@@ -348,10 +368,16 @@ impl Dispatcher {
             };
             if let Err(error) = delivered {
                 if webhook.critical {
-                    tracing::error!(hook = %hook.id, hook_type = %hook.type_name, error = %error, "critical webhook delivery failed");
+                    self.log.error(
+                        &format!("Critical webhook delivery failed: {}", hook.id),
+                        json!({"hookId": hook.id, "hookType": hook.type_name, "error": error.to_string()}),
+                    );
                     critical.get_or_insert((hook.id.clone(), error.to_string()));
                 } else {
-                    tracing::warn!(hook = %hook.id, hook_type = %hook.type_name, error = %error, "webhook delivery failed (non-fatal)");
+                    self.log.warn(
+                        &format!("Webhook delivery failed (non-fatal): {}", hook.id),
+                        json!({"hookId": hook.id, "hookType": hook.type_name, "error": error.to_string()}),
+                    );
                 }
             }
         }

@@ -1,0 +1,178 @@
+//! What the runtime reports without failing anything (a hook that failed where failures are
+//! only logged, a webhook that could not be delivered): always through `tracing`, and to
+//! `advanced.logger` when the user gave one. Entries never carry header values or secrets.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::host::{Callable, Host, HostCall};
+use crate::model::scripted::describe;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl Level {
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+}
+
+/// `advanced.logger`: a function given `{ level, message, ...fields }`, or an object with
+/// console-like methods given `(message, fields)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sink {
+    Function(Callable),
+    Methods {
+        debug: Option<Callable>,
+        info: Option<Callable>,
+        warn: Option<Callable>,
+        error: Option<Callable>,
+    },
+}
+
+impl Sink {
+    /// Reads `advanced.logger` (functions already replaced by `{ "$function": n }`).
+    pub fn parse(value: &Value, callable: impl Fn(&Value) -> Option<Callable>) -> Result<Self, String> {
+        if let Some(function) = callable(value) {
+            return Ok(Sink::Function(function));
+        }
+        let problem = || {
+            format!(
+                "advanced.logger must be a function or an object with debug, info, warn or error methods (got {})",
+                describe(value)
+            )
+        };
+        let object = value.as_object().ok_or_else(problem)?;
+        let method = |name: &str| object.get(name).and_then(&callable);
+        let sink = Sink::Methods {
+            debug: method("debug"),
+            info: method("info"),
+            warn: method("warn"),
+            error: method("error"),
+        };
+        match sink {
+            Sink::Methods {
+                debug: None,
+                info: None,
+                warn: None,
+                error: None,
+            } => Err(problem()),
+            sink => Ok(sink),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Log {
+    host: Arc<dyn Host>,
+    sink: Option<Sink>,
+}
+
+impl Log {
+    pub fn new(host: Arc<dyn Host>, sink: Option<Sink>) -> Self {
+        Log { host, sink }
+    }
+
+    pub fn warn(&self, message: &str, fields: Value) {
+        self.emit(Level::Warn, message, fields);
+    }
+
+    pub fn error(&self, message: &str, fields: Value) {
+        self.emit(Level::Error, message, fields);
+    }
+
+    /// Logs through `tracing`, and hands the entry to the user's logger without waiting for it.
+    pub fn emit(&self, level: Level, message: &str, fields: Value) {
+        match level {
+            Level::Debug => tracing::debug!(%fields, "{message}"),
+            Level::Info => tracing::info!(%fields, "{message}"),
+            Level::Warn => tracing::warn!(%fields, "{message}"),
+            Level::Error => tracing::error!(%fields, "{message}"),
+        }
+        let call = match &self.sink {
+            None => return,
+            Some(Sink::Function(function)) => {
+                let mut entry = Map::new();
+                entry.insert("level".into(), json!(level.name()));
+                entry.insert("message".into(), json!(message));
+                if let Value::Object(fields) = fields {
+                    entry.extend(fields);
+                }
+                HostCall::new(*function, vec![Value::Object(entry)], 0)
+            }
+            Some(Sink::Methods {
+                debug,
+                info,
+                warn,
+                error,
+            }) => {
+                let method = match level {
+                    Level::Debug => debug,
+                    Level::Info => info,
+                    Level::Warn => warn,
+                    Level::Error => error,
+                };
+                let Some(function) = method.or(*warn).or(*error).or(*info) else {
+                    return;
+                };
+                HostCall::new(function, vec![json!(message), fields], 0)
+            }
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let pending = self.host.call(call);
+        runtime.spawn(async move {
+            // A logger that throws must not turn a log line into a failure.
+            let _ = pending.await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn callable(value: &Value) -> Option<Callable> {
+        value
+            .get("$function")
+            .and_then(Value::as_u64)
+            .map(|n| Callable(n as u32))
+    }
+
+    #[test]
+    fn loggers_are_functions_or_console_like_objects() {
+        assert_eq!(
+            Sink::parse(&json!({"$function": 2}), callable),
+            Ok(Sink::Function(Callable(2)))
+        );
+        assert_eq!(
+            Sink::parse(
+                &json!({"warn": {"$function": 1}, "log": {"$function": 3}, "label": "x"}),
+                callable
+            ),
+            Ok(Sink::Methods {
+                debug: None,
+                info: None,
+                warn: Some(Callable(1)),
+                error: None
+            })
+        );
+        assert_eq!(
+            Sink::parse(&json!("console"), callable).unwrap_err(),
+            "advanced.logger must be a function or an object with debug, info, warn or error methods (got \"console\")"
+        );
+        assert!(Sink::parse(&json!({"log": {"$function": 3}}), callable).is_err());
+    }
+}
