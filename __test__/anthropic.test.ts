@@ -126,6 +126,18 @@ describe('anthropic messages', () => {
     await expect(prompt('hi', options())).rejects.toMatchObject({ code: 'MODEL_ERROR', message: 'Model stream reported an error: Overloaded' })
   })
 
+  it('marks a failed call\'s tool_result with is_error, while agent.messages keeps the OpenAI shape', async () => {
+    server.reply(rawStream([anthropicStream('', { id: 'toolu_x', name: 'broken', input: '{}' })]), rawStream([anthropicStream('sorry')]))
+    const agent = await createAgent(options({ tools: [defineTool({ name: 'broken', execute: () => { throw new Error('no disk') } })] }))
+    await (await agent.send('go')).result()
+    expect(server.requests[1].body.messages[2]).toEqual({
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: 'Tool execution failed: no disk', is_error: true }],
+    })
+    expect(agent.messages[2]).toEqual({ role: 'tool', tool_call_id: 'toolu_x', content: 'Tool execution failed: no disk' })
+    await agent.close()
+  })
+
   it('takes the key from ANTHROPIC_API_KEY', async () => {
     server.reply(rawStream([anthropicStream('env key')]))
     process.env.ANTHROPIC_API_KEY = 'ak-env'

@@ -385,6 +385,32 @@ describe('deadlines and cancellation', () => {
     await agent.close()
   })
 
+  it('agent.abort(reason) aborts the running hook\'s signal with that reason', async () => {
+    let hookSignal: AbortSignal | undefined
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }] }, { text: 'x' }]),
+      tools: [bash],
+      advanced: {
+        hooks: {
+          PreToolUse: [
+            (input) => {
+              hookSignal = input.abortSignal
+              return new Promise((_resolve, reject) => input.abortSignal.addEventListener('abort', () => reject(input.abortSignal.reason)))
+            },
+          ],
+        },
+      },
+    })
+    const response = await agent.send('go')
+    await until(() => hookSignal !== undefined)
+    const reason = new Error('stop now')
+    agent.abort(reason)
+    await expect(response.text()).rejects.toBe(reason)
+    expect(hookSignal!.aborted).toBe(true)
+    expect(hookSignal!.reason).toBe(reason)
+    await agent.close()
+  })
+
   it('a callback that ignores its signal keeps hooks and close failing closed until it settles', async () => {
     let release!: () => void
     let blocking = true

@@ -7,7 +7,7 @@ use futures::future::join_all;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::events::{PromptResult, StopReason, StreamEvent, ToolCallRecord};
+use super::events::{CallStatus, PromptResult, StopReason, StreamEvent, ToolCallRecord};
 use super::pipeline::{self, CallSite};
 use super::session::{RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, Result, SdkError};
@@ -212,6 +212,7 @@ impl Run {
                 self.session.push(Message::Tool {
                     tool_call_id: record.id.clone(),
                     content: record.output.clone(),
+                    is_error: record.status == CallStatus::Error,
                 });
                 self.emit(StreamEvent::ToolResult {
                     id: record.id.clone(),

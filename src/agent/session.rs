@@ -388,6 +388,7 @@ fn answer_open_calls(messages: &mut Vec<Arc<Message>>, reason: &str) {
         .map(|call| Message::Tool {
             tool_call_id: call.id.clone(),
             content: format!("Tool execution aborted: {reason}"),
+            is_error: true,
         })
         .collect();
     messages.extend(missing.into_iter().map(Arc::new));
@@ -479,6 +480,7 @@ mod tests {
             Arc::new(Message::Tool {
                 tool_call_id: "a".into(),
                 content: "done".into(),
+                is_error: false,
             }),
         ];
         answer_open_calls(&mut messages, "stop now");
@@ -487,7 +489,8 @@ mod tests {
             *messages[3],
             Message::Tool {
                 tool_call_id: "b".into(),
-                content: "Tool execution aborted: stop now".into()
+                content: "Tool execution aborted: stop now".into(),
+                is_error: true,
             }
         );
     }

@@ -43,10 +43,17 @@ pub(crate) fn wire_messages(messages: &[std::sync::Arc<Message>]) -> Vec<Value> 
                 }
                 ("assistant", blocks)
             }
-            Message::Tool { tool_call_id, content } => (
-                "user",
-                vec![json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content})],
-            ),
+            Message::Tool {
+                tool_call_id,
+                content,
+                is_error,
+            } => {
+                let mut block = json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content});
+                if *is_error {
+                    block["is_error"] = json!(true);
+                }
+                ("user", vec![block])
+            }
         };
         match out.last_mut() {
             Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
@@ -353,10 +360,12 @@ mod tests {
             Arc::new(Message::Tool {
                 tool_call_id: "t1".into(),
                 content: "a.txt".into(),
+                is_error: false,
             }),
             Arc::new(Message::Tool {
                 tool_call_id: "t2".into(),
                 content: "b.txt".into(),
+                is_error: true,
             }),
             Arc::new(Message::User {
                 content: UserContent::Parts(vec![ContentPart::ImageUrl {
@@ -378,7 +387,7 @@ mod tests {
                 ]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"},
-                    {"type": "tool_result", "tool_use_id": "t2", "content": "b.txt"},
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "b.txt", "is_error": true},
                     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}
                 ]}
             ])

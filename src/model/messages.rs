@@ -17,6 +17,9 @@ pub enum Message {
     Tool {
         tool_call_id: String,
         content: String,
+        /// The call failed. Not part of the OpenAI shape; Anthropic's `tool_result` carries it.
+        #[serde(skip)]
+        is_error: bool,
     },
 }
 
@@ -122,6 +125,7 @@ mod tests {
             Message::Tool {
                 tool_call_id: "c1".into(),
                 content: "text".into(),
+                is_error: true,
             },
             Message::Assistant {
                 content: Some("done".into()),
