@@ -8,6 +8,7 @@ pub mod host;
 pub mod ids;
 pub mod log;
 pub mod model;
+pub mod offload;
 pub mod webhook;
 
 #[cfg(feature = "node")]

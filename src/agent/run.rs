@@ -18,6 +18,7 @@ use crate::hooks::HookEvent;
 use crate::ids;
 use crate::model::scripted::describe;
 use crate::model::{AssistantToolCall, Message, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
+use crate::offload::offload;
 use crate::webhook::environment;
 
 pub(crate) struct Run {
@@ -64,7 +65,7 @@ impl Run {
             tool_calls: Vec::new(),
             context: HookContext {
                 extra,
-                environment: options.environment,
+                environment: Arc::new(options.environment),
             },
             setup_error,
             last_text: String::new(),
@@ -366,24 +367,27 @@ impl Run {
     }
 
     async fn call_model(&self) -> Result<ModelReply> {
-        let messages = self.session.messages();
-        let config = &self.session.config;
-        let request = ModelRequest {
-            system_prompt: config.system_prompt.as_deref(),
-            messages: &messages,
-            tools: &self.session.tool_schemas,
-            temperature: config.temperature,
-            max_output_tokens: config.max_output_tokens,
-            turn: self.turns,
-            scope: self.scope,
-        };
-        let events = self.events.clone();
-        let mut on_text = move |delta: &str| {
-            let _ = events.send(StreamEvent::Content {
-                delta: delta.to_string(),
-            });
-        };
-        self.session.model.complete(request, &mut on_text).await
+        if !self.session.model.is_remote() {
+            return model_turn(
+                self.session.clone(),
+                self.session.messages(),
+                self.turns,
+                self.scope,
+                self.events.clone(),
+            )
+            .await;
+        }
+        // Off the polling thread: the HTTP exchange and its SSE parsing run on the workers.
+        let turn = model_turn(
+            self.session.clone(),
+            self.session.messages(),
+            self.turns,
+            self.scope,
+            self.events.clone(),
+        );
+        offload(turn)
+            .await
+            .unwrap_or_else(|error| Err(SdkError::model(format!("Model request task failed: {error}"))))
     }
 
     /// Runs one turn's tool calls concurrently; results come back in call order, with the first
@@ -415,6 +419,32 @@ impl Run {
         let interrupt = finished.iter().find_map(|done| done.interrupt.clone());
         (finished.into_iter().map(|done| done.record).collect(), interrupt)
     }
+}
+
+/// One model call over the conversation `messages`; content deltas are published as they come.
+async fn model_turn(
+    session: Arc<Session>,
+    messages: Arc<Vec<Arc<Message>>>,
+    turn: u32,
+    scope: u32,
+    events: UnboundedSender<StreamEvent>,
+) -> Result<ModelReply> {
+    let config = &session.config;
+    let request = ModelRequest {
+        system_prompt: config.system_prompt.as_deref(),
+        messages: &messages,
+        tools: &session.tool_schemas,
+        temperature: config.temperature,
+        max_output_tokens: config.max_output_tokens,
+        turn,
+        scope,
+    };
+    let mut on_text = move |delta: &str| {
+        let _ = events.send(StreamEvent::Content {
+            delta: delta.to_string(),
+        });
+    };
+    session.model.complete(request, &mut on_text).await
 }
 
 fn stop_name(stop: StopReason) -> &'static str {

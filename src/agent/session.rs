@@ -222,7 +222,7 @@ impl Session {
     pub async fn start(&self, scope: u32, environment: Environment) -> Result<()> {
         let context = HookContext {
             extra: Vec::new(),
-            environment,
+            environment: Arc::new(environment),
         };
         if !self.dispatcher.has(HookEvent::SessionStart, None, &context) {
             return Ok(());
@@ -313,7 +313,7 @@ impl Session {
         self.stop_active_run().await;
         let context = HookContext {
             extra: Vec::new(),
-            environment,
+            environment: Arc::new(environment),
         };
         self.session_end(scope, &context).await
     }

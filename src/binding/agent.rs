@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
 use super::host::{InvokeFn, JsHost};
+use super::local::{self, PollFn};
 use crate::agent::config::ENV_VARS;
 use crate::agent::session::next_batch;
 use crate::agent::{AgentConfig, RunControl, SendOptions, Session, StreamEvent};
@@ -24,7 +25,11 @@ fn error_json(error: &SdkError) -> String {
 
 /// A created session, or the JSON of the error that prevented it.
 #[napi]
-pub fn create_session(options: String, invoke: InvokeFn, environment: Object) -> Result<Either<NativeAgent, String>> {
+pub fn create_session(
+    options: String,
+    invoke: Function<String, Either<String, Promise<String>>>,
+    environment: Object,
+) -> Result<Either<NativeAgent, String>> {
     let options: Value = match serde_json::from_str(&options) {
         Ok(options) => options,
         Err(error) => {
@@ -39,17 +44,35 @@ pub fn create_session(options: String, invoke: InvokeFn, environment: Object) ->
             variables.insert(name.to_string(), value);
         }
     }
-    match AgentConfig::from_options(&options, &variables) {
-        Ok(config) => Ok(Either::A(NativeAgent {
-            session: Session::new(config, Arc::new(JsHost::new(invoke))),
-        })),
-        Err(error) => Ok(Either::B(error_json(&error))),
-    }
+    let config = match AgentConfig::from_options(&options, &variables) {
+        Ok(config) => config,
+        Err(error) => return Ok(Either::B(error_json(&error))),
+    };
+    let threadsafe: InvokeFn = invoke
+        .build_threadsafe_function()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build()?;
+    // Polling a run: the callback polls it, then `invoke` is given a no-op request.
+    let poll: PollFn = invoke
+        .build_threadsafe_function::<u64>()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build_callback(|context| {
+            local::poll(context.env.raw(), context.value);
+            Ok(r#"{"op":"poll"}"#.to_string())
+        })?;
+    let host = JsHost::new(threadsafe, invoke.create_ref()?);
+    Ok(Either::A(NativeAgent {
+        session: Session::new(config, Arc::new(host)),
+        poll: Arc::new(poll),
+    }))
 }
 
 #[napi]
 pub struct NativeAgent {
     session: Arc<Session>,
+    poll: Arc<PollFn>,
 }
 
 #[napi]
@@ -113,7 +136,7 @@ impl NativeAgent {
             },
         ) {
             Ok((handle, run)) => {
-                napi::bindgen_prelude::spawn(run);
+                local::spawn(self.poll.clone(), run);
                 Either::A(NativeRun {
                     events: Mutex::new(handle.events),
                     control: handle.control,

@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Either, Promise};
+use napi::bindgen_prelude::{Either, FunctionRef, Promise};
 use napi::threadsafe_function::ThreadsafeFunction;
+use napi::Env;
 use napi::Status;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -19,16 +20,32 @@ use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFutur
 /// a synchronous reply saves the promise's extra trip through the event loop.
 pub type InvokeFn = ThreadsafeFunction<String, Either<String, Promise<String>>, String, Status, false, true>;
 
+/// `invoke` itself, for direct calls from a run polled on the JS thread.
+pub type InvokeRef = FunctionRef<String, Either<String, Promise<String>>>;
+
 pub struct JsHost {
     invoke: Arc<InvokeFn>,
+    direct: Arc<InvokeRef>,
 }
 
 impl JsHost {
-    pub fn new(invoke: InvokeFn) -> Self {
+    pub fn new(invoke: InvokeFn, direct: InvokeRef) -> Self {
         JsHost {
             invoke: Arc::new(invoke),
+            direct: Arc::new(direct),
         }
     }
+}
+
+/// Calls `invoke` directly, when this thread is the JS thread polling a run.
+fn call_directly(direct: &InvokeRef, payload: &str) -> Option<napi::Result<Either<String, Promise<String>>>> {
+    let env = super::local::current_env()?;
+    let env = Env::from_raw(env);
+    Some(
+        direct
+            .borrow_back(&env)
+            .and_then(|function| function.call(payload.to_string())),
+    )
 }
 
 #[derive(Deserialize)]
@@ -49,13 +66,19 @@ impl JsHost {
     /// Sends one JSON request to `invoke` and reads its JSON reply.
     fn request(&self, payload: String) -> HostFuture {
         let invoke = self.invoke.clone();
+        let direct = self.direct.clone();
         Box::pin(async move {
             let lost = |error: napi::Error| HostError {
                 message: format!("the JavaScript callback could not be called: {}", error.reason),
                 thrown: None,
             };
-            // `call_async_catch` turns a synchronous throw into an error, not a fatal exception.
-            let text = match invoke.call_async_catch(payload).await.map_err(lost)? {
+            // On the JS thread (a run being polled there) the call is direct; elsewhere it goes
+            // through the threadsafe function. `invoke` never throws: it catches and replies.
+            let returned = match call_directly(&direct, &payload) {
+                Some(returned) => returned.map_err(lost)?,
+                None => invoke.call_async_catch(payload).await.map_err(lost)?,
+            };
+            let text = match returned {
                 Either::A(text) => text,
                 Either::B(promise) => promise.await.map_err(lost)?,
             };

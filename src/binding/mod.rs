@@ -3,3 +3,4 @@
 
 pub mod agent;
 pub mod host;
+pub mod local;

@@ -9,8 +9,9 @@ use super::dispatch::Caller;
 use super::event::HookEvent;
 use super::registry::HookObject;
 use crate::log::Log;
+use crate::offload::offload;
 use crate::webhook::decision::Decision;
-use crate::webhook::deliver::{self, ControlAnswer};
+use crate::webhook::deliver::{self, ControlAnswer, Environment};
 use crate::webhook::payload;
 
 /// The model-facing text of a call blocked because a control failed with `onError: 'block'`.
@@ -27,6 +28,24 @@ pub enum Verdict {
     Failed,
 }
 
+/// Asks a control on the runtime's workers, never on the thread polling the run.
+async fn offload_control(
+    hook: &std::sync::Arc<HookObject>,
+    body: Value,
+    environment: &std::sync::Arc<Environment>,
+) -> ControlAnswer {
+    let hook = hook.clone();
+    let environment = environment.clone();
+    offload(async move {
+        match &hook.webhook {
+            Some(webhook) => deliver::control(webhook, &body, &environment).await,
+            None => ControlAnswer::Notification,
+        }
+    })
+    .await
+    .unwrap_or(ControlAnswer::Failed(crate::webhook::DeliveryError::Network))
+}
+
 pub async fn evaluate(
     controls: &[&std::sync::Arc<HookObject>],
     event: HookEvent,
@@ -39,7 +58,7 @@ pub async fn evaluate(
         let body = payload::build(payload, webhook, &hook.id, &hook.type_name, false);
         let answer = tokio::select! {
             biased;
-            answer = deliver::control(webhook, &body, &caller.context.environment) => answer,
+            answer = offload_control(hook, body, &caller.context.environment) => answer,
             // Cancellation never grants permission.
             _ = async {
                 match caller.cancel {

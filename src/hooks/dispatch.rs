@@ -19,6 +19,7 @@ use super::registry::{Entry, HookObject, Registry};
 use crate::error::{ErrorCode, HookTimeout, SdkError};
 use crate::host::{AbortReason, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, SignalSlot};
 use crate::log::Log;
+use crate::offload::offload;
 use crate::webhook::deliver::{self, Environment};
 
 pub const CLEANING_UP: &str = "An inline hook callback is still cleaning up";
@@ -86,7 +87,7 @@ fn critical_message(hook_id: &str) -> String {
 #[derive(Debug, Default)]
 pub struct HookContext {
     pub extra: Vec<Arc<HookObject>>,
-    pub environment: Environment,
+    pub environment: Arc<Environment>,
 }
 
 /// One event to dispatch: its payload (the callbacks' input, without `abortSignal`), the tool
@@ -360,7 +361,7 @@ impl Dispatcher {
             let body = crate::webhook::payload::build(&input.payload, webhook, &hook.id, &hook.type_name, true);
             let delivered = tokio::select! {
                 biased;
-                delivered = deliver::notify(webhook, &body, &caller.context.environment) => delivered,
+                delivered = offload_notify(hook, body, &caller.context.environment) => delivered,
                 _ = tokio::time::sleep_until(timeout.deadline) => {
                     return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
                 }
@@ -462,6 +463,24 @@ impl Dispatcher {
             )
         }
     }
+}
+
+/// Delivers a notification on the runtime's workers, never on the thread polling the run.
+async fn offload_notify(
+    hook: &Arc<HookObject>,
+    body: Value,
+    environment: &Arc<Environment>,
+) -> Result<(), deliver::DeliveryError> {
+    let hook = hook.clone();
+    let environment = environment.clone();
+    offload(async move {
+        match &hook.webhook {
+            Some(webhook) => deliver::notify(webhook, &body, &environment).await,
+            None => Ok(()),
+        }
+    })
+    .await
+    .unwrap_or(Err(deliver::DeliveryError::Network))
 }
 
 /// One budget: the event it is named after, its length, when it ends, and the dispatch whose

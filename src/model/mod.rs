@@ -86,4 +86,10 @@ pub type TextSink<'a> = &'a mut (dyn FnMut(&str) + Send);
 
 pub trait Model: Send + Sync {
     fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>>;
+
+    /// Talks to a server: the loop runs it on the runtime's workers, never on the thread that
+    /// polls the run (the JS thread), so streams are parsed off the JS thread.
+    fn is_remote(&self) -> bool {
+        false
+    }
 }

@@ -248,6 +248,10 @@ impl Model for OpenAiClient {
     fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
         Box::pin(self.complete_inner(request, on_text))
     }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
 }
 
 fn parse_completion(bytes: &[u8]) -> Result<ModelReply> {
