@@ -15,9 +15,12 @@ const REPEATS = Number(process.env.REPEATS ?? 5)
 const TURNS = Number(process.env.HTTP_TURNS ?? 200)
 const SESSIONS = Number(process.env.ELU_SESSIONS ?? 100)
 const SESSION_TURNS = Number(process.env.ELU_TURNS ?? 10)
+// A model answers after some time to first token; with none, a run is pure CPU and every
+// system's JS thread is busy for however long its run takes.
+const ELU_LATENCY_MS = Number(process.env.ELU_LATENCY_MS ?? 10)
 
-async function startModelServer() {
-  const child = await startProcess('./model_server.mjs')
+async function startModelServer(latencyMs = 0) {
+  const child = await startProcess('./model_server.mjs', { LATENCY_MS: String(latencyMs) })
   return { baseUrl: `http://127.0.0.1:${child.port}/v1`, stop: () => child.stop() }
 }
 
@@ -81,7 +84,7 @@ export async function loopHttp() {
 
 /** Main-thread event-loop utilization and p99 event-loop delay while SESSIONS sessions stream. */
 export async function eventLoopUtilization() {
-  const server = await startModelServer()
+  const server = await startModelServer(ELU_LATENCY_MS)
   try {
     const names = Object.keys(SYSTEMS)
     const measure = async (name) => {
@@ -100,6 +103,7 @@ export async function eventLoopUtilization() {
     return {
       unit: 'main-thread event-loop utilization (median)',
       sessions: SESSIONS,
+      modelLatencyMs: ELU_LATENCY_MS,
       turnsPerSession: SESSION_TURNS,
       ...comparison(pick('elu')),
       activeMs: comparison(pick('activeMs')),

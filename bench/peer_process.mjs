@@ -4,8 +4,8 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 
-export async function startProcess(script) {
-  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'] })
+export async function startProcess(script, env = {}) {
+  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...env } })
   let output = ''
   child.stdout.on('data', (part) => (output += part))
   while (!output.includes('\n')) await once(child.stdout, 'data')

@@ -39,7 +39,7 @@ table(`loop_http, ${http.turns} turns over SSE (µs per tool call)`, http)
 
 const elu = await eventLoopUtilization()
 results.benchmarks.event_loop_utilization = elu
-table(`event_loop_utilization, ${elu.sessions} sessions streaming (utilization)`, elu)
+table(`event_loop_utilization, ${elu.sessions} sessions streaming, model latency ${elu.modelLatencyMs} ms (utilization)`, elu)
 table('main-thread busy time over the run (ms)', elu.activeMs)
 table('event-loop delay p99 (ms)', elu.p99DelayMs)
 
