@@ -179,7 +179,6 @@ function makeInvoke(functions, scopes) {
   return function invoke(callJson) {
     const call = JSON.parse(callJson)
     const scope = scopes.get(call.scope) ?? new Scope()
-    if (call.op === 'poll') return '{"ok":true}'
     if (call.op === 'abort') {
       scope.timeOut(call.dispatch, call.event, call.timeoutMs)
       return '{"ok":true}'
@@ -387,7 +386,7 @@ async function createAgent(options) {
   }
   const { data, functions } = splitFunctions(options)
   const scopes = new Map()
-  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), process.env)
+  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), process.env, () => {})
   if (typeof made === 'string') throw toError(JSON.parse(made))
   const scope = new Scope()
   scopes.set(0, scope)

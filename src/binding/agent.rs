@@ -29,6 +29,7 @@ pub fn create_session(
     options: String,
     invoke: Function<String, Either<String, Promise<String>>>,
     environment: Object,
+    wake: Function<(), ()>,
 ) -> Result<Either<NativeAgent, String>> {
     let options: Value = match serde_json::from_str(&options) {
         Ok(options) => options,
@@ -53,19 +54,20 @@ pub fn create_session(
         .callee_handled::<false>()
         .weak::<true>()
         .build()?;
-    // Polling a run: the callback polls it, then `invoke` is given a no-op request.
-    let poll: PollFn = invoke
+    // Polling a run: the callback polls it; the JS function called after it (`wake`) does nothing.
+    let poll: PollFn = wake
         .build_threadsafe_function::<u64>()
         .callee_handled::<false>()
         .weak::<true>()
         .build_callback(|context| {
             local::poll(context.env.raw(), context.value);
-            Ok(r#"{"op":"poll"}"#.to_string())
+            Ok(())
         })?;
     let host = JsHost::new(threadsafe, invoke.create_ref()?);
     Ok(Either::A(NativeAgent {
         session: Session::new(config, Arc::new(host)),
         poll: Arc::new(poll),
+        wake: wake.create_ref()?,
     }))
 }
 
@@ -73,6 +75,8 @@ pub fn create_session(
 pub struct NativeAgent {
     session: Arc<Session>,
     poll: Arc<PollFn>,
+    /// A no-op JS function; a strong threadsafe function on it keeps Node alive while a run works.
+    wake: FunctionRef<(), ()>,
 }
 
 #[napi]
@@ -103,6 +107,7 @@ impl NativeAgent {
     #[napi]
     pub fn send(
         &self,
+        env: &Env,
         message: String,
         scope: u32,
         max_turns: Option<f64>,
@@ -136,10 +141,29 @@ impl NativeAgent {
             },
         ) {
             Ok((handle, run)) => {
-                local::spawn(self.poll.clone(), run);
+                // Held by the run until it ends: a run at work keeps Node alive, as a pending
+                // request would; an idle agent never does.
+                let keep_alive = match self
+                    .wake
+                    .borrow_back(env)
+                    .and_then(|wake| wake.build_threadsafe_function::<()>().callee_handled::<false>().build())
+                {
+                    Ok(keep_alive) => keep_alive,
+                    Err(error) => {
+                        return Either::B(error_json(&SdkError::model(format!(
+                            "the run could not be started: {}",
+                            error.reason
+                        ))))
+                    }
+                };
+                local::spawn(self.poll.clone(), async move {
+                    run.await;
+                    drop(keep_alive);
+                });
                 Either::A(NativeRun {
-                    events: Mutex::new(handle.events),
+                    events: Arc::new(Mutex::new(handle.events)),
                     control: handle.control,
+                    poll: self.poll.clone(),
                 })
             }
             Err(error) => Either::B(error_json(&error)),
@@ -176,25 +200,34 @@ impl NativeAgent {
 
 #[napi]
 pub struct NativeRun {
-    events: Mutex<mpsc::UnboundedReceiver<StreamEvent>>,
+    events: Arc<Mutex<mpsc::UnboundedReceiver<StreamEvent>>>,
     control: Arc<RunControl>,
+    poll: Arc<PollFn>,
 }
 
 #[napi]
 impl NativeRun {
     /// The events published since the last call, as a JSON array; waits for at least one,
     /// then up to a millisecond for more. `null` once the run has ended and every event was taken.
-    #[napi]
-    pub async fn next(&self) -> Option<String> {
-        let mut events = self.events.lock().await;
-        let batch = next_batch(&mut events, BATCH_WINDOW).await?;
-        Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
+    /// Waited for on the JS thread, where the run publishes them.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn next<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
+        let events = self.events.clone();
+        local::promise(env, self.poll.clone(), async move {
+            let mut events = events.lock().await;
+            let batch = next_batch(&mut events, BATCH_WINDOW).await?;
+            Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
+        })
     }
 
-    /// Resolves once the run has published its last event.
-    #[napi]
-    pub async fn finished(&self) {
-        self.control.finished().await
+    /// Resolves (with `null`) once the run has published its last event.
+    #[napi(ts_return_type = "Promise<null>")]
+    pub fn finished<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
+        let control = self.control.clone();
+        local::promise(env, self.poll.clone(), async move {
+            control.finished().await;
+            None
+        })
     }
 
     #[napi]

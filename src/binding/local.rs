@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
 
-use napi::bindgen_prelude::{Either, Promise};
 use napi::sys;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
@@ -20,7 +19,7 @@ use napi::Status;
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
 /// Schedules polls of a run: calling it with a task id polls that task on the JS thread.
-pub type PollFn = ThreadsafeFunction<u64, Either<String, Promise<String>>, String, Status, false, true>;
+pub type PollFn = ThreadsafeFunction<u64, (), (), Status, false, true>;
 
 thread_local! {
     static TASKS: RefCell<HashMap<u64, (Task, Arc<TaskWaker>)>> = RefCell::new(HashMap::new());
@@ -83,4 +82,49 @@ pub fn poll(env: sys::napi_env, id: u64) {
     if !ready {
         TASKS.with(|tasks| tasks.borrow_mut().insert(id, (task, waker)));
     }
+}
+
+/// Starts `future` on the JS thread and polls it once right away (the caller is on the JS
+/// thread, with `env`).
+pub fn spawn_now(env: sys::napi_env, poll_fn: Arc<PollFn>, future: impl Future<Output = ()> + 'static) {
+    let id = NEXT_ID.with(|next| {
+        let id = next.get();
+        next.set(id + 1);
+        id
+    });
+    let waker = Arc::new(TaskWaker {
+        id,
+        scheduled: AtomicBool::new(false),
+        poll: poll_fn,
+    });
+    TASKS.with(|tasks| tasks.borrow_mut().insert(id, (Box::pin(future), waker)));
+    poll(env, id);
+}
+
+/// A promise made now and settled with what `work` yields (a string, or `null`); `work` is
+/// polled on the JS thread, so settling it needs no thread hop.
+pub fn promise<'env>(
+    env: &'env napi::Env,
+    poll_fn: Arc<PollFn>,
+    work: impl Future<Output = Option<String>> + 'static,
+) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, Option<String>>> {
+    let mut deferred = std::ptr::null_mut();
+    let mut promise = std::ptr::null_mut();
+    napi::check_status!(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
+    spawn_now(env.raw(), poll_fn, async move {
+        let value = work.await;
+        // Settled inside a poll, so this is the JS thread and its env is current.
+        let Some(env) = current_env() else { return };
+        unsafe {
+            let mut settled = std::ptr::null_mut();
+            match value {
+                Some(text) => {
+                    sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut settled)
+                }
+                None => sys::napi_get_null(env, &mut settled),
+            };
+            sys::napi_resolve_deferred(env, deferred, settled);
+        }
+    });
+    Ok(napi::bindgen_prelude::PromiseRaw::new(env.raw(), promise))
 }
