@@ -150,10 +150,10 @@ impl NativeAgent {
                 {
                     Ok(keep_alive) => keep_alive,
                     Err(error) => {
-                        return Either::B(error_json(&SdkError::model(format!(
-                            "the run could not be started: {}",
-                            error.reason
-                        ))))
+                        return Either::B(error_json(&SdkError::new(
+                            crate::error::ErrorCode::Plain,
+                            format!("the run could not be started: {}", error.reason),
+                        )))
                     }
                 };
                 local::spawn(self.poll.clone(), async move {
