@@ -13,11 +13,11 @@ use super::local::{self, PollFn};
 use crate::agent::config::ENV_VARS;
 use crate::agent::session::next_batch;
 use crate::agent::{AgentConfig, RunControl, SendOptions, Session, StreamEvent};
+use crate::error::{ErrorCode, SdkError};
 
 /// How long a pull of events waits for more after the first: a stream's consumer gets its
 /// events at most this late, in far fewer crossings into JS.
 const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(1);
-use crate::error::SdkError;
 
 fn error_json(error: &SdkError) -> String {
     serde_json::to_string(error).unwrap_or_default()
@@ -117,7 +117,7 @@ impl NativeAgent {
             Ok(message) => message,
             Err(error) => {
                 return Either::B(error_json(&SdkError::new(
-                    crate::error::ErrorCode::InvalidInput,
+                    ErrorCode::InvalidInput,
                     format!("message could not be read: {error}"),
                 )))
             }
@@ -127,7 +127,7 @@ impl NativeAgent {
             Some(n) if n.fract() == 0.0 && (1.0..=2_147_483_647.0).contains(&n) => Some(n as u32),
             Some(_) => {
                 return Either::B(error_json(&SdkError::new(
-                    crate::error::ErrorCode::InvalidInput,
+                    ErrorCode::InvalidInput,
                     "maxTurns must be a positive integer no greater than 2147483647",
                 )))
             }
@@ -151,7 +151,7 @@ impl NativeAgent {
                     Ok(keep_alive) => keep_alive,
                     Err(error) => {
                         return Either::B(error_json(&SdkError::new(
-                            crate::error::ErrorCode::Plain,
+                            ErrorCode::Plain,
                             format!("the run could not be started: {}", error.reason),
                         )))
                     }
