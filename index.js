@@ -217,10 +217,9 @@ function makeInvoke(functions, scopes) {
     } catch (thrown) {
       return failed(thrown)
     }
-    if (returned !== null && (typeof returned === 'object' || typeof returned === 'function') && typeof returned.then === 'function') {
-      return Promise.resolve(returned).then(settled, failed).then(undefined, failed)
-    }
     try {
+      const thenable = returned !== null && (typeof returned === 'object' || typeof returned === 'function') && typeof returned.then === 'function'
+      if (thenable) return Promise.resolve(returned).then(settled, failed).then(undefined, failed)
       return settled(returned)
     } catch (thrown) {
       return failed(thrown)

@@ -71,6 +71,7 @@ describe('odd return values', () => {
       defineTool({ name: 'fn', execute: () => (() => 1) as any }),
       defineTool({ name: 'symbol', execute: () => Symbol('s') as any }),
       defineTool({ name: 'date', execute: () => new Date(0) as any }),
+      defineTool({ name: 'hostileThen', execute: () => ({ get then() { throw new Error('no then for you') } }) as any }),
     ]
     const result = await prompt('go', {
       model: scriptedModel([{ toolCalls: tools.map((tool) => ({ name: tool.name, input: {} })) }, { text: 'fine' }]),
@@ -83,6 +84,7 @@ describe('odd return values', () => {
       ['success', ''],
       ['success', ''],
       ['success', '1970-01-01T00:00:00.000Z'],
+      ['error', 'Tool execution failed: no then for you'],
     ])
   })
 
