@@ -61,6 +61,21 @@ describe('the process', () => {
   })
 })
 
+describe('the demo', () => {
+  it('explores this project with its scripted model and prints each step', async () => {
+    const output = await new Promise<string>((done, fail) => {
+      const env = { ...process.env }
+      delete env.OPENAI_API_KEY
+      execFile(process.execPath, [resolve(__dirname, '..', 'examples', 'demo.mjs')], { timeout: 15000, env }, (error, stdout) => (error ? fail(error) : done(stdout)))
+    })
+    expect(output).toContain('(scripted model)')
+    expect(output).toContain('→ list_files({"dir":"."})')
+    expect(output).toContain('→ read_file({"path":"package.json"})')
+    expect(output).toContain('This is agent-runtime-hooks@')
+    expect(output).toContain('── done: 3 model turns, 3 tool calls, stop reason done')
+  })
+})
+
 describe('odd return values', () => {
   it('become failed calls or empty outputs, never a crash', async () => {
     const circular: any = { a: 1 }
