@@ -51,8 +51,8 @@ pub fn current_env() -> Option<sys::napi_env> {
     CURRENT_ENV.with(Cell::get)
 }
 
-/// Starts `future` on the JS thread; its first poll is scheduled, not done now.
-pub fn spawn(poll: Arc<PollFn>, future: impl Future<Output = ()> + 'static) {
+/// Keeps `future` as a task of this thread; its waker schedules polls through `poll_fn`.
+fn register(poll_fn: Arc<PollFn>, future: impl Future<Output = ()> + 'static) -> Arc<TaskWaker> {
     let id = NEXT_ID.with(|next| {
         let id = next.get();
         next.set(id + 1);
@@ -61,10 +61,15 @@ pub fn spawn(poll: Arc<PollFn>, future: impl Future<Output = ()> + 'static) {
     let waker = Arc::new(TaskWaker {
         id,
         scheduled: AtomicBool::new(false),
-        poll,
+        poll: poll_fn,
     });
     TASKS.with(|tasks| tasks.borrow_mut().insert(id, (Box::pin(future), waker.clone())));
-    waker.wake_by_ref();
+    waker
+}
+
+/// Starts `future` on the JS thread; its first poll is scheduled, not done now.
+pub fn spawn(poll_fn: Arc<PollFn>, future: impl Future<Output = ()> + 'static) {
+    register(poll_fn, future).wake_by_ref();
 }
 
 /// Polls task `id` (called on the JS thread by the poll function's callback).
@@ -87,17 +92,7 @@ pub fn poll(env: sys::napi_env, id: u64) {
 /// Starts `future` on the JS thread and polls it once right away (the caller is on the JS
 /// thread, with `env`).
 pub fn spawn_now(env: sys::napi_env, poll_fn: Arc<PollFn>, future: impl Future<Output = ()> + 'static) {
-    let id = NEXT_ID.with(|next| {
-        let id = next.get();
-        next.set(id + 1);
-        id
-    });
-    let waker = Arc::new(TaskWaker {
-        id,
-        scheduled: AtomicBool::new(false),
-        poll: poll_fn,
-    });
-    TASKS.with(|tasks| tasks.borrow_mut().insert(id, (Box::pin(future), waker)));
+    let id = register(poll_fn, future).id;
     poll(env, id);
 }
 
