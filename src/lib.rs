@@ -9,6 +9,7 @@ pub mod ids;
 pub mod log;
 pub mod model;
 pub mod offload;
+pub mod text;
 pub mod webhook;
 
 #[cfg(feature = "node")]

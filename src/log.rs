@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::host::{Callable, Host, HostCall};
-use crate::model::scripted::describe;
+use crate::text::describe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {

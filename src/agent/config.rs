@@ -15,8 +15,9 @@ use crate::host::{Callable, Host};
 use crate::log::Sink;
 use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
-use crate::model::scripted::{describe, parse_turns, Script, ScriptedModel};
+use crate::model::scripted::{parse_turns, Script, ScriptedModel};
 use crate::model::{Connection, HttpSettings, Model, ToolSchema};
+use crate::text::describe;
 
 /// The key that marks a user function in the options JSON.
 pub const FUNCTION_KEY: &str = "$function";

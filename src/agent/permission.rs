@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::tools::ToolKind;
 use crate::host::Callable;
-use crate::model::scripted::describe;
+use crate::text::describe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {

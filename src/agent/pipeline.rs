@@ -15,8 +15,8 @@ use crate::hooks::dispatch::{Caller, EventInput, HookError, Timeout};
 use crate::hooks::pending::Owner;
 use crate::hooks::HookEvent;
 use crate::host::{DispatchSignal, ErrorSlot, HostCall, SignalSlot};
-use crate::model::scripted::describe;
 use crate::model::ToolCallRequest;
+use crate::text::describe;
 
 /// The part of the run a tool call needs.
 pub(crate) struct CallSite<'a> {

@@ -16,9 +16,9 @@ use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
 use crate::hooks::pending::SETTLE_GRACE;
 use crate::hooks::HookEvent;
 use crate::ids;
-use crate::model::scripted::describe;
 use crate::model::{AssistantToolCall, Message, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
 use crate::offload::offload;
+use crate::text::describe;
 use crate::webhook::environment;
 
 pub(crate) struct Run {
@@ -179,10 +179,9 @@ impl Run {
     async fn steps(&mut self, content: UserContent) -> Finish {
         let content = self.user_prompt_submit(content).await?;
         self.session.push(Message::User { content });
-        let mut last_text = String::new();
         loop {
             if self.turns >= self.max_turns {
-                return Ok((last_text, StopReason::MaxTurns));
+                return Ok((self.last_text.clone(), StopReason::MaxTurns));
             }
             self.turns += 1;
             self.emit(StreamEvent::Turn { index: self.turns });
@@ -207,7 +206,6 @@ impl Run {
                 self.step_end(&text, &tool_calls, &[], false).await?;
                 return Ok((text, StopReason::Done));
             }
-            last_text = text.clone();
             let (records, interrupt) = self.run_tool_calls(&tool_calls).await;
             for record in &records {
                 self.session.push(Message::Tool {

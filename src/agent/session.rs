@@ -18,8 +18,8 @@ use crate::hooks::HookEvent;
 use crate::host::Host;
 use crate::ids;
 use crate::log::Log;
-use crate::model::scripted::describe;
 use crate::model::{Message, Model, ToolSchema, UserContent};
+use crate::text::describe;
 use crate::webhook::environment;
 use crate::webhook::Environment;
 

@@ -276,10 +276,13 @@ impl Dispatcher {
     async fn run_hooks(&self, input: EventInput<'_>, caller: Caller<'_>) -> Result<Dispatched, HookError> {
         let event = input.event;
         let session_event = event.is_session_event();
-        let calls_js = self.registered(event, caller.context).any(|entry| match entry {
+        let callbacks: Vec<Registered<'_>> = self.registered(event, caller.context).collect();
+        // The last hook that calls into JS (its call may release the dispatch's signal).
+        let last_js = callbacks.iter().rposition(|entry| match entry {
             Registered::Callback { .. } => true,
             Registered::Hook(hook) => hook.handler.is_some() && hook.matches(input.tool),
         });
+        let calls_js = last_js.is_some();
         if calls_js && self.pending.count(Owner::Hook) > 0 {
             return Err(HookError::CleaningUp);
         }
@@ -289,11 +292,6 @@ impl Dispatcher {
         let budget_ms = self.budget_ms(event);
         let dispatch = self.next_dispatch_id();
         let timeout = Timeout::starting_now(event.name(), budget_ms, dispatch);
-        let callbacks: Vec<Registered<'_>> = self.registered(event, caller.context).collect();
-        let last_js = callbacks.iter().rposition(|entry| match entry {
-            Registered::Callback { .. } => true,
-            Registered::Hook(hook) => hook.handler.is_some() && hook.matches(input.tool),
-        });
         let payload = Value::Object(input.payload.clone());
         let mut dispatched = Dispatched::default();
         let mut critical: Option<(String, String)> = None;

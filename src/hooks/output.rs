@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, SdkError};
-use crate::model::scripted::describe;
+use crate::text::describe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {

@@ -12,7 +12,7 @@ use super::event::{HookEvent, EVENT_COUNT};
 use crate::agent::config::callable;
 use crate::error::{Result, SdkError};
 use crate::host::Callable;
-use crate::model::scripted::describe;
+use crate::text::describe;
 use crate::webhook::WebhookConfig;
 
 /// A hook object: a handler, a webhook, or both, on one event.

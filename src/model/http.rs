@@ -9,6 +9,7 @@ use reqwest::{Response, StatusCode};
 use tokio::time::Instant;
 
 use crate::error::{Result, SdkError};
+pub(crate) use crate::text::excerpt;
 
 /// How a client reaches its server.
 #[derive(Debug, Clone)]
@@ -174,14 +175,6 @@ pub(crate) fn error_message(body: &[u8]) -> String {
     excerpt(&String::from_utf8_lossy(body), 500)
 }
 
-pub(crate) fn excerpt(text: &str, limit: usize) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(limit) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
-
 /// An error and its sources, `: `-joined (reqwest's own message alone says little).
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -222,12 +215,6 @@ mod tests {
         assert_eq!(error_message(br#"{"message":"bad"}"#), "bad");
         assert_eq!(error_message(br#"{"error":"nope"}"#), "nope");
         assert_eq!(error_message(b"  plain failure \n"), "plain failure");
-    }
-
-    #[test]
-    fn excerpt_cuts_on_a_character_boundary() {
-        assert_eq!(excerpt("héllo", 2), "hé…");
-        assert_eq!(excerpt("hi", 5), "hi");
     }
 
     #[test]

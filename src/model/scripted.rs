@@ -12,6 +12,7 @@ use super::{Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage};
 use crate::error::{Result, SdkError};
 use crate::host::{Callable, Host, HostCall};
 use crate::ids;
+use crate::text::describe;
 
 /// One scripted assistant turn.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -209,18 +210,6 @@ fn parse_call(value: &Value, path: &str) -> std::result::Result<ToolCallRequest,
         name,
         arguments,
     })
-}
-
-/// A short description of a JSON value for error messages.
-pub fn describe(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(flag) => flag.to_string(),
-        Value::Number(number) => number.to_string(),
-        Value::String(text) => format!("{:?}", super::http::excerpt(text, 40)),
-        Value::Array(_) => "an array".into(),
-        Value::Object(_) => "an object".into(),
-    }
 }
 
 /// Parses the turns array given to `scriptedModel([...])`.

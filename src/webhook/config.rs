@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::hooks::HookEvent;
-use crate::model::scripted::describe;
+use crate::text::describe;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookConfig {
@@ -211,29 +211,20 @@ impl WebhookConfig {
                 ))
             }
         };
-        let control = match string("responseHandling")? {
-            None | Some("ignore") => false,
-            Some("toolCall") => true,
-            Some(other) => {
-                return Err(format!(
-                    "{path}.responseHandling must be 'ignore' or 'toolCall' (got \"{other}\")"
-                ))
+        // A two-valued option: absent or the default is false, the other value true.
+        let switch = |key: &str, default: &str, other: &str| -> Result<bool, String> {
+            match string(key)? {
+                None => Ok(false),
+                Some(value) if value == default => Ok(false),
+                Some(value) if value == other => Ok(true),
+                Some(value) => Err(format!(
+                    "{path}.{key} must be '{default}' or '{other}' (got \"{value}\")"
+                )),
             }
         };
-        let block_on_error = match string("onError")? {
-            None | Some("continue") => false,
-            Some("block") => true,
-            Some(other) => {
-                return Err(format!(
-                    "{path}.onError must be 'continue' or 'block' (got \"{other}\")"
-                ))
-            }
-        };
-        let critical = match string("fallback")? {
-            None | Some("fetch") => false,
-            Some("none") => true,
-            Some(other) => return Err(format!("{path}.fallback must be 'fetch' or 'none' (got \"{other}\")")),
-        };
+        let control = switch("responseHandling", "ignore", "toolCall")?;
+        let block_on_error = switch("onError", "continue", "block")?;
+        let critical = switch("fallback", "fetch", "none")?;
         if control && !event.allows_control() {
             return Err(format!(
                 "{path}.responseHandling 'toolCall' is only for PreToolUse (beforeToolCall) and PostToolUse (afterToolCall) hooks"
@@ -301,6 +292,9 @@ mod tests {
             (json!({"url": "https://x.test", "headers": {"a": "${broken"}}), "hooks[0].webhook.headers.a has an unterminated ${ template"),
             (json!({"url": "https://x.test", "allowedEnvVars": ["1BAD"]}), "hooks[0].webhook.allowedEnvVars must list variable names like HOOK_TOKEN (got \"1BAD\")"),
             (json!({"url": "https://x.test", "onError": "block"}), "hooks[0].webhook.onError 'block' needs responseHandling 'toolCall'"),
+            (json!({"url": "https://x.test", "onError": "panic"}), "hooks[0].webhook.onError must be 'continue' or 'block' (got \"panic\")"),
+            (json!({"url": "https://x.test", "fallback": "qstash"}), "hooks[0].webhook.fallback must be 'fetch' or 'none' (got \"qstash\")"),
+            (json!({"url": "https://x.test", "responseHandling": "toolResult"}), "hooks[0].webhook.responseHandling must be 'ignore' or 'toolCall' (got \"toolResult\")"),
             (json!({"url": "https://x.test", "responseHandling": "toolCall", "body": {}}), "hooks[0].webhook: control hooks cannot filter or override the event payload (remove body and eventFields)"),
         ];
         for (value, expected) in cases {

@@ -1,0 +1,44 @@
+//! Short texts about values, for error messages.
+
+use serde_json::Value;
+
+/// A short description of a JSON value: `null`, `42`, `"text"`, `an array`, `an object`.
+pub fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Number(number) => number.to_string(),
+        Value::String(text) => format!("{:?}", excerpt(text, 40)),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// The start of `text`, at most `limit` characters, cut on a character boundary.
+pub fn excerpt(text: &str, limit: usize) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn excerpt_cuts_on_a_character_boundary() {
+        assert_eq!(excerpt("héllo", 2), "hé…");
+        assert_eq!(excerpt("hi", 5), "hi");
+    }
+
+    #[test]
+    fn values_are_described_briefly() {
+        assert_eq!(describe(&json!(null)), "null");
+        assert_eq!(describe(&json!("x")), "\"x\"");
+        assert_eq!(describe(&json!([1])), "an array");
+        assert_eq!(describe(&json!({})), "an object");
+    }
+}
