@@ -263,6 +263,21 @@ describe('per-event rules', () => {
     expect((await run([{ action: 'abort', reason: 'output rejected' }])).toolCalls[0].output).toBe('Tool execution failed: output rejected')
   })
 
+  it('a call whose arguments are not a JSON object fails without any hook; an unknown tool gets only PostToolUseFailure', async () => {
+    const seen: string[] = []
+    const note = (input: HookInput) => (seen.push(`${input.event}:${input.toolCallId}`), { action: 'continue' as const })
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ id: 'bad', name: 'Bash', arguments: '[1]' }, { id: 'ghost', name: 'Nope', input: {} }] }, { text: 'end' }]),
+      tools: [bash],
+      advanced: { hooks: { PreToolUse: [note], PermissionRequest: [note], PostToolUse: [note], PostToolUseFailure: [note] } },
+    })
+    expect(result.toolCalls.map((call) => call.output)).toEqual([
+      'Tool execution failed: arguments must be a JSON object (got an array)',
+      'Tool execution failed: Tool "Nope" not found',
+    ])
+    expect(seen).toEqual(['PostToolUseFailure:ghost'])
+  })
+
   it('a throwing or timed-out tool hook fails the call, and PostToolUseFailure then runs', async () => {
     const failures: string[] = []
     const result = await prompt('go', {

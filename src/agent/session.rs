@@ -97,6 +97,20 @@ pub struct SendOptions {
     pub environment: Environment,
 }
 
+impl SendOptions {
+    /// Reads `send(…, { maxTurns })` as JS gives it (a number).
+    pub fn max_turns(value: Option<f64>) -> Result<Option<u32>> {
+        match value {
+            None => Ok(None),
+            Some(n) if n.fract() == 0.0 && (1.0..=2_147_483_647.0).contains(&n) => Ok(Some(n as u32)),
+            Some(_) => Err(SdkError::new(
+                ErrorCode::InvalidInput,
+                "maxTurns must be a positive integer no greater than 2147483647",
+            )),
+        }
+    }
+}
+
 /// The caller's end of a run: its events, and the means to abort it.
 pub struct RunHandle {
     pub events: mpsc::UnboundedReceiver<StreamEvent>,
@@ -462,6 +476,20 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_millis(165));
         drop(sender);
         assert_eq!(next_batch(&mut events, window).await, None);
+    }
+
+    #[test]
+    fn max_turns_per_send_must_be_a_positive_integer() {
+        assert_eq!(SendOptions::max_turns(None).unwrap(), None);
+        assert_eq!(SendOptions::max_turns(Some(3.0)).unwrap(), Some(3));
+        for bad in [0.0, -1.0, 1.5, f64::NAN, 2_147_483_648.0] {
+            let error = SendOptions::max_turns(Some(bad)).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidInput);
+            assert_eq!(
+                error.message,
+                "maxTurns must be a positive integer no greater than 2147483647"
+            );
+        }
     }
 
     #[test]

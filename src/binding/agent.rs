@@ -122,15 +122,9 @@ impl NativeAgent {
                 )))
             }
         };
-        let max_turns = match max_turns {
-            None => None,
-            Some(n) if n.fract() == 0.0 && (1.0..=2_147_483_647.0).contains(&n) => Some(n as u32),
-            Some(_) => {
-                return Either::B(error_json(&SdkError::new(
-                    ErrorCode::InvalidInput,
-                    "maxTurns must be a positive integer no greater than 2147483647",
-                )))
-            }
+        let max_turns = match SendOptions::max_turns(max_turns) {
+            Ok(max_turns) => max_turns,
+            Err(error) => return Either::B(error_json(&error)),
         };
         match self.session.send(
             &message,
