@@ -292,7 +292,8 @@ impl Dispatcher {
         let budget_ms = self.budget_ms(event);
         let dispatch = self.next_dispatch_id();
         let timeout = Timeout::starting_now(event.name(), budget_ms, dispatch);
-        let payload = Value::Object(input.payload.clone());
+        // Each callback gets its own copy of the event's fields.
+        let fields = &input.payload;
         let mut dispatched = Dispatched::default();
         let mut critical: Option<(String, String)> = None;
         for (position, entry) in callbacks.iter().enumerate() {
@@ -313,7 +314,7 @@ impl Dispatcher {
             };
             // After a mock, later PreToolUse callbacks do not run.
             if let Some(function) = function.filter(|_| dispatched.mocked.is_none()) {
-                let mut call = HostCall::new(function, vec![payload.clone()], caller.scope);
+                let mut call = HostCall::new(function, vec![Value::Object(fields.clone())], caller.scope);
                 call.signal = Some(SignalSlot {
                     arg: 0,
                     key: "abortSignal",
@@ -356,7 +357,7 @@ impl Dispatcher {
             }
             let Some(hook) = hook else { continue };
             let Some(webhook) = &hook.webhook else { continue };
-            let body = crate::webhook::payload::build(&input.payload, webhook, &hook.id, &hook.type_name, true);
+            let body = crate::webhook::payload::build(fields, webhook, &hook.id, &hook.type_name, true);
             let delivered = tokio::select! {
                 biased;
                 delivered = offload_notify(hook, body, &caller.context.environment) => delivered,
