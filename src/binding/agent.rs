@@ -8,8 +8,8 @@ use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
-use super::host::{InvokeFn, JsHost};
-use super::local::{self, PollFn};
+use super::host::JsHost;
+use super::local;
 use crate::agent::config::ENV_VARS;
 use crate::agent::session::next_batch;
 use crate::agent::{AgentConfig, RunControl, SendOptions, Session, StreamEvent};
@@ -26,6 +26,7 @@ fn error_json(error: &SdkError) -> String {
 /// A created session, or the JSON of the error that prevented it.
 #[napi]
 pub fn create_session(
+    env: &Env,
     options: String,
     invoke: Function<String, Either<String, Promise<String>>>,
     environment: Object,
@@ -49,34 +50,16 @@ pub fn create_session(
         Ok(config) => config,
         Err(error) => return Ok(Either::B(error_json(&error))),
     };
-    let threadsafe: InvokeFn = invoke
-        .build_threadsafe_function()
-        .callee_handled::<false>()
-        .weak::<true>()
-        .build()?;
-    // Polling a run: the callback polls it; the JS function called after it (`wake`) does nothing.
-    let poll: PollFn = wake
-        .build_threadsafe_function::<u64>()
-        .callee_handled::<false>()
-        .weak::<true>()
-        .build_callback(|context| {
-            local::poll(context.env.raw(), context.value);
-            Ok(())
-        })?;
-    let host = JsHost::new(threadsafe, invoke.create_ref()?);
+    local::init(env, wake)?;
+    let host = JsHost::new(invoke.create_ref()?)?;
     Ok(Either::A(NativeAgent {
         session: Session::new(config, Arc::new(host)),
-        poll: Arc::new(poll),
-        wake: wake.create_ref()?,
     }))
 }
 
 #[napi]
 pub struct NativeAgent {
     session: Arc<Session>,
-    poll: Arc<PollFn>,
-    /// A no-op JS function; a strong threadsafe function on it keeps Node alive while a run works.
-    wake: FunctionRef<(), ()>,
 }
 
 #[napi]
@@ -137,27 +120,20 @@ impl NativeAgent {
             Ok((handle, run)) => {
                 // Held by the run until it ends: a run at work keeps Node alive, as a pending
                 // request would; an idle agent never does.
-                let keep_alive = match self
-                    .wake
-                    .borrow_back(env)
-                    .and_then(|wake| wake.build_threadsafe_function::<()>().callee_handled::<false>().build())
-                {
-                    Ok(keep_alive) => keep_alive,
-                    Err(error) => {
-                        return Either::B(error_json(&SdkError::new(
-                            ErrorCode::Plain,
-                            format!("the run could not be started: {}", error.reason),
-                        )))
-                    }
-                };
-                local::spawn(self.poll.clone(), async move {
+                let keep_alive = local::KeepAlive::new(env.raw());
+                let started = local::spawn(async move {
                     run.await;
                     drop(keep_alive);
                 });
+                if let Err(error) = started {
+                    return Either::B(error_json(&SdkError::new(
+                        ErrorCode::Plain,
+                        format!("the run could not be started: {}", error.reason),
+                    )));
+                }
                 Either::A(NativeRun {
                     events: Arc::new(Mutex::new(handle.events)),
                     control: handle.control,
-                    poll: self.poll.clone(),
                 })
             }
             Err(error) => Either::B(error_json(&error)),
@@ -170,25 +146,39 @@ impl NativeAgent {
     }
 
     /// Runs SessionStart; resolves `null`, or the JSON of the error that stopped it.
-    #[napi]
-    pub async fn start(&self, scope: u32, environment: HashMap<String, String>) -> Option<String> {
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn start<'env>(
+        &self,
+        env: &'env Env,
+        scope: u32,
+        environment: HashMap<String, String>,
+    ) -> Result<PromiseRaw<'env, Option<String>>> {
         let session = self.session.clone();
-        session
-            .start(scope, environment)
-            .await
-            .err()
-            .map(|error| error_json(&error))
+        local::promise(env, async move {
+            session
+                .start(scope, environment)
+                .await
+                .err()
+                .map(|error| error_json(&error))
+        })
     }
 
     /// Resolves `null`, or the JSON of the error that stopped the close.
-    #[napi]
-    pub async fn close(&self, scope: u32, environment: HashMap<String, String>) -> Option<String> {
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn close<'env>(
+        &self,
+        env: &'env Env,
+        scope: u32,
+        environment: HashMap<String, String>,
+    ) -> Result<PromiseRaw<'env, Option<String>>> {
         let session = self.session.clone();
-        session
-            .close(scope, environment)
-            .await
-            .err()
-            .map(|error| error_json(&error))
+        local::promise(env, async move {
+            session
+                .close(scope, environment)
+                .await
+                .err()
+                .map(|error| error_json(&error))
+        })
     }
 }
 
@@ -196,7 +186,6 @@ impl NativeAgent {
 pub struct NativeRun {
     events: Arc<Mutex<mpsc::UnboundedReceiver<StreamEvent>>>,
     control: Arc<RunControl>,
-    poll: Arc<PollFn>,
 }
 
 #[napi]
@@ -207,7 +196,7 @@ impl NativeRun {
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let events = self.events.clone();
-        local::promise(env, self.poll.clone(), async move {
+        local::promise(env, async move {
             let mut events = events.lock().await;
             let batch = next_batch(&mut events, BATCH_WINDOW).await?;
             Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
@@ -218,7 +207,7 @@ impl NativeRun {
     #[napi(ts_return_type = "Promise<null>")]
     pub fn finished<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let control = self.control.clone();
-        local::promise(env, self.poll.clone(), async move {
+        local::promise(env, async move {
             control.finished().await;
             None
         })

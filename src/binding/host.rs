@@ -1,51 +1,58 @@
-//! The core's `Host`, implemented with one threadsafe function per agent: `index.js` hands over
-//! `invoke(callJson) => Promise<replyJson>`, which calls the user function the call names.
+//! The core's `Host`: `index.js` hands over `invoke(callJson) => replyJson | Promise<replyJson>`,
+//! which calls the user function the call names. A session's futures are polled on the JS
+//! thread (`local.rs`), so `invoke` is called directly.
 //! JSON text crosses the boundary in both directions: it is cheaper than building objects
 //! through napi, and the values land in the caller's own JS realm (Jest runs tests in a VM realm).
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Either, FunctionRef, Promise};
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi::Env;
-use napi::Status;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::local::Remote;
 use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
-
-/// `CalleeHandled = false` (the JS side is a plain function) and `Weak = true` (a stored agent
-/// never keeps Node alive; a pending call is kept alive by the promise awaiting it). `invoke`
-/// replies at once when the user function returned a plain value, and with a promise otherwise:
-/// a synchronous reply saves the promise's extra trip through the event loop.
-pub type InvokeFn = ThreadsafeFunction<String, Either<String, Promise<String>>, String, Status, false, true>;
 
 /// `invoke` itself, for direct calls from a run polled on the JS thread.
 pub type InvokeRef = FunctionRef<String, Either<String, Promise<String>>>;
 
+/// `invoke` replies at once when the user function returned a plain value, and with a promise
+/// otherwise: a synchronous reply saves the promise's extra trip through the event loop.
 pub struct JsHost {
-    invoke: Arc<InvokeFn>,
-    direct: Arc<InvokeRef>,
+    invoke: Arc<InvokeRef>,
+    /// For calls made off the JS thread (a log line from a webhook delivery, an abandoned
+    /// hook's call finishing on a worker): they hop to the JS thread first.
+    remote: Remote,
 }
 
 impl JsHost {
-    pub fn new(invoke: InvokeFn, direct: InvokeRef) -> Self {
-        JsHost {
+    /// Made on the JS thread, after [`super::local::init`].
+    pub fn new(invoke: InvokeRef) -> napi::Result<Self> {
+        let remote = Remote::here().ok_or_else(|| napi::Error::from_reason("the JS thread has no scheduler"))?;
+        Ok(JsHost {
             invoke: Arc::new(invoke),
-            direct: Arc::new(direct),
-        }
+            remote,
+        })
     }
 }
 
-/// Calls `invoke` directly, when this thread is the JS thread polling a run.
-fn call_directly(direct: &InvokeRef, payload: &str) -> Option<napi::Result<Either<String, Promise<String>>>> {
-    let env = super::local::current_env()?;
-    let env = Env::from_raw(env);
-    Some(
-        direct
-            .borrow_back(&env)
-            .and_then(|function| function.call(payload.to_string())),
-    )
+/// Calls `invoke` when this thread is the JS thread polling a session's future; gives the
+/// payload back otherwise.
+fn call(invoke: &InvokeRef, payload: String) -> Result<napi::Result<Either<String, Promise<String>>>, String> {
+    let Some(env) = super::local::current_env() else {
+        return Err(payload);
+    };
+    Ok(invoke
+        .borrow_back(&Env::from_raw(env))
+        .and_then(|function| function.call(payload)))
+}
+
+fn lost(error: napi::Error) -> HostError {
+    HostError {
+        message: format!("the JavaScript callback could not be called: {}", error.reason),
+        thrown: None,
+    }
 }
 
 #[derive(Deserialize)]
@@ -66,34 +73,45 @@ impl JsHost {
     /// Sends one JSON request to `invoke` and reads its JSON reply.
     fn request(&self, payload: String) -> HostFuture {
         let invoke = self.invoke.clone();
-        let direct = self.direct.clone();
+        let remote = self.remote.clone();
         Box::pin(async move {
-            let lost = |error: napi::Error| HostError {
-                message: format!("the JavaScript callback could not be called: {}", error.reason),
-                thrown: None,
+            let payload = match call(&invoke, payload) {
+                Ok(returned) => return reply(returned).await,
+                Err(payload) => payload,
             };
-            // On the JS thread (a run being polled there) the call is direct; elsewhere it goes
-            // through the threadsafe function. `invoke` never throws: it catches and replies.
-            let returned = match call_directly(&direct, &payload) {
-                Some(returned) => returned.map_err(lost)?,
-                None => invoke.call_async_catch(payload).await.map_err(lost)?,
-            };
-            let text = match returned {
-                Either::A(text) => text,
-                Either::B(promise) => promise.await.map_err(lost)?,
-            };
-            let reply: Reply = serde_json::from_str(&text).map_err(|error| HostError {
-                message: format!("the JavaScript callback sent an unreadable reply: {error}"),
-                thrown: None,
-            })?;
-            if reply.ok {
-                Ok(reply.value)
-            } else {
-                Err(HostError {
-                    message: reply.message.unwrap_or_default(),
-                    thrown: reply.thrown,
-                })
-            }
+            let (sender, receiver) = tokio::sync::oneshot::channel();
+            remote.run(move || {
+                let _ = super::local::spawn(async move {
+                    let returned = call(&invoke, payload).unwrap_or_else(|_| {
+                        Err(napi::Error::from_reason("it was called outside the JavaScript thread"))
+                    });
+                    let _ = sender.send(reply(returned).await);
+                });
+            });
+            receiver
+                .await
+                .unwrap_or_else(|_| Err(lost(napi::Error::from_reason("its JavaScript thread has shut down"))))
+        })
+    }
+}
+
+/// Reads what `invoke` returned: its reply, or a promise of it. `invoke` never throws: it
+/// catches and replies.
+async fn reply(returned: napi::Result<Either<String, Promise<String>>>) -> Result<Option<Value>, HostError> {
+    let text = match returned.map_err(lost)? {
+        Either::A(text) => text,
+        Either::B(promise) => promise.await.map_err(lost)?,
+    };
+    let reply: Reply = serde_json::from_str(&text).map_err(|error| HostError {
+        message: format!("the JavaScript callback sent an unreadable reply: {error}"),
+        thrown: None,
+    })?;
+    if reply.ok {
+        Ok(reply.value)
+    } else {
+        Err(HostError {
+            message: reply.message.unwrap_or_default(),
+            thrown: reply.thrown,
         })
     }
 }

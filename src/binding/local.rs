@@ -1,35 +1,69 @@
-//! Runs a session's agent loop on the JS thread. A run is polled inside a threadsafe-function
-//! callback whenever it is woken, so the JS functions it calls (tools, hooks) are direct calls,
-//! with no thread hop in either direction. What must not run on the JS thread — model HTTP and
-//! SSE parsing, webhook delivery — is spawned onto the tokio runtime by the core, and timers
-//! come from that runtime too; their wake-ups schedule a poll here.
+//! Runs a session's futures (its runs, `start` and `close`) on the JS thread. A task is polled
+//! whenever it is woken, so the JS functions it calls (tools, hooks) are direct calls, with no
+//! thread hop in either direction. What must not run on the JS thread — model HTTP and SSE
+//! parsing, webhook delivery — is spawned onto the tokio runtime by the core, and timers come
+//! from that runtime too; their wake-ups schedule a poll here.
+//!
+//! One threadsafe function per JS thread schedules every poll: libuv scans all of a loop's async
+//! handles on each wake-up, so a handle per session would make each wake-up cost more with every
+//! agent alive. A task woken on the JS thread while tasks are being polled is queued and polled
+//! in the same turn, without going through the threadsafe function at all.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
 
-use napi::sys;
+use napi::bindgen_prelude::{Function, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::Status;
+use napi::{sys, Env, Status};
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
-/// Schedules polls of a run: calling it with a task id polls that task on the JS thread.
-pub type PollFn = ThreadsafeFunction<u64, (), (), Status, false, true>;
+/// What another thread asks of the JS thread.
+enum Job {
+    /// Poll this task.
+    Poll(u64),
+    /// Run this there (it usually spawns a task).
+    Run(Box<dyn FnOnce() + Send>),
+}
+
+/// Schedules polls and jobs on the JS thread.
+type PollFn = ThreadsafeFunction<Job, (), (), Status, false, true>;
+
+/// Polls done in one turn before the rest are left to the next: a task that keeps waking
+/// itself must not starve the event loop.
+const POLLS_PER_TURN: usize = 1024;
+
+/// This thread's scheduler: its threadsafe function, and how many runs keep Node alive.
+struct Driver {
+    /// Tells wakers which thread's queue they belong to.
+    key: usize,
+    env: sys::napi_env,
+    poll: Arc<PollFn>,
+    runs_at_work: usize,
+}
 
 thread_local! {
+    static DRIVER: RefCell<Option<Driver>> = const { RefCell::new(None) };
     static TASKS: RefCell<HashMap<u64, (Task, Arc<TaskWaker>)>> = RefCell::new(HashMap::new());
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+    /// Tasks woken on this thread while it polls, polled before the turn ends.
+    static READY: RefCell<VecDeque<u64>> = const { RefCell::new(VecDeque::new()) };
+    /// The driver's key while this thread is polling tasks, else 0.
+    static DRIVING: Cell<usize> = const { Cell::new(0) };
     /// Set while a task is being polled: user functions can then be called directly.
     static CURRENT_ENV: Cell<Option<sys::napi_env>> = const { Cell::new(None) };
 }
 
+static NEXT_DRIVER_KEY: AtomicUsize = AtomicUsize::new(1);
+
 struct TaskWaker {
     id: u64,
+    driver: usize,
     scheduled: AtomicBool,
     poll: Arc<PollFn>,
 }
@@ -40,73 +74,203 @@ impl Wake for TaskWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        if !self.scheduled.swap(true, Ordering::AcqRel) {
-            self.poll.call(self.id, ThreadsafeFunctionCallMode::NonBlocking);
+        if self.scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if DRIVING.with(Cell::get) == self.driver {
+            READY.with(|ready| ready.borrow_mut().push_back(self.id));
+        } else {
+            self.poll
+                .call(Job::Poll(self.id), ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
 }
 
-/// The JS thread's env while one of its runs is being polled.
+/// Hands work to a JS thread from any thread.
+#[derive(Clone)]
+pub struct Remote(Arc<PollFn>);
+
+impl Remote {
+    /// This thread's, if an agent was created on it.
+    pub fn here() -> Option<Self> {
+        DRIVER.with(|driver| driver.borrow().as_ref().map(|driver| Remote(driver.poll.clone())))
+    }
+
+    /// Runs `job` on the JS thread, as soon as it is free; dropped unrun if that thread's
+    /// environment has shut down.
+    pub fn run(&self, job: impl FnOnce() + Send + 'static) {
+        self.0
+            .call(Job::Run(Box::new(job)), ThreadsafeFunctionCallMode::NonBlocking);
+    }
+}
+
+/// The JS thread's env while one of its tasks is being polled.
 pub fn current_env() -> Option<sys::napi_env> {
     CURRENT_ENV.with(Cell::get)
 }
 
-/// Keeps `future` as a task of this thread; its waker schedules polls through `poll_fn`.
-fn register(poll_fn: Arc<PollFn>, future: impl Future<Output = ()> + 'static) -> Arc<TaskWaker> {
-    let id = NEXT_ID.with(|next| {
-        let id = next.get();
-        next.set(id + 1);
-        id
-    });
+/// Makes this thread's scheduler, once per env; `wake` is a JS function that does nothing (the
+/// threadsafe function's callback does the polling). The scheduler never keeps Node alive by
+/// itself: see [`KeepAlive`].
+pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
+    let current = DRIVER.with(|driver| driver.borrow().as_ref().map(|driver| driver.env));
+    if current == Some(env.raw()) {
+        return Ok(());
+    }
+    let poll: PollFn = wake
+        .build_threadsafe_function::<Job>()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build_callback(|context| {
+            match context.value {
+                Job::Poll(id) => drive(context.env.raw(), || poll_one(id)),
+                Job::Run(job) => drive(context.env.raw(), job),
+            }
+            Ok(())
+        })?;
+    let driver = Driver {
+        key: NEXT_DRIVER_KEY.fetch_add(1, Ordering::Relaxed),
+        env: env.raw(),
+        poll: Arc::new(poll),
+        runs_at_work: 0,
+    };
+    DRIVER.with(|slot| *slot.borrow_mut() = Some(driver));
+    Ok(())
+}
+
+/// Keeps `future` as a task of this thread, not yet scheduled.
+fn register(future: impl Future<Output = ()> + 'static) -> napi::Result<u64> {
+    let (key, poll) = DRIVER
+        .with(|driver| driver.borrow().as_ref().map(|driver| (driver.key, driver.poll.clone())))
+        .ok_or_else(|| napi::Error::from_reason("no agent was created on this thread"))?;
+    let id = NEXT_ID.with(|next| next.replace(next.get() + 1));
     let waker = Arc::new(TaskWaker {
         id,
+        driver: key,
         scheduled: AtomicBool::new(false),
-        poll: poll_fn,
+        poll,
     });
-    TASKS.with(|tasks| tasks.borrow_mut().insert(id, (Box::pin(future), waker.clone())));
-    waker
+    TASKS.with(|tasks| tasks.borrow_mut().insert(id, (Box::pin(future), waker)));
+    Ok(id)
 }
 
-/// Starts `future` on the JS thread; its first poll is scheduled, not done now.
-pub fn spawn(poll_fn: Arc<PollFn>, future: impl Future<Output = ()> + 'static) {
-    register(poll_fn, future).wake_by_ref();
+/// Starts `future` on this (the JS) thread; its first poll is scheduled, not done now.
+pub fn spawn(future: impl Future<Output = ()> + 'static) -> napi::Result<()> {
+    let id = register(future)?;
+    let waker = TASKS.with(|tasks| tasks.borrow().get(&id).map(|(_, waker)| waker.clone()));
+    if let Some(waker) = waker {
+        waker.wake_by_ref();
+    }
+    Ok(())
 }
 
-/// Polls task `id` (called on the JS thread by the poll function's callback).
-pub fn poll(env: sys::napi_env, id: u64) {
+/// Starts `future` on this thread and polls it right away (the caller is on the JS thread,
+/// with `env`).
+pub fn spawn_now(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> napi::Result<()> {
+    let id = register(future)?;
+    drive(env, || poll_one(id));
+    Ok(())
+}
+
+/// Does `first` (a poll, or a job that spawns tasks), then polls every task woken meanwhile on
+/// this thread.
+fn drive(env: sys::napi_env, first: impl FnOnce()) {
+    let key = DRIVER.with(|driver| driver.borrow().as_ref().map_or(0, |driver| driver.key));
+    if DRIVING.with(Cell::get) != 0 {
+        // Already driving (a task's JS call re-entered): what `first` wakes joins that turn.
+        first();
+        return;
+    }
+    DRIVING.with(|driving| driving.set(key));
+    let previous = CURRENT_ENV.with(|current| current.replace(Some(env)));
+    napi::bindgen_prelude::within_runtime_if_available(|| {
+        first();
+        for _ in 1..POLLS_PER_TURN {
+            let Some(next) = READY.with(|ready| ready.borrow_mut().pop_front()) else {
+                break;
+            };
+            poll_one(next);
+        }
+    });
+    CURRENT_ENV.with(|current| current.set(previous));
+    DRIVING.with(|driving| driving.set(0));
+    // Whatever is still queued waits for the next turn.
+    let left: Vec<u64> = READY.with(|ready| ready.borrow_mut().drain(..).collect());
+    for id in left {
+        let waker = TASKS.with(|tasks| tasks.borrow().get(&id).map(|(_, waker)| waker.clone()));
+        if let Some(waker) = waker {
+            waker.poll.call(Job::Poll(id), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+}
+
+fn poll_one(id: u64) {
     let Some((mut task, waker)) = TASKS.with(|tasks| tasks.borrow_mut().remove(&id)) else {
         return;
     };
     waker.scheduled.store(false, Ordering::Release);
     let context_waker = Waker::from(waker.clone());
-    let previous = CURRENT_ENV.with(|current| current.replace(Some(env)));
-    let ready = napi::bindgen_prelude::within_runtime_if_available(|| {
-        task.as_mut().poll(&mut Context::from_waker(&context_waker)).is_ready()
-    });
-    CURRENT_ENV.with(|current| current.set(previous));
-    if !ready {
+    if task
+        .as_mut()
+        .poll(&mut Context::from_waker(&context_waker))
+        .is_pending()
+    {
         TASKS.with(|tasks| tasks.borrow_mut().insert(id, (task, waker)));
     }
 }
 
-/// Starts `future` on the JS thread and polls it once right away (the caller is on the JS
-/// thread, with `env`).
-pub fn spawn_now(env: sys::napi_env, poll_fn: Arc<PollFn>, future: impl Future<Output = ()> + 'static) {
-    let id = register(poll_fn, future).id;
-    poll(env, id);
+/// Held by a run at work: while any is held, Node stays alive, as it would for a pending
+/// request; an idle agent never keeps it alive. Made and dropped on the JS thread.
+pub struct KeepAlive(());
+
+impl KeepAlive {
+    pub fn new(env: sys::napi_env) -> Self {
+        set_referenced(env, 1);
+        KeepAlive(())
+    }
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        if let Some(env) = DRIVER.with(|driver| driver.borrow().as_ref().map(|driver| driver.env)) {
+            set_referenced(env, -1);
+        }
+    }
+}
+
+/// Counts runs at work; the threadsafe function holds the loop open while there are any.
+fn set_referenced(env: sys::napi_env, change: isize) {
+    DRIVER.with(|driver| {
+        let mut driver = driver.borrow_mut();
+        let Some(driver) = driver.as_mut().filter(|driver| driver.env == env) else {
+            return;
+        };
+        let before = driver.runs_at_work;
+        driver.runs_at_work = before.saturating_add_signed(change);
+        if driver.poll.aborted() || (before == 0) == (driver.runs_at_work == 0) {
+            return;
+        }
+        let raw = driver.poll.raw();
+        unsafe {
+            if before == 0 {
+                sys::napi_ref_threadsafe_function(env, raw);
+            } else {
+                sys::napi_unref_threadsafe_function(env, raw);
+            }
+        }
+    });
 }
 
 /// A promise made now and settled with what `work` yields (a string, or `null`); `work` is
 /// polled on the JS thread, so settling it needs no thread hop.
 pub fn promise<'env>(
-    env: &'env napi::Env,
-    poll_fn: Arc<PollFn>,
+    env: &'env Env,
     work: impl Future<Output = Option<String>> + 'static,
-) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, Option<String>>> {
+) -> napi::Result<PromiseRaw<'env, Option<String>>> {
     let mut deferred = std::ptr::null_mut();
     let mut promise = std::ptr::null_mut();
     napi::check_status!(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
-    spawn_now(env.raw(), poll_fn, async move {
+    spawn_now(env.raw(), async move {
         let value = work.await;
         // Settled inside a poll, so this is the JS thread and its env is current.
         let Some(env) = current_env() else { return };
@@ -120,6 +284,6 @@ pub fn promise<'env>(
             };
             sys::napi_resolve_deferred(env, deferred, settled);
         }
-    });
-    Ok(napi::bindgen_prelude::PromiseRaw::new(env.raw(), promise))
+    })?;
+    Ok(PromiseRaw::new(env.raw(), promise))
 }
