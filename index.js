@@ -169,6 +169,35 @@ class Scope {
   }
 }
 
+/** Where an input's lazily made dispatch signal comes from, kept on a hidden key. */
+const SIGNAL_SOURCE = Symbol('signalSource')
+const sourceDescriptor = { value: null, enumerable: false, configurable: true, writable: false }
+/** One getter for every input: V8 then reuses the objects' shapes instead of making new ones. */
+const lazySignalDescriptors = new Map()
+
+function lazySignalDescriptor(key) {
+  let descriptor = lazySignalDescriptors.get(key)
+  if (!descriptor) {
+    descriptor = {
+      get() {
+        const { scope, dispatch, linked } = this[SIGNAL_SOURCE]
+        return scope.dispatchSignal(dispatch, linked)
+      },
+      enumerable: true,
+      configurable: true,
+    }
+    lazySignalDescriptors.set(key, descriptor)
+  }
+  return descriptor
+}
+
+function defineLazySignal(target, key, scope, dispatch, linked) {
+  sourceDescriptor.value = { scope, dispatch, linked }
+  Object.defineProperty(target, SIGNAL_SOURCE, sourceDescriptor)
+  sourceDescriptor.value = null
+  Object.defineProperty(target, key, lazySignalDescriptor(key))
+}
+
 /**
  * The function Rust calls for every user function: `invoke(callJson) => Promise<replyJson>`.
  * A call names the function, its arguments, and where to put a signal
@@ -190,7 +219,7 @@ function makeInvoke(functions, scopes) {
     if (mock) args[0].mock = (result) => (mocked === undefined && result !== undefined ? ((mocked = result), true) : false)
     if (signal && dispatch === undefined) args[signal[0]][signal[1]] = scope.signal
     // A dispatch's signal is made on first use: most callbacks never look at it.
-    else if (signal) Object.defineProperty(args[signal[0]], signal[1], { get: () => scope.dispatchSignal(dispatch, signal[4]), enumerable: true, configurable: true })
+    else if (signal) defineLazySignal(args[signal[0]], signal[1], scope, dispatch, signal[4])
     if (error) {
       const thrown = error[3] == null ? undefined : scope.thrown.get(error[3])
       args[error[0]][error[1]] = isError(thrown) ? thrown : new Error(error[2])
@@ -225,6 +254,11 @@ function makeInvoke(functions, scopes) {
       return failed(thrown)
     }
   }
+}
+
+function textOf(event) {
+  if (event.type === 'content') return event.delta
+  if (event.type === 'error') throw event.error
 }
 
 class AgentResponse {
@@ -277,19 +311,25 @@ class AgentResponse {
   }
 
   /** Every event of the run; each call starts again from the first. */
-  async *stream() {
-    let index = 0
-    for (;;) {
-      while (index < this.#events.length) yield this.#events[index++]
-      if (this.#ended) return
-      await this.#pull()
-    }
+  stream() {
+    return this.#select((event) => event)
   }
 
-  async *textStream() {
-    for await (const event of this.stream()) {
-      if (event.type === 'content') yield event.delta
-      else if (event.type === 'error') throw event.error
+  /** The text deltas of the run; throws the run's error. */
+  textStream() {
+    return this.#select(textOf)
+  }
+
+  /** The run's events as `pick` maps them (`undefined` skips one), from the first. */
+  async *#select(pick) {
+    let index = 0
+    for (;;) {
+      while (index < this.#events.length) {
+        const picked = pick(this.#events[index++])
+        if (picked !== undefined) yield picked
+      }
+      if (this.#ended) return
+      await this.#pull()
     }
   }
 

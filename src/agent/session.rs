@@ -117,16 +117,16 @@ pub struct RunHandle {
     pub control: Arc<RunControl>,
 }
 
-/// Takes the events published since the last batch: waits for one, then for `window` more
-/// (unless the run has ended), so a chatty run reaches its consumer in a few batches rather
-/// than one crossing per event. `None` once every event was taken.
+/// Takes the events published since the last batch: waits for one, then for more until
+/// `window` completes (or the run ends), so a chatty run reaches its consumer in a few batches
+/// rather than one crossing per event. `None` once every event was taken.
 pub async fn next_batch(
     events: &mut mpsc::UnboundedReceiver<StreamEvent>,
-    window: std::time::Duration,
+    window: impl std::future::Future<Output = ()>,
 ) -> Option<Vec<StreamEvent>> {
     let first = events.recv().await?;
     let mut batch = vec![first];
-    let deadline = tokio::time::Instant::now() + window;
+    let mut window = std::pin::pin!(window);
     loop {
         while let Ok(event) = events.try_recv() {
             batch.push(event);
@@ -138,9 +138,18 @@ pub async fn next_batch(
         if ended || events.is_closed() {
             return Some(batch);
         }
-        match tokio::time::timeout_at(deadline, events.recv()).await {
-            Ok(Some(event)) => batch.push(event),
-            Ok(None) | Err(_) => return Some(batch),
+        tokio::select! {
+            biased;
+            event = events.recv() => match event {
+                Some(event) => batch.push(event),
+                None => return Some(batch),
+            },
+            _ = &mut window => {
+                while let Ok(event) = events.try_recv() {
+                    batch.push(event);
+                }
+                return Some(batch);
+            }
         }
     }
 }
@@ -456,7 +465,7 @@ mod tests {
             later.send(StreamEvent::Content { delta: "late".into() }).unwrap();
         });
         let window = std::time::Duration::from_millis(20);
-        let first = next_batch(&mut events, window).await.unwrap();
+        let first = next_batch(&mut events, tokio::time::sleep(window)).await.unwrap();
         assert_eq!(
             first,
             vec![
@@ -470,12 +479,12 @@ mod tests {
         };
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
         sender.send(error.clone()).unwrap();
-        let second = next_batch(&mut events, window).await.unwrap();
+        let second = next_batch(&mut events, tokio::time::sleep(window)).await.unwrap();
         // The last event ends the batch at once, without waiting out the window.
         assert_eq!(second, vec![StreamEvent::Content { delta: "late".into() }, error]);
         assert!(started.elapsed() < std::time::Duration::from_millis(165));
         drop(sender);
-        assert_eq!(next_batch(&mut events, window).await, None);
+        assert_eq!(next_batch(&mut events, tokio::time::sleep(window)).await, None);
     }
 
     #[test]

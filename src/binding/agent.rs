@@ -15,10 +15,6 @@ use crate::agent::session::next_batch;
 use crate::agent::{AgentConfig, RunControl, SendOptions, Session, StreamEvent};
 use crate::error::{ErrorCode, SdkError};
 
-/// How long a pull of events waits for more after the first: a stream's consumer gets its
-/// events at most this late, in far fewer crossings into JS.
-const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(1);
-
 fn error_json(error: &SdkError) -> String {
     serde_json::to_string(error).unwrap_or_default()
 }
@@ -190,15 +186,16 @@ pub struct NativeRun {
 
 #[napi]
 impl NativeRun {
-    /// The events published since the last call, as a JSON array; waits for at least one,
-    /// then up to a millisecond for more. `null` once the run has ended and every event was taken.
-    /// Waited for on the JS thread, where the run publishes them.
+    /// The events published since the last call, as a JSON array; waits for at least one, then
+    /// takes what else the JS thread's current turn publishes (a streamed answer's deltas that
+    /// arrived together come in one batch). `null` once the run has ended and every event was
+    /// taken. Waited for on the JS thread, where the run publishes them.
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let events = self.events.clone();
         local::promise(env, async move {
             let mut events = events.lock().await;
-            let batch = next_batch(&mut events, BATCH_WINDOW).await?;
+            let batch = next_batch(&mut events, local::rest_of_turn()).await?;
             Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
         })
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Either, FunctionRef, Promise};
 use napi::Env;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::local::Remote;
@@ -116,22 +116,36 @@ async fn reply(returned: napi::Result<Either<String, Promise<String>>>) -> Resul
     }
 }
 
+/// What `invoke` is sent for a call; the arguments are written straight from the call.
+#[derive(Serialize)]
+struct CallPayload<'a> {
+    #[serde(rename = "fn")]
+    function: u32,
+    args: &'a [Value],
+    scope: u32,
+    signal: Option<Value>,
+    error: Option<Value>,
+    mock: bool,
+}
+
 impl Host for JsHost {
     fn call(&self, call: HostCall) -> HostFuture {
         // Slots are short arrays: `signal: [arg, key, dispatch, last, linked]`,
         // `error: [arg, key, message, thrown]`.
-        let payload = json!({
-            "fn": call.function.0,
-            "args": call.args,
-            "scope": call.scope,
-            "signal": call.signal.map(|slot| match slot.dispatch {
+        let payload = CallPayload {
+            function: call.function.0,
+            args: &call.args,
+            scope: call.scope,
+            signal: call.signal.map(|slot| match slot.dispatch {
                 Some(dispatch) => json!([slot.arg, slot.key, dispatch.id, dispatch.last, dispatch.linked]),
                 None => json!([slot.arg, slot.key]),
             }),
-            "error": call.error.map(|slot| json!([slot.arg, slot.key, slot.message, slot.thrown])),
-            "mock": call.mock,
-        });
-        self.request(payload.to_string())
+            error: call
+                .error
+                .map(|slot| json!([slot.arg, slot.key, slot.message, slot.thrown])),
+            mock: call.mock,
+        };
+        self.request(serde_json::to_string(&payload).unwrap_or_default())
     }
 
     fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture {
@@ -143,7 +157,7 @@ impl Host for JsHost {
             "event": event,
             "timeoutMs": timeout_ms,
         });
-        let request = self.request(payload.to_string());
+        let request = self.request(serde_json::to_string(&payload).unwrap_or_default());
         Box::pin(async move {
             if let Err(error) = request.await {
                 tracing::warn!(error = %error.message, "could not abort a hook signal");

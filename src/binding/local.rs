@@ -219,6 +219,21 @@ fn poll_one(id: u64) {
     }
 }
 
+/// Lets every task already woken on this thread run first: awaited on the JS thread, it ends
+/// within the same turn, after what that turn's polls have published.
+pub async fn rest_of_turn() {
+    let mut yielded = false;
+    std::future::poll_fn(|context| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        context.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
+
 /// Held by a run at work: while any is held, Node stays alive, as it would for a pending
 /// request; an idle agent never keeps it alive. Made and dropped on the JS thread.
 pub struct KeepAlive(());

@@ -3,6 +3,7 @@
 //! is collected before any is applied; a callback that throws, times out or returns something
 //! that is not a hook output stops the dispatch.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -304,12 +305,12 @@ impl Dispatcher {
                 return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
             }
             let (function, label, hook) = match entry {
-                Registered::Callback { function, path } => (Some(*function), path.to_string(), None),
+                Registered::Callback { function, path } => (Some(*function), Cow::Borrowed(*path), None),
                 Registered::Hook(hook) => {
                     if hook.is_control() || !hook.matches(input.tool) {
                         continue;
                     }
-                    (hook.handler, format!("hook \"{}\"", hook.id), Some(*hook))
+                    (hook.handler, Cow::Owned(format!("hook \"{}\"", hook.id)), Some(*hook))
                 }
             };
             // After a mock, later PreToolUse callbacks do not run.
