@@ -47,7 +47,7 @@ pub fn create_session(
         Err(error) => return Ok(Either::B(error_json(&error))),
     };
     local::init(env, wake)?;
-    let host = JsHost::new(invoke.create_ref()?)?;
+    let host = JsHost::new(env, invoke.create_ref()?)?;
     Ok(Either::A(NativeAgent {
         session: Session::new(config, Arc::new(host)),
     }))
@@ -116,10 +116,11 @@ impl NativeAgent {
             Ok((handle, run)) => {
                 // Held by the run until it ends: a run at work keeps Node alive, as a pending
                 // request would; an idle agent never does.
-                let keep_alive = local::KeepAlive::new(env.raw());
-                let started = local::spawn(async move {
-                    run.await;
-                    drop(keep_alive);
+                let started = local::KeepAlive::new(env.raw()).and_then(|keep_alive| {
+                    local::spawn(env.raw(), async move {
+                        run.await;
+                        drop(keep_alive);
+                    })
                 });
                 if let Err(error) = started {
                     return Either::B(error_json(&SdkError::new(

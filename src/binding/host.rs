@@ -28,8 +28,8 @@ pub struct JsHost {
 
 impl JsHost {
     /// Made on the JS thread, after [`super::local::init`].
-    pub fn new(invoke: InvokeRef) -> napi::Result<Self> {
-        let remote = Remote::here().ok_or_else(|| napi::Error::from_reason("the JS thread has no scheduler"))?;
+    pub fn new(env: &Env, invoke: InvokeRef) -> napi::Result<Self> {
+        let remote = Remote::of(env.raw()).ok_or_else(|| napi::Error::from_reason("the JS thread has no scheduler"))?;
         Ok(JsHost {
             invoke: Arc::new(invoke),
             remote,
@@ -80,8 +80,8 @@ impl JsHost {
                 Err(payload) => payload,
             };
             let (sender, receiver) = tokio::sync::oneshot::channel();
-            remote.run(move || {
-                let _ = super::local::spawn(async move {
+            remote.run(move |env| {
+                let _ = super::local::spawn(env, async move {
                     let returned = call(&invoke, payload).unwrap_or_else(|_| {
                         Err(napi::Error::from_reason("it was called outside the JavaScript thread"))
                     });

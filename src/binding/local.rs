@@ -13,6 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
@@ -27,8 +28,8 @@ type Task = Pin<Box<dyn Future<Output = ()>>>;
 enum Job {
     /// Poll this task.
     Poll(u64),
-    /// Run this there (it usually spawns a task).
-    Run(Box<dyn FnOnce() + Send>),
+    /// Run this there, with that thread's env (it usually spawns a task).
+    Run(Box<dyn FnOnce(sys::napi_env) + Send>),
 }
 
 /// Schedules polls and jobs on the JS thread.
@@ -38,22 +39,29 @@ type PollFn = ThreadsafeFunction<Job, (), (), Status, false, true>;
 /// itself must not starve the event loop.
 const POLLS_PER_TURN: usize = 1024;
 
-/// This thread's scheduler: its threadsafe function, and how many runs keep Node alive.
+/// An env's scheduler: its threadsafe function, and how many runs keep Node alive. A thread
+/// usually has one env; a test runner that loads the addon once per test file makes more.
 struct Driver {
-    /// Tells wakers which thread's queue they belong to.
+    /// Tells wakers which scheduler's queue they belong to.
     key: usize,
     env: sys::napi_env,
     poll: Arc<PollFn>,
-    runs_at_work: usize,
+    runs_at_work: Cell<usize>,
+}
+
+struct Entry {
+    task: Task,
+    waker: Arc<TaskWaker>,
+    env: sys::napi_env,
 }
 
 thread_local! {
-    static DRIVER: RefCell<Option<Driver>> = const { RefCell::new(None) };
-    static TASKS: RefCell<HashMap<u64, (Task, Arc<TaskWaker>)>> = RefCell::new(HashMap::new());
+    static DRIVERS: RefCell<Vec<Rc<Driver>>> = const { RefCell::new(Vec::new()) };
+    static TASKS: RefCell<HashMap<u64, Entry>> = RefCell::new(HashMap::new());
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
     /// Tasks woken on this thread while it polls, polled before the turn ends.
     static READY: RefCell<VecDeque<u64>> = const { RefCell::new(VecDeque::new()) };
-    /// The driver's key while this thread is polling tasks, else 0.
+    /// The key of the scheduler whose turn this thread is in, else 0.
     static DRIVING: Cell<usize> = const { Cell::new(0) };
     /// Set while a task is being polled: user functions can then be called directly.
     static CURRENT_ENV: Cell<Option<sys::napi_env>> = const { Cell::new(None) };
@@ -91,14 +99,14 @@ impl Wake for TaskWaker {
 pub struct Remote(Arc<PollFn>);
 
 impl Remote {
-    /// This thread's, if an agent was created on it.
-    pub fn here() -> Option<Self> {
-        DRIVER.with(|driver| driver.borrow().as_ref().map(|driver| Remote(driver.poll.clone())))
+    /// `env`'s, once [`init`] made its scheduler.
+    pub fn of(env: sys::napi_env) -> Option<Self> {
+        driver(env).map(|driver| Remote(driver.poll.clone()))
     }
 
-    /// Runs `job` on the JS thread, as soon as it is free; dropped unrun if that thread's
+    /// Runs `job` on the JS thread with its env, as soon as it is free; dropped unrun if that
     /// environment has shut down.
-    pub fn run(&self, job: impl FnOnce() + Send + 'static) {
+    pub fn run(&self, job: impl FnOnce(sys::napi_env) + Send + 'static) {
         self.0
             .call(Job::Run(Box::new(job)), ThreadsafeFunctionCallMode::NonBlocking);
     }
@@ -113,8 +121,7 @@ pub fn current_env() -> Option<sys::napi_env> {
 /// threadsafe function's callback does the polling). The scheduler never keeps Node alive by
 /// itself: see [`KeepAlive`].
 pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
-    let current = DRIVER.with(|driver| driver.borrow().as_ref().map(|driver| driver.env));
-    if current == Some(env.raw()) {
+    if driver(env.raw()).is_some() {
         return Ok(());
     }
     let poll: PollFn = wake
@@ -124,7 +131,10 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
         .build_callback(|context| {
             match context.value {
                 Job::Poll(id) => drive(context.env.raw(), || poll_one(id)),
-                Job::Run(job) => drive(context.env.raw(), job),
+                Job::Run(job) => {
+                    let env = context.env.raw();
+                    drive(env, || job(env))
+                }
             }
             Ok(())
         })?;
@@ -132,33 +142,48 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
         key: NEXT_DRIVER_KEY.fetch_add(1, Ordering::Relaxed),
         env: env.raw(),
         poll: Arc::new(poll),
-        runs_at_work: 0,
+        runs_at_work: Cell::new(0),
     };
-    DRIVER.with(|slot| *slot.borrow_mut() = Some(driver));
+    DRIVERS.with(|drivers| {
+        let mut drivers = drivers.borrow_mut();
+        // An env that shut down leaves an aborted threadsafe function behind.
+        drivers.retain(|driver| !driver.poll.aborted());
+        drivers.push(Rc::new(driver));
+    });
     Ok(())
 }
 
-/// Keeps `future` as a task of this thread, not yet scheduled.
-fn register(future: impl Future<Output = ()> + 'static) -> napi::Result<u64> {
-    let (key, poll) = DRIVER
-        .with(|driver| driver.borrow().as_ref().map(|driver| (driver.key, driver.poll.clone())))
-        .ok_or_else(|| napi::Error::from_reason("no agent was created on this thread"))?;
+fn driver(env: sys::napi_env) -> Option<Rc<Driver>> {
+    DRIVERS.with(|drivers| drivers.borrow().iter().find(|driver| driver.env == env).cloned())
+}
+
+/// Keeps `future` as a task of `env`'s scheduler, not yet scheduled.
+fn register(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> napi::Result<u64> {
+    let driver = driver(env).ok_or_else(|| napi::Error::from_reason("no agent was created in this environment"))?;
     let id = NEXT_ID.with(|next| next.replace(next.get() + 1));
     let waker = Arc::new(TaskWaker {
         id,
-        driver: key,
+        driver: driver.key,
         scheduled: AtomicBool::new(false),
-        poll,
+        poll: driver.poll.clone(),
     });
-    TASKS.with(|tasks| tasks.borrow_mut().insert(id, (Box::pin(future), waker)));
+    let entry = Entry {
+        task: Box::pin(future),
+        waker,
+        env,
+    };
+    TASKS.with(|tasks| tasks.borrow_mut().insert(id, entry));
     Ok(id)
 }
 
+fn waker_of(id: u64) -> Option<Arc<TaskWaker>> {
+    TASKS.with(|tasks| tasks.borrow().get(&id).map(|entry| entry.waker.clone()))
+}
+
 /// Starts `future` on this (the JS) thread; its first poll is scheduled, not done now.
-pub fn spawn(future: impl Future<Output = ()> + 'static) -> napi::Result<()> {
-    let id = register(future)?;
-    let waker = TASKS.with(|tasks| tasks.borrow().get(&id).map(|(_, waker)| waker.clone()));
-    if let Some(waker) = waker {
+pub fn spawn(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> napi::Result<()> {
+    let id = register(env, future)?;
+    if let Some(waker) = waker_of(id) {
         waker.wake_by_ref();
     }
     Ok(())
@@ -167,7 +192,7 @@ pub fn spawn(future: impl Future<Output = ()> + 'static) -> napi::Result<()> {
 /// Starts `future` on this thread and polls it right away (the caller is on the JS thread,
 /// with `env`).
 pub fn spawn_now(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> napi::Result<()> {
-    let id = register(future)?;
+    let id = register(env, future)?;
     drive(env, || poll_one(id));
     Ok(())
 }
@@ -175,7 +200,7 @@ pub fn spawn_now(env: sys::napi_env, future: impl Future<Output = ()> + 'static)
 /// Does `first` (a poll, or a job that spawns tasks), then polls every task woken meanwhile on
 /// this thread.
 fn drive(env: sys::napi_env, first: impl FnOnce()) {
-    let key = DRIVER.with(|driver| driver.borrow().as_ref().map_or(0, |driver| driver.key));
+    let key = driver(env).map_or(0, |driver| driver.key);
     if DRIVING.with(Cell::get) != 0 {
         // Already driving (a task's JS call re-entered): what `first` wakes joins that turn.
         first();
@@ -197,25 +222,28 @@ fn drive(env: sys::napi_env, first: impl FnOnce()) {
     // Whatever is still queued waits for the next turn.
     let left: Vec<u64> = READY.with(|ready| ready.borrow_mut().drain(..).collect());
     for id in left {
-        let waker = TASKS.with(|tasks| tasks.borrow().get(&id).map(|(_, waker)| waker.clone()));
-        if let Some(waker) = waker {
+        if let Some(waker) = waker_of(id) {
             waker.poll.call(Job::Poll(id), ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
 }
 
+/// Polls task `id` with its own env current.
 fn poll_one(id: u64) {
-    let Some((mut task, waker)) = TASKS.with(|tasks| tasks.borrow_mut().remove(&id)) else {
+    let Some(mut entry) = TASKS.with(|tasks| tasks.borrow_mut().remove(&id)) else {
         return;
     };
-    waker.scheduled.store(false, Ordering::Release);
-    let context_waker = Waker::from(waker.clone());
-    if task
+    entry.waker.scheduled.store(false, Ordering::Release);
+    let context_waker = Waker::from(entry.waker.clone());
+    let previous = CURRENT_ENV.with(|current| current.replace(Some(entry.env)));
+    let pending = entry
+        .task
         .as_mut()
         .poll(&mut Context::from_waker(&context_waker))
-        .is_pending()
-    {
-        TASKS.with(|tasks| tasks.borrow_mut().insert(id, (task, waker)));
+        .is_pending();
+    CURRENT_ENV.with(|current| current.set(previous));
+    if pending {
+        TASKS.with(|tasks| tasks.borrow_mut().insert(id, entry));
     }
 }
 
@@ -236,44 +264,39 @@ pub async fn rest_of_turn() {
 
 /// Held by a run at work: while any is held, Node stays alive, as it would for a pending
 /// request; an idle agent never keeps it alive. Made and dropped on the JS thread.
-pub struct KeepAlive(());
+pub struct KeepAlive(Rc<Driver>);
 
 impl KeepAlive {
-    pub fn new(env: sys::napi_env) -> Self {
-        set_referenced(env, 1);
-        KeepAlive(())
+    pub fn new(env: sys::napi_env) -> napi::Result<Self> {
+        let driver = driver(env).ok_or_else(|| napi::Error::from_reason("no agent was created in this environment"))?;
+        driver.count_run(1);
+        Ok(KeepAlive(driver))
     }
 }
 
 impl Drop for KeepAlive {
     fn drop(&mut self) {
-        if let Some(env) = DRIVER.with(|driver| driver.borrow().as_ref().map(|driver| driver.env)) {
-            set_referenced(env, -1);
-        }
+        self.0.count_run(-1);
     }
 }
 
-/// Counts runs at work; the threadsafe function holds the loop open while there are any.
-fn set_referenced(env: sys::napi_env, change: isize) {
-    DRIVER.with(|driver| {
-        let mut driver = driver.borrow_mut();
-        let Some(driver) = driver.as_mut().filter(|driver| driver.env == env) else {
-            return;
-        };
-        let before = driver.runs_at_work;
-        driver.runs_at_work = before.saturating_add_signed(change);
-        if driver.poll.aborted() || (before == 0) == (driver.runs_at_work == 0) {
+impl Driver {
+    /// Counts runs at work; the threadsafe function holds the loop open while there are any.
+    fn count_run(&self, change: isize) {
+        let before = self.runs_at_work.get();
+        let after = before.saturating_add_signed(change);
+        self.runs_at_work.set(after);
+        if self.poll.aborted() || (before == 0) == (after == 0) {
             return;
         }
-        let raw = driver.poll.raw();
         unsafe {
             if before == 0 {
-                sys::napi_ref_threadsafe_function(env, raw);
+                sys::napi_ref_threadsafe_function(self.env, self.poll.raw());
             } else {
-                sys::napi_unref_threadsafe_function(env, raw);
+                sys::napi_unref_threadsafe_function(self.env, self.poll.raw());
             }
         }
-    });
+    }
 }
 
 /// A promise made now and settled with what `work` yields (a string, or `null`); `work` is
