@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -422,6 +423,10 @@ impl Dispatcher {
         owner: Owner,
     ) -> Result<Option<Value>, HookError> {
         let mut tracked = TrackedCall::spawn(self.host.call(call), self.pending.clone(), owner);
+        // A callback that returned a plain value has replied by its first poll: no timer needed.
+        if let Some(result) = tracked.result().now_or_never() {
+            return result.map_err(HookError::Thrown);
+        }
         tokio::select! {
             biased;
             result = tracked.result() => result.map_err(HookError::Thrown),
