@@ -4,8 +4,10 @@ import { execFile } from 'node:child_process'
 import { resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { defineTool, prompt, scriptedModel } from '../index.js'
+import { completion, sleep, useServer } from './helpers/server.js'
 
 const entry = resolve(__dirname, '..', 'index.js')
+const server = useServer()
 
 function runScript(source: string, timeoutMs = 8000): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
   return new Promise((done) => {
@@ -33,6 +35,26 @@ describe('the process', () => {
     expect(result.timedOut).toBe(false)
     expect(result.code).toBe(0)
     expect(result.stdout.trim()).toBe('done')
+  })
+
+  it('stays alive while any run waits on its model, and exits once the last has ended', async () => {
+    // The two runs wait on nothing but Rust's HTTP requests: the first ends while the second still
+    // waits, and the process must stay up for it.
+    server.reply(async (request, res) => {
+      await sleep(request.body.model === 'slow' ? 600 : 100)
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion(request.body.model)))
+    })
+    const result = await runScript(`
+      const { createAgent } = require(process.env.ENTRY)
+      for (const model of ['fast', 'slow']) {
+        createAgent({ model, apiKey: 'k', baseUrl: '${server.url}/v1', advanced: { connection: { stream: false } } })
+          .then((agent) => agent.send('go'))
+          .then((response) => response.text())
+          .then((text) => console.log(text))
+      }
+    `)
+    expect(result).toMatchObject({ timedOut: false, code: 0 })
+    expect(result.stdout.trim().split('\n')).toEqual(['fast', 'slow'])
   })
 
   it('exits on its own when an agent is created and never used', async () => {

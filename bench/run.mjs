@@ -1,5 +1,5 @@
 // `npm run bench`: installs the peers (bench/'s own devDependencies) if needed, runs every
-// benchmark, prints tables, and writes bench/results.json.
+// benchmark, prints tables, and writes bench/results.json and bench/RESULTS.md.
 import { execSync } from 'node:child_process'
 import { existsSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
@@ -68,4 +68,6 @@ results.benchmarks.webhook_notifications = notifications
 console.log(`\nwebhook_notifications: ${notifications.ours}/s sustained, added latency per tool call median ${notifications.addedLatencyUsPerToolCall.median} µs (p99 ${notifications.addedLatencyUsPerToolCall.p99} µs), sent ${notifications.sent}, received ${notifications.received}, lost ${notifications.lost}`)
 
 writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
-console.log('\nwrote bench/results.json')
+const { writeReport } = await import('./report.mjs')
+writeReport()
+console.log('\nwrote bench/results.json and bench/RESULTS.md')
