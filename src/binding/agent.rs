@@ -19,6 +19,14 @@ fn error_json(error: &SdkError) -> String {
     serde_json::to_string(error).unwrap_or_default()
 }
 
+/// A promise of `null` when `work` succeeds, else of its error's JSON.
+fn failure_of<'env>(
+    env: &'env Env,
+    work: impl std::future::Future<Output = std::result::Result<(), SdkError>> + 'static,
+) -> Result<PromiseRaw<'env, Option<String>>> {
+    local::promise(env, async move { work.await.err().map(|error| error_json(&error)) })
+}
+
 /// A created session, or the JSON of the error that prevented it.
 #[napi]
 pub fn create_session(
@@ -151,13 +159,7 @@ impl NativeAgent {
         environment: HashMap<String, String>,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
         let session = self.session.clone();
-        local::promise(env, async move {
-            session
-                .start(scope, environment)
-                .await
-                .err()
-                .map(|error| error_json(&error))
-        })
+        failure_of(env, async move { session.start(scope, environment).await })
     }
 
     /// Resolves `null`, or the JSON of the error that stopped the close.
@@ -169,13 +171,7 @@ impl NativeAgent {
         environment: HashMap<String, String>,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
         let session = self.session.clone();
-        local::promise(env, async move {
-            session
-                .close(scope, environment)
-                .await
-                .err()
-                .map(|error| error_json(&error))
-        })
+        failure_of(env, async move { session.close(scope, environment).await })
     }
 }
 
