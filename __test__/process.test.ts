@@ -1,6 +1,7 @@
 // Process-level behaviour, in child processes: the addon never keeps Node alive on its own, and
 // no user function can crash the process.
 import { execFile } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { defineTool, prompt, scriptedModel } from '../index.js'
@@ -130,5 +131,25 @@ describe('odd return values', () => {
       code: 'MODEL_ERROR',
       message: 'scriptedModel function returned an invalid turn: the turn must be an object like { text, toolCalls } (got 42)',
     })
+  })
+})
+
+describe.runIf(process.platform === 'linux')('worker threads', () => {
+  it('run at a lower priority than the JS thread (nice 5)', async () => {
+    // A model call over HTTP starts the runtime's workers.
+    server.reply((_request, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion('ok')))
+    })
+    expect(await prompt('go', { model: 'm', apiKey: 'k', baseUrl: `${server.url}/v1`, advanced: { connection: { stream: false } } })).toMatchObject({ content: 'ok' })
+    const threads = readdirSync('/proc/self/task').map((id) => {
+      const stat = readFileSync(`/proc/self/task/${id}/stat`, 'utf8')
+      // Fields after the parenthesised name: state is field 3, nice is field 19.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      return { name: readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim(), nice: Number(fields[16]) }
+    })
+    const workers = threads.filter((thread) => thread.name === 'tokio-rt-worker')
+    expect(workers.length).toBeGreaterThan(0)
+    expect(workers.every((worker) => worker.nice === 5)).toBe(true)
+    expect(threads.find((thread) => thread.name !== 'tokio-rt-worker' && Number(thread.nice) === 0)).toBeDefined()
   })
 })

@@ -9,3 +9,24 @@ pub mod local;
 /// JS thread; mimalloc serves them several times faster than the system allocator.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The runtime's workers (model HTTP, SSE parsing, webhook delivery) run at a lower priority
+/// than the JS thread: on a machine with few cores they must not preempt it mid-callback.
+#[napi_derive::module_init]
+fn init() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_start(yield_to_the_js_thread)
+        .build();
+    if let Ok(runtime) = runtime {
+        napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+    }
+}
+
+fn yield_to_the_js_thread() {
+    #[cfg(target_os = "linux")]
+    unsafe {
+        // On Linux a nice value belongs to the thread (who = 0 is the calling thread).
+        libc::setpriority(libc::PRIO_PROCESS, 0, 5);
+    }
+}
