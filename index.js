@@ -351,13 +351,16 @@ class AgentResponse {
 class Agent {
   #native
   #scopes
+  /** The environment variables each operation reads (fixed when the agent is created). */
+  #environmentNames
   #nextScope = 1
   #active = null
   #closing = null
 
-  constructor(nativeAgent, scopes) {
+  constructor(nativeAgent, scopes, environmentNames) {
     this.#native = nativeAgent
     this.#scopes = scopes
+    this.#environmentNames = environmentNames
   }
 
   get sessionId() {
@@ -378,7 +381,7 @@ class Agent {
     const controller = new AbortController()
     const scopeId = this.#nextScope++
     const scope = new Scope(controller.signal)
-    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns, pickEnvironment(this.#native.environmentNames))
+    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns, pickEnvironment(this.#environmentNames))
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
     const onCallerAbort = () => controller.abort(signal.reason)
@@ -411,7 +414,7 @@ class Agent {
     const scope = new Scope()
     this.#scopes.set(scopeId, scope)
     try {
-      const failure = await this.#native.close(scopeId, pickEnvironment(this.#native.environmentNames))
+      const failure = await this.#native.close(scopeId, pickEnvironment(this.#environmentNames))
       if (failure !== null) throw toError(JSON.parse(failure), scope)
     } finally {
       this.#scopes.delete(scopeId)
@@ -427,15 +430,16 @@ async function createAgent(options) {
   const scopes = new Map()
   const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), process.env, () => {})
   if (typeof made === 'string') throw toError(JSON.parse(made))
+  const environmentNames = made.environmentNames
   const scope = new Scope()
   scopes.set(0, scope)
   try {
-    const failure = await made.start(0, pickEnvironment(made.environmentNames))
+    const failure = await made.start(0, pickEnvironment(environmentNames))
     if (failure !== null) throw toError(JSON.parse(failure), scope)
   } finally {
     scopes.delete(0)
   }
-  return new Agent(made, scopes)
+  return new Agent(made, scopes, environmentNames)
 }
 
 async function prompt(message, options) {
