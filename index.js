@@ -334,9 +334,10 @@ class AgentResponse {
   }
 
   async result() {
-    // Once the run is over, one pull takes all of its events.
+    // Once the run is over, one pull takes all of its events; the last one is the outcome.
     await this.#finished
-    for await (const event of this.stream()) {
+    while (!this.#ended) await this.#pull()
+    for (const event of this.#events) {
       if (event.type === 'result') return event.result
       if (event.type === 'error') throw event.error
     }
