@@ -180,8 +180,9 @@ function lazySignalDescriptor(key) {
   if (!descriptor) {
     descriptor = {
       get() {
-        const { scope, dispatch, linked } = this[SIGNAL_SOURCE]
-        return scope.dispatchSignal(dispatch, linked)
+        // A getter copied onto another object by its descriptor has no source there.
+        const source = this?.[SIGNAL_SOURCE]
+        return source === undefined ? undefined : source.scope.dispatchSignal(source.dispatch, source.linked)
       },
       enumerable: true,
       configurable: true,

@@ -183,6 +183,31 @@ describe('dispatch', () => {
     expect(inputs.SessionEnd).toMatchObject({ ...common, reason: 'other' })
   })
 
+  it("an input's abortSignal survives spreading, destructuring and Object.assign, and shows no hidden keys", async () => {
+    const seen: unknown[] = []
+    const agent = await createAgent({
+      model: scriptedModel([{ text: 'x' }]),
+      advanced: {
+        hooks: {
+          UserPromptSubmit: [
+            (input: HookInput) => {
+              const { abortSignal } = input
+              seen.push(abortSignal === input.abortSignal, { ...input }.abortSignal === abortSignal, Object.assign({}, input).abortSignal === abortSignal)
+              seen.push(Object.keys(input).includes('abortSignal'), JSON.stringify(Object.getOwnPropertySymbols(input).filter((key) => Object.getOwnPropertyDescriptor(input, key)?.enumerable)))
+              // A getter copied by its descriptor onto another object has nothing to read there.
+              const copy = Object.defineProperty({}, 'abortSignal', Object.getOwnPropertyDescriptor(input, 'abortSignal')!)
+              seen.push((copy as HookInput).abortSignal)
+              return { action: 'continue' }
+            },
+          ],
+        },
+      },
+    })
+    await (await agent.send('go')).result()
+    await agent.close()
+    expect(seen).toEqual([true, true, true, true, '[]', undefined])
+  })
+
   it('an event without callbacks never calls into JS', async () => {
     let calls = 0
     const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]), advanced: { hooks: { SessionEnd: [async () => (calls++, { action: 'continue' })] } } })

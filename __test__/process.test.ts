@@ -153,3 +153,31 @@ describe.runIf(process.platform === 'linux')('worker threads', () => {
     expect(threads.find((thread) => thread.name !== 'tokio-rt-worker' && Number(thread.nice) === 0)).toBeDefined()
   })
 })
+
+describe('session hooks with webhooks', () => {
+  it('keep the process alive until createAgent and close() have their answers', async () => {
+    const delivered: string[] = []
+    server.reply(async (request, res) => {
+      await sleep(300)
+      delivered.push(request.url)
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+    })
+    const result = await runScript(`
+      const { createAgent, scriptedModel } = require(process.env.ENTRY)
+      createAgent({
+        model: scriptedModel([{ text: 'x' }]),
+        advanced: {
+          hooks: [
+            { id: 'start', type: 'SessionStart', webhook: { url: '${server.url}/start' } },
+            { id: 'end', type: 'SessionEnd', webhook: { url: '${server.url}/end' } },
+          ],
+        },
+      })
+        .then((agent) => (console.log('created'), agent.close()))
+        .then(() => console.log('closed'))
+    `)
+    expect(result).toMatchObject({ timedOut: false, code: 0 })
+    expect(result.stdout.trim().split('\n')).toEqual(['created', 'closed'])
+    expect(delivered).toEqual(['/start', '/end'])
+  })
+})

@@ -19,12 +19,18 @@ fn error_json(error: &SdkError) -> String {
     serde_json::to_string(error).unwrap_or_default()
 }
 
-/// A promise of `null` when `work` succeeds, else of its error's JSON.
+/// A promise of `null` when `work` succeeds, else of its error's JSON. Node stays alive until
+/// it settles: `work` (SessionStart, a close) may wait on webhooks and timers of the workers.
 fn failure_of<'env>(
     env: &'env Env,
     work: impl std::future::Future<Output = std::result::Result<(), SdkError>> + 'static,
 ) -> Result<PromiseRaw<'env, Option<String>>> {
-    local::promise(env, async move { work.await.err().map(|error| error_json(&error)) })
+    let keep_alive = local::KeepAlive::new(env.raw())?;
+    local::promise(env, async move {
+        let failure = work.await.err().map(|error| error_json(&error));
+        drop(keep_alive);
+        failure
+    })
 }
 
 /// A created session, or the JSON of the error that prevented it.

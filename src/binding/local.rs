@@ -153,8 +153,15 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
     Ok(())
 }
 
+/// `env`'s scheduler; one whose env shut down is never returned (a new env may reuse the address).
 fn driver(env: sys::napi_env) -> Option<Rc<Driver>> {
-    DRIVERS.with(|drivers| drivers.borrow().iter().find(|driver| driver.env == env).cloned())
+    DRIVERS.with(|drivers| {
+        drivers
+            .borrow()
+            .iter()
+            .find(|driver| driver.env == env && !driver.poll.aborted())
+            .cloned()
+    })
 }
 
 /// Keeps `future` as a task of `env`'s scheduler, not yet scheduled.
