@@ -1,6 +1,7 @@
 // loop_http and event_loop_utilization: the same agent against an OpenAI-compatible server on
 // 127.0.0.1 in another process, streaming (SSE). Ours talks to it from Rust; @openai/agents
 // uses its chat-completions model over the `openai` client.
+import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { Agent, OpenAIChatCompletionsModel, run as runAgent, setTracingDisabled, tool as agentsTool } from '@openai/agents'
@@ -82,6 +83,11 @@ export async function loopHttp() {
   }
 }
 
+/** CPU time the main thread has used, in ms (Linux; `null` elsewhere): busy time minus the time
+ * it was preempted while busy. */
+const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`
+const mainThreadCpuMs = () => (existsSync(SCHEDSTAT) ? Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]) / 1e6 : null)
+
 /** Main-thread event-loop utilization and p99 event-loop delay while SESSIONS sessions stream. */
 export async function eventLoopUtilization() {
   const server = await startModelServer(ELU_LATENCY_MS)
@@ -90,11 +96,13 @@ export async function eventLoopUtilization() {
     const measure = async (name) => {
       const delay = monitorEventLoopDelay({ resolution: 1 })
       const start = performance.eventLoopUtilization()
+      const cpuBefore = mainThreadCpuMs()
       delay.enable()
       await Promise.all(Array.from({ length: SESSIONS }, () => SYSTEMS[name](server.baseUrl, SESSION_TURNS)))
       delay.disable()
       const used = performance.eventLoopUtilization(start)
-      return { elu: used.utilization, activeMs: used.active, p99DelayMs: delay.percentile(99) / 1e6 }
+      const cpuMs = cpuBefore === null ? null : mainThreadCpuMs() - cpuBefore
+      return { elu: used.utilization, activeMs: used.active, cpuMs, p99DelayMs: delay.percentile(99) / 1e6 }
     }
     for (const name of names) await measure(name)
     const samples = Object.fromEntries(names.map((name) => [name, []]))
@@ -107,6 +115,7 @@ export async function eventLoopUtilization() {
       turnsPerSession: SESSION_TURNS,
       ...comparison(pick('elu')),
       activeMs: comparison(pick('activeMs')),
+      ...(samples[names[0]][0].cpuMs === null ? {} : { mainThreadCpuMs: comparison(pick('cpuMs')) }),
       p99DelayMs: comparison(pick('p99DelayMs')),
     }
   } finally {

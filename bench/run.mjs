@@ -41,6 +41,7 @@ const elu = await eventLoopUtilization()
 results.benchmarks.event_loop_utilization = elu
 table(`event_loop_utilization, ${elu.sessions} sessions streaming, model latency ${elu.modelLatencyMs} ms (utilization)`, elu)
 table('main-thread busy time over the run (ms)', elu.activeMs)
+if (elu.mainThreadCpuMs) table('main-thread CPU time over the run (ms)', elu.mainThreadCpuMs)
 table('event-loop delay p99 (ms)', elu.p99DelayMs)
 
 const rss = await peakRss()
