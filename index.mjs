@@ -1,15 +1,3 @@
-import api from './index.js'
-
-export const {
-  createAgent,
-  prompt,
-  defineTool,
-  scriptedModel,
-  HookEvent,
-  SdkError,
-  HookTimeoutError,
-  ConfigError,
-  AbortError,
-  CriticalHookDeliveryError,
-} = api
-export default api
+// ESM entry: Node reads the CommonJS export names from `module.exports = { … }` in index.js.
+export * from './index.js'
+export { default } from './index.js'

@@ -1,4 +1,7 @@
 // The exported surface: error classes, HookEvent, and createAgent's validation of options.
+import { execFileSync } from 'node:child_process'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import {
   AbortError,
@@ -66,6 +69,14 @@ describe('error classes', () => {
     expect(esm.createAgent).toBe(createAgent)
     expect(esm.SdkError).toBe(SdkError)
     expect(esm.HookEvent).toBe(HookEvent)
+  })
+
+  it("Node's own ESM loader finds every export of the CommonJS entry by name", () => {
+    const entry = pathToFileURL(resolve(__dirname, '..', 'index.mjs')).href
+    const script = `import * as esm from '${entry}'; import { createRequire } from 'node:module'; const cjs = createRequire(import.meta.url)('${resolve(__dirname, '..', 'index.js')}'); console.log(JSON.stringify(Object.keys(cjs).map((name) => [name, esm[name] === cjs[name]]).concat([['default', esm.default === cjs]])))`
+    const pairs = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }))
+    expect(pairs.length).toBeGreaterThan(9)
+    expect(pairs.filter(([, same]: [string, boolean]) => !same)).toEqual([])
   })
 })
 

@@ -2,8 +2,23 @@
 
 use serde_json::Value;
 
-/// A short description of a JSON value: `null`, `42`, `"text"`, `an array`, `an object`.
+/// The key that marks a user function in the options JSON: `{ "$function": 3 }`.
+pub const FUNCTION_KEY: &str = "$function";
+
+/// The key `index.js` uses for a value JSON cannot carry: `{ "$js": "NaN" }`.
+pub const JS_VALUE_KEY: &str = "$js";
+
+/// A short description of a JSON value from JS: `null`, `42`, `"text"`, `an array`,
+/// `an object`; a user function is `a function`, and a value JSON cannot carry is named as JS
+/// prints it (`NaN`).
 pub fn describe(value: &Value) -> String {
+    if let Value::Object(object) = value {
+        match object.iter().next().filter(|_| object.len() == 1) {
+            Some((key, Value::Number(_))) if key == FUNCTION_KEY => return "a function".into(),
+            Some((key, Value::String(text))) if key == JS_VALUE_KEY => return text.clone(),
+            _ => {}
+        }
+    }
     match value {
         Value::Null => "null".into(),
         Value::Bool(flag) => flag.to_string(),

@@ -151,7 +151,7 @@ async fn a_callback_that_ignores_its_deadline_keeps_the_session_failing_closed_u
         )
     );
     release.send(true).unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(session.dispatcher().pending().settle(Duration::from_secs(1)).await);
     assert_eq!(session.dispatcher().pending().count(Owner::Hook), 0);
     session.close(0, Default::default()).await.unwrap();
 }
@@ -188,7 +188,7 @@ async fn concurrent_closes_share_one_attempt() {
         counted.fetch_add(1, Ordering::SeqCst);
         Box::pin(async {
             tokio::time::sleep(Duration::from_millis(30)).await;
-            Ok(Some(json!({"action": "continue"})))
+            Ok(Some(json!({"action": "abort", "reason": "not now"})))
         })
     });
     let (session, _) = new_session(
@@ -199,7 +199,15 @@ async fn concurrent_closes_share_one_attempt() {
         session.close(1, Default::default()),
         session.close(2, Default::default())
     );
-    assert!(a.is_ok() && b.is_ok());
+    // A second close that ran on its own would find SessionEnd already attempted and succeed;
+    // sharing the attempt, both get its refusal.
+    for outcome in [a, b] {
+        let error = outcome.unwrap_err();
+        assert_eq!(
+            (error.code, error.message.as_str()),
+            (ErrorCode::HookAborted, "not now")
+        );
+    }
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 

@@ -17,10 +17,7 @@ use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
 use crate::model::scripted::{parse_turns, Script, ScriptedModel};
 use crate::model::{Connection, HttpSettings, Model, ToolSchema};
-use crate::text::describe;
-
-/// The key that marks a user function in the options JSON.
-pub const FUNCTION_KEY: &str = "$function";
+use crate::text::{describe, FUNCTION_KEY};
 
 /// Environment variables the options may fall back on; the binding reads exactly these.
 pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
@@ -28,7 +25,8 @@ pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK
 pub const DEFAULT_MAX_TURNS: u32 = 200;
 pub const DEFAULT_HOOK_TIMEOUT_MS: u32 = 600_000;
 pub const DEFAULT_SESSION_END_HOOK_TIMEOUT_MS: u32 = 3_000;
-const MAX_TIMER_MS: u64 = 2_147_483_647;
+/// The largest delay a JS timer takes; also the bound of counts such as `maxTurns`.
+pub const MAX_TIMER_MS: u64 = 2_147_483_647;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -311,7 +309,7 @@ fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, Strin
         }
         other => Err(SdkError::config(format!(
             "model must be a model id string or scriptedModel(...) (got {})",
-            kind_of(other)
+            describe(other)
         ))),
     }
 }
@@ -454,7 +452,7 @@ impl<'a> Fields<'a> {
             }),
             other => Err(SdkError::config(format!(
                 "{path} must be {expected} (got {})",
-                kind_of(other)
+                describe(other)
             ))),
         }
     }
@@ -484,7 +482,7 @@ impl<'a> Fields<'a> {
         SdkError::config(format!(
             "{} must be {expected} (got {})",
             self.field(name),
-            kind_of(got)
+            describe(got)
         ))
     }
 
@@ -517,21 +515,6 @@ impl<'a> Fields<'a> {
                 .map(Some)
                 .ok_or_else(|| self.invalid(name, &format!("a positive integer no greater than {max}"), value)),
         }
-    }
-}
-
-/// The key `index.js` uses for a value JSON cannot carry: `{ "$js": "NaN" }`.
-pub const JS_VALUE_KEY: &str = "$js";
-
-/// Describes a value for an error message: user functions are "a function", values JSON
-/// cannot carry are named as JS would print them.
-fn kind_of(value: &Value) -> String {
-    if callable(value).is_some() {
-        return "a function".into();
-    }
-    match value.get(JS_VALUE_KEY).and_then(Value::as_str) {
-        Some(text) if value.as_object().is_some_and(|object| object.len() == 1) => text.to_string(),
-        _ => describe(value),
     }
 }
 

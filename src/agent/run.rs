@@ -365,17 +365,6 @@ impl Run {
     }
 
     async fn call_model(&self) -> Result<ModelReply> {
-        if !self.session.model.is_remote() {
-            return model_turn(
-                self.session.clone(),
-                self.session.messages(),
-                self.turns,
-                self.scope,
-                self.events.clone(),
-            )
-            .await;
-        }
-        // Off the polling thread: the HTTP exchange and its SSE parsing run on the workers.
         let turn = model_turn(
             self.session.clone(),
             self.session.messages(),
@@ -383,6 +372,10 @@ impl Run {
             self.scope,
             self.events.clone(),
         );
+        if !self.session.model.is_remote() {
+            return turn.await;
+        }
+        // Off the polling thread: the HTTP exchange and its SSE parsing run on the workers.
         offload(turn)
             .await
             .unwrap_or_else(|error| Err(SdkError::model(format!("Model request task failed: {error}"))))

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::config::AgentConfig;
+use super::config::{AgentConfig, MAX_TIMER_MS};
 use super::events::StreamEvent;
 use super::run::Run;
 use crate::error::{ErrorCode, Result, SdkError};
@@ -102,12 +102,24 @@ impl SendOptions {
     pub fn max_turns(value: Option<f64>) -> Result<Option<u32>> {
         match value {
             None => Ok(None),
-            Some(n) if n.fract() == 0.0 && (1.0..=2_147_483_647.0).contains(&n) => Ok(Some(n as u32)),
-            Some(_) => Err(SdkError::new(
+            Some(n) if n.fract() == 0.0 && (1.0..=MAX_TIMER_MS as f64).contains(&n) => Ok(Some(n as u32)),
+            Some(n) => Err(SdkError::new(
                 ErrorCode::InvalidInput,
-                "maxTurns must be a positive integer no greater than 2147483647",
+                format!(
+                    "maxTurns must be a positive integer no greater than {MAX_TIMER_MS} (got {})",
+                    js_number(n)
+                ),
             )),
         }
+    }
+}
+
+/// A number as JS prints it (`NaN`, `Infinity`, `1.5`, `0`).
+fn js_number(n: f64) -> String {
+    match n {
+        n if n.is_nan() => "NaN".into(),
+        n if n.is_infinite() => if n > 0.0 { "Infinity" } else { "-Infinity" }.into(),
+        n => n.to_string(),
     }
 }
 
@@ -491,12 +503,19 @@ mod tests {
     fn max_turns_per_send_must_be_a_positive_integer() {
         assert_eq!(SendOptions::max_turns(None).unwrap(), None);
         assert_eq!(SendOptions::max_turns(Some(3.0)).unwrap(), Some(3));
-        for bad in [0.0, -1.0, 1.5, f64::NAN, 2_147_483_648.0] {
+        for (bad, shown) in [
+            (0.0, "0"),
+            (-1.0, "-1"),
+            (1.5, "1.5"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (2_147_483_648.0, "2147483648"),
+        ] {
             let error = SendOptions::max_turns(Some(bad)).unwrap_err();
             assert_eq!(error.code, ErrorCode::InvalidInput);
             assert_eq!(
                 error.message,
-                "maxTurns must be a positive integer no greater than 2147483647"
+                format!("maxTurns must be a positive integer no greater than 2147483647 (got {shown})")
             );
         }
     }

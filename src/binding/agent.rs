@@ -119,36 +119,39 @@ impl NativeAgent {
             Ok(max_turns) => max_turns,
             Err(error) => return Either::B(error_json(&error)),
         };
-        match self.session.send(
-            &message,
-            SendOptions {
-                max_turns,
-                scope,
-                environment,
-            },
-        ) {
-            Ok((handle, run)) => {
-                // Held by the run until it ends: a run at work keeps Node alive, as a pending
-                // request would; an idle agent never does.
-                let started = local::KeepAlive::new(env.raw()).and_then(|keep_alive| {
-                    local::spawn(env.raw(), async move {
-                        run.await;
-                        drop(keep_alive);
-                    })
-                });
-                if let Err(error) = started {
-                    return Either::B(error_json(&SdkError::new(
-                        ErrorCode::Plain,
-                        format!("the run could not be started: {}", error.reason),
-                    )));
-                }
-                Either::A(NativeRun {
-                    events: Arc::new(Mutex::new(handle.events)),
-                    control: handle.control,
-                })
-            }
-            Err(error) => Either::B(error_json(&error)),
+        let not_started = |error: napi::Error| {
+            Either::B(error_json(&SdkError::new(
+                ErrorCode::Plain,
+                format!("the run could not be started: {}", error.reason),
+            )))
+        };
+        // Held by the run until it ends: a run at work keeps Node alive, as a pending request
+        // would; an idle agent never does. Made before the session marks a run active, so a
+        // failure here leaves no run behind.
+        let keep_alive = match local::KeepAlive::new(env.raw()) {
+            Ok(keep_alive) => keep_alive,
+            Err(error) => return not_started(error),
+        };
+        let options = SendOptions {
+            max_turns,
+            scope,
+            environment,
+        };
+        let (handle, run) = match self.session.send(&message, options) {
+            Ok(started) => started,
+            Err(error) => return Either::B(error_json(&error)),
+        };
+        // The scheduler the keep-alive found is there to take the run.
+        if let Err(error) = local::spawn(env.raw(), async move {
+            run.await;
+            drop(keep_alive);
+        }) {
+            return not_started(error);
         }
+        Either::A(NativeRun {
+            events: Arc::new(Mutex::new(handle.events)),
+            control: handle.control,
+        })
     }
 
     #[napi]

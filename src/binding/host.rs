@@ -123,9 +123,18 @@ struct CallPayload<'a> {
     function: u32,
     args: &'a [Value],
     scope: u32,
-    signal: Option<Value>,
-    error: Option<Value>,
+    signal: Option<SignalJson>,
+    /// `[arg, key, message, thrown]`
+    error: Option<(usize, &'static str, &'a str, Option<u32>)>,
     mock: bool,
+}
+
+/// `[arg, key]`, or `[arg, key, dispatch, last, linked]` for a dispatch's signal.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SignalJson {
+    Scope(usize, &'static str),
+    Dispatch(usize, &'static str, u32, bool, bool),
 }
 
 impl Host for JsHost {
@@ -137,12 +146,13 @@ impl Host for JsHost {
             args: &call.args,
             scope: call.scope,
             signal: call.signal.map(|slot| match slot.dispatch {
-                Some(dispatch) => json!([slot.arg, slot.key, dispatch.id, dispatch.last, dispatch.linked]),
-                None => json!([slot.arg, slot.key]),
+                Some(dispatch) => SignalJson::Dispatch(slot.arg, slot.key, dispatch.id, dispatch.last, dispatch.linked),
+                None => SignalJson::Scope(slot.arg, slot.key),
             }),
             error: call
                 .error
-                .map(|slot| json!([slot.arg, slot.key, slot.message, slot.thrown])),
+                .as_ref()
+                .map(|slot| (slot.arg, slot.key, slot.message.as_str(), slot.thrown)),
             mock: call.mock,
         };
         self.request(serde_json::to_string(&payload).unwrap_or_default())

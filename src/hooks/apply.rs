@@ -23,20 +23,10 @@ pub fn pre_tool_use(outputs: &[HookOutput], input: &mut Map<String, Value>, tool
     for output in outputs {
         match output.action {
             Action::Skip => {
-                return PreVerdict::Skip(
-                    output
-                        .reason
-                        .clone()
-                        .unwrap_or_else(|| format!("Tool \"{tool}\" was skipped by hook")),
-                )
+                return PreVerdict::Skip(output.reason_or(|| format!("Tool \"{tool}\" was skipped by hook")))
             }
             Action::Abort => {
-                return PreVerdict::Abort(
-                    output
-                        .reason
-                        .clone()
-                        .unwrap_or_else(|| format!("Tool \"{tool}\" was aborted by hook")),
-                )
+                return PreVerdict::Abort(output.reason_or(|| format!("Tool \"{tool}\" was aborted by hook")))
             }
             Action::Continue => merge(input, output),
         }
@@ -59,10 +49,7 @@ pub fn permission_request(outputs: &[HookOutput], input: &mut Map<String, Value>
         merge(input, output);
         if output.action != Action::Continue {
             return Some(Denial {
-                message: output
-                    .reason
-                    .clone()
-                    .unwrap_or_else(|| format!("Tool \"{tool}\" was blocked by hook")),
+                message: output.reason_or(|| format!("Tool \"{tool}\" was blocked by hook")),
                 interrupt: output.action == Action::Abort,
             });
         }
@@ -93,11 +80,7 @@ pub fn post_tool_use(outputs: &[HookOutput], output: &str, tool: &str) -> PostVe
     let mut replacement: Option<&Value> = None;
     for hook in outputs {
         if hook.action == Action::Abort {
-            return PostVerdict::Abort(
-                hook.reason
-                    .clone()
-                    .unwrap_or_else(|| format!("Tool \"{tool}\" post-execution hook aborted")),
-            );
+            return PostVerdict::Abort(hook.reason_or(|| format!("Tool \"{tool}\" post-execution hook aborted")));
         }
         if let Some(modified) = &hook.modified_output {
             replacement = Some(modified);
@@ -113,10 +96,7 @@ pub fn user_prompt_submit(outputs: &[HookOutput], content: UserContent) -> Resul
     let mut replacement: Option<&str> = None;
     for output in outputs {
         if output.action == Action::Abort {
-            return Err(output
-                .reason
-                .clone()
-                .unwrap_or_else(|| "Prompt submission aborted by hook".into()));
+            return Err(output.reason_or(|| "Prompt submission aborted by hook".into()));
         }
         match &output.modified_input {
             Some(ModifiedInput::Text(text)) => replacement = Some(text),
@@ -154,12 +134,7 @@ pub fn first_abort(outputs: &[HookOutput], event: HookEvent) -> Option<String> {
     outputs
         .iter()
         .find(|output| output.action == Action::Abort)
-        .map(|output| {
-            output
-                .reason
-                .clone()
-                .unwrap_or_else(|| format!("Hook {} aborted", event.name()))
-        })
+        .map(|output| output.reason_or(|| format!("Hook {} aborted", event.name())))
 }
 
 #[cfg(test)]

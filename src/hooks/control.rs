@@ -60,12 +60,7 @@ pub async fn evaluate(
             biased;
             answer = offload_control(hook, body, &caller.context.environment) => answer,
             // Cancellation never grants permission.
-            _ = async {
-                match caller.cancel {
-                    Some(token) => token.cancelled().await,
-                    None => std::future::pending().await,
-                }
-            } => return Verdict::Failed,
+            _ = caller.wait_cancelled() => return Verdict::Failed,
         };
         match answer {
             ControlAnswer::Decision(Decision::Allow) | ControlAnswer::Notification => {}

@@ -122,7 +122,7 @@ impl Caller<'_> {
         self.cancel.is_some_and(CancellationToken::is_cancelled)
     }
 
-    async fn wait_cancelled(&self) {
+    pub(crate) async fn wait_cancelled(&self) {
         match self.cancel {
             Some(token) => token.cancelled().await,
             None => std::future::pending().await,

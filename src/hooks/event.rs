@@ -121,7 +121,17 @@ impl HookEvent {
     /// The eight events of the inline-hook contract: callbacks decide (continue/skip/abort) and
     /// their errors count. On the other, lifecycle events, hooks observe and errors are logged.
     pub fn is_session_event(self) -> bool {
-        self.index() < 8
+        matches!(
+            self,
+            HookEvent::SessionStart
+                | HookEvent::UserPromptSubmit
+                | HookEvent::PreToolUse
+                | HookEvent::PostToolUse
+                | HookEvent::PostToolUseFailure
+                | HookEvent::PermissionRequest
+                | HookEvent::TaskCompleted
+                | HookEvent::SessionEnd
+        )
     }
 
     /// Tool events: their errors fail the call, and matchers apply to them.
@@ -161,12 +171,24 @@ mod tests {
     }
 
     #[test]
-    fn only_the_first_eight_are_session_events() {
+    fn the_eight_contract_events_are_session_events() {
         let session: Vec<_> = HookEvent::ALL
             .into_iter()
             .filter(|event| event.is_session_event())
+            .map(HookEvent::name)
             .collect();
-        assert_eq!(session.len(), 8);
-        assert!(!HookEvent::StepStart.is_session_event());
+        assert_eq!(
+            session,
+            [
+                "PreToolUse",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "PermissionRequest",
+                "UserPromptSubmit",
+                "SessionStart",
+                "SessionEnd",
+                "TaskCompleted"
+            ]
+        );
     }
 }

@@ -32,6 +32,11 @@ pub struct HookOutput {
 }
 
 impl HookOutput {
+    /// The hook's `reason`, or the event's default text when it gave none.
+    pub fn reason_or(&self, default: impl FnOnce() -> String) -> String {
+        self.reason.clone().unwrap_or_else(default)
+    }
+
     pub fn continue_() -> Self {
         HookOutput {
             action: Action::Continue,

@@ -83,7 +83,7 @@ impl Registry {
                     let Value::Array(items) = list else {
                         return Err(SdkError::config(format!(
                             "advanced.hooks.{key} must be an array of callbacks or hook objects (got {})",
-                            kind_of(list)
+                            describe(list)
                         )));
                     };
                     for (index, item) in items.iter().enumerate() {
@@ -97,7 +97,7 @@ impl Registry {
                             None => {
                                 return Err(SdkError::config(format!(
                                     "{path} must be a function or a hook object (got {})",
-                                    kind_of(item)
+                                    describe(item)
                                 )))
                             }
                         };
@@ -108,7 +108,7 @@ impl Registry {
             Some(other) => {
                 return Err(SdkError::config(format!(
                     "advanced.hooks must be an object mapping hook events to callbacks, or an array of hook objects (got {})",
-                    kind_of(other)
+                    describe(other)
                 )))
             }
         }
@@ -137,14 +137,6 @@ impl Registry {
     }
 }
 
-fn kind_of(value: &Value) -> String {
-    if callable(value).is_some() {
-        "a function".into()
-    } else {
-        describe(value)
-    }
-}
-
 /// Reads one hook object. In the map form `key` is the event it is listed under.
 fn parse_hook(
     value: &Value,
@@ -155,7 +147,7 @@ fn parse_hook(
     let Some(object) = value.as_object().filter(|_| callable(value).is_none()) else {
         return Err(SdkError::config(format!(
             "{path} must be a hook object {{ id, type, handler?, webhook? }} (got {})",
-            kind_of(value)
+            describe(value)
         )));
     };
     let id = match object.get("id") {
@@ -163,7 +155,7 @@ fn parse_hook(
         Some(other) => {
             return Err(SdkError::config(format!(
                 "{path}.id must be a non-empty string (got {})",
-                kind_of(other)
+                describe(other)
             )))
         }
         None => return Err(SdkError::config(format!("{path}.id is required"))),
@@ -211,7 +203,7 @@ fn parse_hook(
             }
             (name.clone(), event)
         }
-        (Some(other), _) => return Err(fail("type", format!("must be a string (got {})", kind_of(other)))),
+        (Some(other), _) => return Err(fail("type", format!("must be a string (got {})", describe(other)))),
         (None, Some((listed, event))) => (listed.to_string(), event),
         (None, None) => return Err(fail("type", "is required".into())),
     };
@@ -235,12 +227,12 @@ fn parse_hook(
                 })?)
             }
         }
-        Some(other) => return Err(fail("matcher", format!("must be a string (got {})", kind_of(other)))),
+        Some(other) => return Err(fail("matcher", format!("must be a string (got {})", describe(other)))),
     };
     let handler = match object.get("handler") {
         None | Some(Value::Null) => None,
         Some(value) => Some(
-            callable(value).ok_or_else(|| fail("handler", format!("must be a function (got {})", kind_of(value))))?,
+            callable(value).ok_or_else(|| fail("handler", format!("must be a function (got {})", describe(value))))?,
         ),
     };
     let webhook = match object.get("webhook") {
@@ -317,6 +309,8 @@ mod tests {
             (json!([{"id": "x", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").type is required"),
             (json!([{"id": "x", "type": "afterEverything", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").type must be a hook event or alias (got \"afterEverything\"; events: "),
             (json!([{"id": "x", "type": "afterStep", "matcher": "read", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher is only supported on tool events"),
+            (json!([{"id": "x", "type": "PreToolUse", "matcher": {"$js": "NaN"}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher must be a string (got NaN)"),
+            (json!([{"id": "x", "type": "PreToolUse", "matcher": {"$function": 1}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher must be a string (got a function)"),
             (json!([{"id": "x", "type": "PreToolUse", "matcher": "(", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher is not a valid regular expression: "),
             (json!([{"id": "x", "type": "afterStep"}]), "advanced.hooks[0] (hook \"x\") needs a handler or a webhook"),
             (json!([{"id": "x", "type": "afterStep", "handler": "f"}]), "advanced.hooks[0] (hook \"x\").handler must be a function (got \"f\")"),

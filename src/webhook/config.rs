@@ -161,7 +161,10 @@ impl WebhookConfig {
                         return Err(format!("{path}.headers.{name} may not be set by a webhook"));
                     }
                     let Value::String(template) = value else {
-                        return Err(format!("{path}.headers.{name} must be a string"));
+                        return Err(format!(
+                            "{path}.headers.{name} must be a string (got {})",
+                            describe(value)
+                        ));
                     };
                     for variable in
                         template_names(template).map_err(|problem| format!("{path}.headers.{name} {problem}"))?
@@ -197,10 +200,14 @@ impl WebhookConfig {
             Some(Value::Array(items)) => Some(
                 items
                     .iter()
-                    .map(|item| {
-                        item.as_str()
-                            .map(str::to_string)
-                            .ok_or(format!("{path}.eventFields must be an array of field names"))
+                    .enumerate()
+                    .map(|(index, item)| {
+                        item.as_str().map(str::to_string).ok_or_else(|| {
+                            format!(
+                                "{path}.eventFields[{index}] must be a field name (got {})",
+                                describe(item)
+                            )
+                        })
                     })
                     .collect::<Result<_, _>>()?,
             ),
@@ -295,6 +302,8 @@ mod tests {
             (json!({"url": "https://x.test", "onError": "panic"}), "hooks[0].webhook.onError must be 'continue' or 'block' (got \"panic\")"),
             (json!({"url": "https://x.test", "fallback": "qstash"}), "hooks[0].webhook.fallback must be 'fetch' or 'none' (got \"qstash\")"),
             (json!({"url": "https://x.test", "responseHandling": "toolResult"}), "hooks[0].webhook.responseHandling must be 'ignore' or 'toolCall' (got \"toolResult\")"),
+            (json!({"url": "https://x.test", "eventFields": ["toolName", 3]}), "hooks[0].webhook.eventFields[1] must be a field name (got 3)"),
+            (json!({"url": "https://x.test", "headers": {"x-k": 1}}), "hooks[0].webhook.headers.x-k must be a string (got 1)"),
             (json!({"url": "https://x.test", "responseHandling": "toolCall", "body": {}}), "hooks[0].webhook: control hooks cannot filter or override the event payload (remove body and eventFields)"),
         ];
         for (value, expected) in cases {
