@@ -1,6 +1,7 @@
 // Aborting a run: agent.abort(), the caller's signal, close(); the session stays usable.
 import { describe, expect, it } from 'vitest'
 import { AbortError, createAgent, defineTool, scriptedModel, type ToolContext } from '../index.js'
+import { until, untilAborted } from './helpers/server.js'
 
 function hangingTool() {
   const seen: { signal?: AbortSignal; started: boolean } = { started: false }
@@ -9,16 +10,10 @@ function hangingTool() {
     execute: (_input, context: ToolContext) => {
       seen.signal = context.signal
       seen.started = true
-      return new Promise<string>((_resolve, reject) => {
-        context.signal.addEventListener('abort', () => reject(context.signal.reason))
-      })
+      return untilAborted(context.signal)
     },
   })
   return { tool, seen }
-}
-
-async function until(condition: () => boolean) {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 1))
 }
 
 describe('abort', () => {

@@ -95,10 +95,12 @@ describe('matchers', () => {
           { id: 'all', type: 'beforeToolCall', matcher: '*', handler: (event) => void calls.push(`all:${event.toolName}`) },
           { id: 'none', type: 'afterToolCall', matcher: '^nothing$', handler: (event) => void calls.push(`none:${event.toolName}`) },
           { id: 'alternation', type: 'onToolCallError', matcher: 'read|get', handler: (event) => void calls.push(`error:${event.toolName}`) },
+          // Fails net/get after it ran (a throwing PostToolUse), so the onToolCallError hook has a call to match.
+          { id: 'break-get', type: 'afterToolCall', matcher: 'get$', handler: () => { throw new Error('no network') } },
         ],
       },
     })
-    expect(calls.sort()).toEqual(['all:fs/read', 'all:net/get', 'fs-only:fs/read'])
+    expect(calls.sort()).toEqual(['all:fs/read', 'all:net/get', 'error:net/get', 'fs-only:fs/read'])
   })
 })
 

@@ -1,11 +1,7 @@
 // advanced.logger: what the runtime logs instead of failing reaches JS, and never a secret.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, defineTool, prompt, scriptedModel, type LogEntry } from '../index.js'
-import { startServer, type ModelServer } from './helpers/server.js'
-
-const until = async (condition: () => boolean) => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 2))
-}
+import { startServer, until, type ModelServer } from './helpers/server.js'
 
 let receiver: ModelServer
 beforeAll(async () => {

@@ -210,7 +210,7 @@ describe('tool calls', () => {
     } as any)
     const agent = await createAgent({ model: scriptedModel([{ toolCalls: [{ id: 'call-9', name: 'ctx', input: {} }] }, { text: 'end' }]), tools: [tool] })
     await (await agent.send('go')).result()
-    expect(seen).toMatchObject({ toolCallId: 'call-9', sessionId: agent.sessionId, signalAborted: false, isSignal: true })
+    expect(seen).toMatchObject({ toolCallId: 'call-9', sessionId: agent.sessionId, signalAborted: false, isSignal: true, marker: 'mine' })
     await agent.close()
   })
 })

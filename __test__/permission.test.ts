@@ -2,6 +2,7 @@
 // combines with PermissionRequest hooks.
 import { describe, expect, it } from 'vitest'
 import { createAgent, defineTool, prompt, scriptedModel, type AgentOptions, type AgentPermissionRequest, type ScriptedToolCall } from '../index.js'
+import { untilAborted } from './helpers/server.js'
 
 const ran: string[] = []
 const tools = [
@@ -91,7 +92,7 @@ describe('the permission function', () => {
     expect(await outputFor(() => 42)).toEqual(
       Array(3).fill("Tool execution aborted: Permission check failed: the permission function returned 42; expected 'allow', 'deny', 'ask' or { behavior, … }"),
     )
-    const timedOut = await outputFor((request: AgentPermissionRequest) => new Promise((_r, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason))), 40)
+    const timedOut = await outputFor((request: AgentPermissionRequest) => untilAborted(request.signal), 40)
     expect(timedOut).toEqual(Array(3).fill('Tool execution aborted: Permission check failed: Hook PermissionRequest exceeded 40ms'))
     expect(ran).toEqual([])
   })

@@ -30,9 +30,14 @@ const received = (path: string) => receiver.requests.filter((req) => req.url ===
 
 let executed = 0
 const tools = [defineTool({ name: 'fs/read', execute: ({ path }) => (executed++, `SECRET_CONTENT of ${path}`) })]
-function run(hooks: AgentHook[], extra: Partial<AgentOptions> = {}) {
+/** One tool call through `hooks`; `advanced` adds options (its `hooks` come after these). */
+function run(hooks: AgentHook[], advanced: AgentOptions['advanced'] = {}) {
   executed = 0
-  return prompt('go', { model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'fs/read', input: { path: 'a.txt' } }] }, { text: 'done' }]), tools, advanced: { hooks }, ...extra })
+  return prompt('go', {
+    model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'fs/read', input: { path: 'a.txt' } }] }, { text: 'done' }]),
+    tools,
+    advanced: { ...advanced, hooks: [...hooks, ...((advanced?.hooks as AgentHook[] | undefined) ?? [])] },
+  })
 }
 const control = (type: 'beforeToolCall' | 'afterToolCall', path: string, webhook: Partial<WebhookConfig> = {}, id = `${type}-${path}`): AgentHook => ({
   id,
@@ -161,14 +166,8 @@ describe('result controls: every answer, before and after the tool, under both o
   }
 
   it('the control sees the final input, after PreToolUse rewrites and permission', async () => {
-    await run([control('beforeToolCall', '/final')], {
-      advanced: {
-        hooks: [
-          { id: 'rewrite', type: 'PreToolUse', handler: () => ({ action: 'continue', modifiedInput: { path: 'rewritten.txt' } }) },
-          control('beforeToolCall', '/final'),
-        ],
-        permission: () => ({ behavior: 'allow', updatedInput: { mode: 'ro' } }),
-      },
+    await run([{ id: 'rewrite', type: 'PreToolUse', handler: () => ({ action: 'continue', modifiedInput: { path: 'rewritten.txt' } }) }, control('beforeToolCall', '/final')], {
+      permission: () => ({ behavior: 'allow', updatedInput: { mode: 'ro' } }),
     })
     expect(received('/final')[0].body).toMatchObject({ toolInput: { path: 'rewritten.txt', mode: 'ro' }, hookId: 'beforeToolCall-/final', hookType: 'beforeToolCall' })
   })
@@ -176,7 +175,7 @@ describe('result controls: every answer, before and after the tool, under both o
   it('does not run for a call that was mocked, skipped or denied', async () => {
     await run([{ id: 'mock', type: 'beforeToolCall', handler: (event) => void event.mock!('mocked') }, control('beforeToolCall', '/never')])
     await run([{ id: 'skip', type: 'PreToolUse', handler: () => ({ action: 'skip' }) }, control('beforeToolCall', '/never')])
-    await run([control('beforeToolCall', '/never')], { advanced: { hooks: [control('beforeToolCall', '/never')], permission: 'plan' } })
+    await run([control('beforeToolCall', '/never')], { permission: 'plan' })
     expect(received('/never')).toHaveLength(0)
   })
 

@@ -90,6 +90,20 @@ export function useServer(): ModelServer {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Waits until `condition()` holds; fails the test after `timeoutMs` instead of hanging. */
+export async function until(condition: () => boolean, timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition still false after ${timeoutMs} ms: ${condition}`)
+    await sleep(1)
+  }
+}
+
+/** A promise that rejects with the signal's reason once it aborts (a hook or tool that waits for its deadline). */
+export function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
+}
+
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Handler {
   return (_req, res) => {
     res.writeHead(status, { 'content-type': 'application/json', ...headers })
