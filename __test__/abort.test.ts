@@ -40,6 +40,27 @@ describe('abort', () => {
     await agent.close()
   })
 
+  it('after an abort TaskCompleted runs with reason aborted, and StopFailure does not run', async () => {
+    const { tool, seen } = hangingTool()
+    const events: string[] = []
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ name: 'hang', input: {} }] }]),
+      tools: [tool],
+      advanced: {
+        hooks: [
+          { id: 'done', type: 'onComplete', handler: (event) => void events.push(`complete:${event.success}:${event.reason}`) },
+          { id: 'failed', type: 'onError', handler: () => void events.push('stop-failure') },
+        ],
+      },
+    })
+    const response = await agent.send('go')
+    await until(() => seen.started)
+    agent.abort(new Error('stop'))
+    await expect(response.text()).rejects.toThrow('stop')
+    expect(events).toEqual(['complete:false:aborted'])
+    await agent.close()
+  })
+
   it("the caller's signal aborts the run with the caller's reason", async () => {
     const { tool, seen } = hangingTool()
     const agent = await createAgent({ model: scriptedModel([{ toolCalls: [{ name: 'hang', input: {} }] }]), tools: [tool] })

@@ -281,6 +281,8 @@ describe('per-event rules', () => {
     expect((await run([{ action: 'continue', modifiedOutput: 'hook-adjusted-error' }], failing)).toolCalls[0]).toMatchObject({ output: 'hook-adjusted-error', status: 'error' })
     expect((await run([{ action: 'abort' }])).toolCalls[0]).toMatchObject({ output: 'Tool execution failed: Tool "Bash" post-execution hook aborted', status: 'error' })
     expect((await run([{ action: 'abort', reason: 'output rejected' }])).toolCalls[0].output).toBe('Tool execution failed: output rejected')
+    // PostToolUseFailure follows the same rules for a failed call.
+    expect((await run([{ action: 'abort' }], failing)).toolCalls[0]).toMatchObject({ output: 'Tool execution failed: Tool "Bash" post-execution hook aborted', status: 'error' })
   })
 
   it('a call whose arguments are not a JSON object fails without any hook; an unknown tool gets only PostToolUseFailure', async () => {
@@ -315,6 +317,33 @@ describe('per-event rules', () => {
     expect(failures).toEqual(['Tool execution failed: Hook PreToolUse exceeded 50ms'])
   })
 
+  it('a throwing or timed-out PostToolUse or PermissionRequest hook fails the call, and PostToolUseFailure then runs', async () => {
+    // [options, the call's output, whether the permission function and the tool still ran]
+    const cases: [NonNullable<AgentOptions['advanced']>, string, boolean][] = [
+      [{ hooks: { PostToolUse: [() => { throw new Error('post broke') }] } }, 'Tool execution failed: post broke', true],
+      [{ hookTimeoutMs: 30, hooks: { PostToolUse: [(input) => untilAborted(input.abortSignal)] } }, 'Tool execution failed: Hook PostToolUse exceeded 30ms', true],
+      [{ hooks: { PermissionRequest: [() => { throw new Error('no verdict') }] } }, 'Tool execution failed: no verdict', false],
+    ]
+    for (const [advanced, expected, toolRan] of cases) {
+      const failures: string[] = []
+      let ran = 0
+      let asked = 0
+      const result = await prompt('go', {
+        model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }] }, { text: 'end' }]),
+        tools: [defineTool({ name: 'Bash', execute: () => (ran++, 'listed') })],
+        advanced: {
+          ...advanced,
+          permission: () => (asked++, { behavior: 'allow' }),
+          hooks: { ...(advanced.hooks as object), PostToolUseFailure: [async (input: HookInput) => (failures.push(String(input.toolOutput)), { action: 'continue' as const })] },
+        },
+      })
+      expect(result.toolCalls[0]).toMatchObject({ output: expected, status: 'error' })
+      expect(failures).toEqual([expected])
+      // A PermissionRequest failure stops the call before the permission function and the tool.
+      expect([asked, ran]).toEqual(toolRan ? [1, 1] : [0, 0])
+    }
+  })
+
   it('a throwing PostToolUseFailure hook keeps the original tool error', async () => {
     const result = await prompt('go', {
       model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: {} }] }, { text: 'end' }]),
@@ -338,6 +367,9 @@ describe('per-event rules', () => {
     const error = await (await agent.send('blocked')).text().catch((e) => e)
     expect(error).toBeInstanceOf(SdkError)
     expect(error.message).toBe('Prompt submission aborted by hook')
+    const withReason = await createAgent({ model: scriptedModel([]), advanced: { hooks: { UserPromptSubmit: [async () => ({ action: 'abort', reason: 'quota exceeded' })] } } })
+    await expect((await withReason.send('go')).text()).rejects.toMatchObject({ name: 'SdkError', message: 'quota exceeded' })
+    await withReason.close()
     expect(agent.messages.filter((message) => message.role === 'user')).toHaveLength(1)
     abort = false
     expect(await (await agent.send('again')).text()).toBe('ok')
@@ -350,6 +382,17 @@ describe('per-event rules', () => {
     const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]), advanced: { hooks: { TaskCompleted: [async () => ({ action: 'abort' })] } } })
     await expect((await agent.send('go')).text()).rejects.toMatchObject({ message: 'Hook TaskCompleted aborted' })
     await agent.close()
+  })
+
+  it('a SessionStart callback that throws rejects createAgent with that very error, and SessionEnd runs once', async () => {
+    const thrown = new RangeError('no workspace')
+    let ended = 0
+    const failure = await createAgent({
+      model: scriptedModel([]),
+      advanced: { hooks: { SessionStart: [() => { throw thrown }], SessionEnd: [async () => (ended++, { action: 'continue' })] } },
+    }).catch((error) => error)
+    expect(failure).toBe(thrown)
+    expect(ended).toBe(1)
   })
 
   it('TaskCompleted also runs when the run fails, with success false and reason error', async () => {

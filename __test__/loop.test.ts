@@ -109,6 +109,12 @@ describe('a run', () => {
     await agent.close()
   })
 
+  it('a tool without parameters is sent to the model as taking an empty object', async () => {
+    const seen: any[] = []
+    await prompt('go', { model: scriptedModel((request) => (seen.push(request.tools), { text: 'ok' })), tools: [defineTool({ name: 'bare', execute: () => 'x' })] })
+    expect(seen[0]).toEqual([{ name: 'bare', parameters: { type: 'object', properties: {} } }])
+  })
+
   it('prompt() creates, sends and closes in one call', async () => {
     const result = await prompt('hi', { model: scriptedModel([{ text: 'one-shot' }]) })
     expect(result.content).toBe('one-shot')
@@ -235,7 +241,11 @@ describe('limits and session state', () => {
     const agent = await createAgent({ model: scriptedModel([{ toolCalls: [{ name: 'wait', input: {} }] }, { text: 'end' }, { text: 'again' }]), tools: [wait] })
     const first = await agent.send('one')
     expect(first.isSettled).toBe(false)
-    await expect(agent.send('two')).rejects.toMatchObject({ name: 'SdkError', code: 'SESSION_BUSY' })
+    await expect(agent.send('two')).rejects.toMatchObject({
+      name: 'SdkError',
+      code: 'SESSION_BUSY',
+      message: 'The previous Agent response is still active. Wait for it to settle before sending another message.',
+    })
     while (!release) await new Promise((resolve) => setTimeout(resolve, 1))
     release()
     expect(await first.text()).toBe('end')

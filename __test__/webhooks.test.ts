@@ -292,6 +292,18 @@ describe('critical delivery', () => {
     await agent.close()
   })
 
+  it('when two critical webhooks fail, the error names the first; both were tried', async () => {
+    routes['/down-1'] = json(503, {})
+    routes['/down-2'] = json(503, {})
+    const error = await run([
+      { id: 'c1', type: 'UserPromptSubmit', webhook: { url: url('/down-1'), fallback: 'none' } },
+      { id: 'c2', type: 'UserPromptSubmit', webhook: { url: url('/down-2'), fallback: 'none' } },
+    ]).catch((e) => e)
+    expect(error).toBeInstanceOf(CriticalHookDeliveryError)
+    expect(error).toMatchObject({ hookId: 'c1', message: 'Critical webhook delivery failed: c1' })
+    expect([received('/down-1').length, received('/down-2').length]).toEqual([1, 1])
+  })
+
   it('a failing ordinary webhook on a lifecycle event is logged and the run goes on', async () => {
     const result = await run([{ id: 'gone', type: 'afterStep', webhook: { url: 'http://127.0.0.1:9/gone' } }])
     expect(result.content).toBe('done')
