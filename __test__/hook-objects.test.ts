@@ -127,6 +127,23 @@ describe('mock()', () => {
     expect(post.find((event) => event.toolName === 'fs/read')).toMatchObject({ mocked: true, toolOutput: '{"items":[]}', result: { content: '{"items":[]}', success: true } })
   })
 
+  it('a mocked call, like a skipped one, is not put to PermissionRequest hooks or the permission function', async () => {
+    const asked: string[] = []
+    const result = await prompt('go', {
+      model: model(),
+      tools,
+      advanced: {
+        hooks: [
+          { id: 'mock-fs', type: 'beforeToolCall', matcher: '^fs/', handler: (event) => void event.mock!('canned') },
+          { id: 'ask', type: 'PermissionRequest', handler: (event) => void asked.push(`hook:${event.toolName}`) },
+        ],
+        permission: (request) => (asked.push(`permission:${request.toolName}`), { behavior: 'allow' }),
+      },
+    })
+    expect(result.toolCalls[0]).toMatchObject({ output: 'canned', mocked: true })
+    expect(asked).toEqual(['hook:net/get', 'permission:net/get'])
+  })
+
   it('a second mock() returns false; a failed mock is a failed call whose output is the content; a plain string works', async () => {
     const answers: boolean[] = []
     const failed = await prompt('go', {
