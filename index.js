@@ -122,12 +122,8 @@ function splitFunctions(options) {
 
 const NEVER_ABORTED = new AbortController().signal
 
-/** The values of the named environment variables that are set, read now (on the JS thread). */
-function pickEnvironment(names) {
-  const picked = {}
-  for (const name of names) if (process.env[name] !== undefined) picked[name] = process.env[name]
-  return picked
-}
+/** Rust schedules its work on the JS thread through a threadsafe function made on this no-op. */
+function wakeNothing() {}
 
 /**
  * One caller-side operation (`createAgent`, a `send`, `close`): the signal its user functions
@@ -353,16 +349,13 @@ class AgentResponse {
 class Agent {
   #native
   #scopes
-  /** The environment variables each operation reads (fixed when the agent is created). */
-  #environmentNames
   #nextScope = 1
   #active = null
   #closing = null
 
-  constructor(nativeAgent, scopes, environmentNames) {
+  constructor(nativeAgent, scopes) {
     this.#native = nativeAgent
     this.#scopes = scopes
-    this.#environmentNames = environmentNames
   }
 
   get sessionId() {
@@ -383,7 +376,7 @@ class Agent {
     const controller = new AbortController()
     const scopeId = this.#nextScope++
     const scope = new Scope(controller.signal)
-    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns, pickEnvironment(this.#environmentNames))
+    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns, process.env)
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
     const onCallerAbort = () => controller.abort(signal.reason)
@@ -416,7 +409,7 @@ class Agent {
     const scope = new Scope()
     this.#scopes.set(scopeId, scope)
     try {
-      const failure = await this.#native.close(scopeId, pickEnvironment(this.#environmentNames))
+      const failure = await this.#native.close(scopeId, process.env)
       if (failure !== null) throw toError(JSON.parse(failure), scope)
     } finally {
       this.#scopes.delete(scopeId)
@@ -430,18 +423,17 @@ async function createAgent(options) {
   }
   const { data, functions } = splitFunctions(options)
   const scopes = new Map()
-  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), process.env, () => {})
+  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), process.env, wakeNothing)
   if (typeof made === 'string') throw toError(JSON.parse(made))
-  const environmentNames = made.environmentNames
   const scope = new Scope()
   scopes.set(0, scope)
   try {
-    const failure = await made.start(0, pickEnvironment(environmentNames))
+    const failure = await made.start(0, process.env)
     if (failure !== null) throw toError(JSON.parse(failure), scope)
   } finally {
     scopes.delete(0)
   }
-  return new Agent(made, scopes, environmentNames)
+  return new Agent(made, scopes)
 }
 
 async function prompt(message, options) {

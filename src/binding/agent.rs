@@ -33,6 +33,18 @@ fn failure_of<'env>(
     })
 }
 
+/// The values of `names` that are set in `environment` (the caller's `process.env`), read now,
+/// on the JS thread: Rust threads never read the process environment while JS may change it.
+fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<HashMap<String, String>> {
+    let mut values = HashMap::new();
+    for name in names {
+        if let Some(value) = environment.get::<String>(name.as_ref())? {
+            values.insert(name.as_ref().to_string(), value);
+        }
+    }
+    Ok(values)
+}
+
 /// A created session, or the JSON of the error that prevented it.
 #[napi]
 pub fn create_session(
@@ -50,26 +62,25 @@ pub fn create_session(
             )))))
         }
     };
-    let mut variables = HashMap::new();
-    for name in ENV_VARS {
-        if let Some(value) = environment.get::<String>(name)? {
-            variables.insert(name.to_string(), value);
-        }
-    }
+    let variables = read_environment(&environment, ENV_VARS)?;
     let config = match AgentConfig::from_options(&options, &variables) {
         Ok(config) => config,
         Err(error) => return Ok(Either::B(error_json(&error))),
     };
     local::init(env, wake)?;
     let host = JsHost::new(env, invoke.create_ref()?)?;
+    let session = Session::new(config, Arc::new(host));
     Ok(Either::A(NativeAgent {
-        session: Session::new(config, Arc::new(host)),
+        environment_names: session.environment_names(),
+        session,
     }))
 }
 
 #[napi]
 pub struct NativeAgent {
     session: Arc<Session>,
+    /// The environment variables `send`, `start` and `close` read (fixed at creation).
+    environment_names: Vec<String>,
 }
 
 #[napi]
@@ -82,12 +93,6 @@ impl NativeAgent {
     #[napi(getter)]
     pub fn is_closed(&self) -> bool {
         self.session.is_closed()
-    }
-
-    /// The environment variables `send`, `start` and `close` want (see `Session::environment_names`).
-    #[napi(getter)]
-    pub fn environment_names(&self) -> Vec<String> {
-        self.session.environment_names()
     }
 
     /// The conversation as JSON text.
@@ -104,7 +109,7 @@ impl NativeAgent {
         message: String,
         scope: u32,
         max_turns: Option<f64>,
-        environment: HashMap<String, String>,
+        environment: Object,
     ) -> Either<NativeRun, String> {
         let message: Value = match serde_json::from_str(&message) {
             Ok(message) => message,
@@ -130,6 +135,10 @@ impl NativeAgent {
         // failure here leaves no run behind.
         let keep_alive = match local::KeepAlive::new(env.raw()) {
             Ok(keep_alive) => keep_alive,
+            Err(error) => return not_started(error),
+        };
+        let environment = match read_environment(&environment, &self.environment_names) {
+            Ok(environment) => environment,
             Err(error) => return not_started(error),
         };
         let options = SendOptions {
@@ -165,8 +174,9 @@ impl NativeAgent {
         &self,
         env: &'env Env,
         scope: u32,
-        environment: HashMap<String, String>,
+        environment: Object,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
+        let environment = read_environment(&environment, &self.environment_names)?;
         let session = self.session.clone();
         failure_of(env, async move { session.start(scope, environment).await })
     }
@@ -177,8 +187,9 @@ impl NativeAgent {
         &self,
         env: &'env Env,
         scope: u32,
-        environment: HashMap<String, String>,
+        environment: Object,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
+        let environment = read_environment(&environment, &self.environment_names)?;
         let session = self.session.clone();
         failure_of(env, async move { session.close(scope, environment).await })
     }
