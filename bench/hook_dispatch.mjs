@@ -5,7 +5,8 @@
 // (A B C D A B C D …) and the median of REPEATS runs is taken. The cost of an event is the
 // per-call time minus the per-call time with no callbacks.
 import { createAgent, defineTool, scriptedModel } from '../index.mjs'
-import { median } from './stats.mjs'
+import { fileURLToPath } from 'node:url'
+import { interleaved } from './stats.mjs'
 
 const TURNS = Number(process.env.TURNS ?? 300)
 const REPEATS = Number(process.env.REPEATS ?? 7)
@@ -46,17 +47,11 @@ async function runOnce(config) {
 
 export async function hookDispatch() {
   for (const config of CONFIGS) await runOnce(config) // warm-up
-  const samples = Object.fromEntries(CONFIGS.map((config) => [config, []]))
-  for (let repeat = 0; repeat < REPEATS; repeat++) {
-    for (const config of CONFIGS) samples[config].push(await runOnce(config))
-  }
-  callbackCalls = 0
-  await runOnce(0)
-  const crossingsWithoutCallbacks = callbackCalls
+  const perCall = await interleaved(CONFIGS, REPEATS, runOnce)
+  // Ten registered hook objects whose matcher does not match: none of them may be called.
   callbackCalls = 0
   await runOnce(NO_MATCH)
-  const crossingsWithoutMatch = callbackCalls
-  const perCall = Object.fromEntries(CONFIGS.map((config) => [config, median(samples[config])]))
+  const callbacksInvokedWithNoMatch = callbackCalls
   const perEvent = Object.fromEntries(CONFIGS.map((config) => [config, perCall[config] - perCall[0]]))
   return {
     unit: 'µs per PreToolUse event (median, minus the 0-callback loop)',
@@ -64,12 +59,11 @@ export async function hookDispatch() {
     repeats: REPEATS,
     perCallUs: perCall,
     perEventUs: perEvent,
-    callbacksInvokedWithNone: crossingsWithoutCallbacks,
-    callbacksInvokedWithNoMatch: crossingsWithoutMatch,
+    callbacksInvokedWithNoMatch,
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const result = await hookDispatch()
   console.log(JSON.stringify(result, null, 2))
 }

@@ -2,14 +2,20 @@
 // before and an after hook per call, at 200 and 1000 turns, in every system.
 import { loadAll, NAMES } from './systems.mjs'
 import { comparison, interleaved } from './stats.mjs'
+import { hookCallCount } from './systems/common.mjs'
 
 const REPEATS = Number(process.env.REPEATS ?? 5)
 
 async function perCall(systems, system, turns) {
+  const hooksBefore = hookCallCount()
   const started = process.hrtime.bigint()
   const calls = await systems[system](turns)
+  const elapsed = Number(process.hrtime.bigint() - started) / 1000 / turns
   if (calls !== turns) throw new Error(`${system} made ${calls} tool calls, expected ${turns}`)
-  return Number(process.hrtime.bigint() - started) / 1000 / turns
+  // Every system must really have run its before and after hook for each call.
+  const hooks = hookCallCount() - hooksBefore
+  if (hooks !== 2 * turns) throw new Error(`${system} ran ${hooks} hook calls, expected ${2 * turns}`)
+  return elapsed
 }
 
 export async function loopScripted() {

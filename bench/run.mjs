@@ -56,13 +56,12 @@ results.benchmarks.hook_dispatch = {
   perCallUs: dispatch.perCallUs,
   turns: dispatch.turns,
   repeats: dispatch.repeats,
-  callbacksInvokedWithNone: dispatch.callbacksInvokedWithNone,
   callbacksInvokedWithNoMatch: dispatch.callbacksInvokedWithNoMatch,
 }
 console.log('\nhook_dispatch (PreToolUse, sync JS callbacks returning { action: "continue" })')
 console.log('callbacks | µs per tool call | µs per event')
 for (const count of Object.keys(dispatch.perCallUs)) console.log(`${count.padStart(9)} | ${fmt(dispatch.perCallUs[count]).padStart(16)} | ${fmt(dispatch.perEventUs[count]).padStart(12)}`)
-console.log(`callbacks invoked with none registered: ${dispatch.callbacksInvokedWithNone}; with 10 non-matching matchers: ${dispatch.callbacksInvokedWithNoMatch}`)
+console.log(`callbacks invoked with 10 registered hook objects whose matcher does not match: ${dispatch.callbacksInvokedWithNoMatch}`)
 
 const notifications = await webhookNotifications()
 results.benchmarks.webhook_notifications = notifications
