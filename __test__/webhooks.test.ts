@@ -100,6 +100,16 @@ describe('notifications', () => {
     await run([{ id: 'both', type: 'afterStep', handler: () => void order.push('handler'), webhook: { url: url('/both') } }])
     expect(order).toEqual(['handler', 'webhook', 'handler', 'webhook'])
   })
+
+  it('a webhook after the last handler still gets the whole event', async () => {
+    const handled: string[] = []
+    await run([
+      { id: 'first', type: 'afterToolCall', handler: (event) => void handled.push(String(event.toolName)) },
+      { id: 'later', type: 'afterToolCall', webhook: { url: url('/later') } },
+    ])
+    expect(handled).toEqual(['fs/read'])
+    expect(received('/later')[0].body).toMatchObject({ event: 'PostToolUse', toolName: 'fs/read', toolInput: { path: 'a.txt' }, hookId: 'later' })
+  })
 })
 
 describe('result controls: every answer, before and after the tool, under both onError values', () => {

@@ -3,35 +3,16 @@
 //! Dropping the returned future cancels the work.
 
 use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use tokio::task::{JoinError, JoinHandle};
+use tokio_util::task::AbortOnDropHandle;
 
-/// The spawned work; aborted if dropped before it finished.
-pub struct Offloaded<T>(JoinHandle<T>);
-
-impl<T> Future for Offloaded<T> {
-    type Output = Result<T, JoinError>;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(context)
-    }
-}
-
-impl<T> Drop for Offloaded<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Spawns `work` onto the current tokio runtime.
-pub fn offload<F>(work: F) -> Offloaded<F::Output>
+/// Spawns `work` onto the current tokio runtime; dropping the returned future cancels it.
+pub fn offload<F>(work: F) -> AbortOnDropHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    Offloaded(tokio::spawn(work))
+    AbortOnDropHandle::new(tokio::spawn(work))
 }
 
 #[cfg(test)]

@@ -86,11 +86,11 @@ impl Call<'_> {
     }
 
     /// The fields every tool event carries, in both vocabularies.
-    fn fields(&self, event: &str, input: &Map<String, Value>) -> Map<String, Value> {
+    fn fields(&self, event: HookEvent, input: &Map<String, Value>) -> Map<String, Value> {
         let name = self.name();
         let identifier = name.split_once('/').map_or("", |(identifier, _)| identifier);
         let mut fields = Map::new();
-        fields.insert("event".into(), json!(event));
+        fields.insert("event".into(), json!(event.name()));
         fields.insert("sessionId".into(), json!(self.site.session.id));
         fields.insert("toolName".into(), json!(name));
         fields.insert("toolInput".into(), Value::Object(input.clone()));
@@ -105,7 +105,7 @@ impl Call<'_> {
     }
 
     /// Post-call fields: the model-facing output, the structured result, and `mocked`.
-    fn result_fields(&self, event: &str, input: &Map<String, Value>, result: &CallResult) -> Map<String, Value> {
+    fn result_fields(&self, event: HookEvent, input: &Map<String, Value>, result: &CallResult) -> Map<String, Value> {
         let mut fields = self.fields(event, input);
         fields.insert("toolOutput".into(), json!(result.output));
         fields.insert(
@@ -139,7 +139,7 @@ impl Call<'_> {
 
         let mut mocked = None;
         if self.has(HookEvent::PreToolUse) {
-            let payload = self.fields("PreToolUse", &input);
+            let payload = self.fields(HookEvent::PreToolUse, &input);
             let dispatched = match dispatcher
                 .dispatch(self.input(HookEvent::PreToolUse, payload, None), self.site.caller)
                 .await
@@ -162,7 +162,7 @@ impl Call<'_> {
                 }
                 let controls = dispatcher.controls(HookEvent::PreToolUse, &name, self.site.caller.context);
                 if !controls.is_empty() {
-                    let payload = self.fields("PreToolUse", &input);
+                    let payload = self.fields(HookEvent::PreToolUse, &input);
                     if let Some(blocked) = blocked(
                         control::evaluate(
                             &controls,
@@ -193,7 +193,7 @@ impl Call<'_> {
         let session = self.site.session;
         let name = self.name().to_string();
         if self.has(HookEvent::PermissionRequest) {
-            let mut payload = self.fields("PermissionRequest", input);
+            let mut payload = self.fields(HookEvent::PermissionRequest, input);
             payload.insert("toolKind".into(), json!(tool.kind.as_str()));
             payload.insert("affectedPaths".into(), json!(permission::affected_paths(input)));
             let outputs = match session
@@ -289,7 +289,7 @@ impl Call<'_> {
                 .dispatcher
                 .controls(HookEvent::PostToolUse, self.name(), self.site.caller.context);
         if !controls.is_empty() {
-            let payload = self.result_fields("PostToolUse", &input, &result);
+            let payload = self.result_fields(HookEvent::PostToolUse, &input, &result);
             if let Some(blocked) = blocked(
                 control::evaluate(
                     &controls,
@@ -319,7 +319,7 @@ impl Call<'_> {
         if !self.has(HookEvent::PostToolUse) {
             return result;
         }
-        let payload = self.result_fields("PostToolUse", input, &result);
+        let payload = self.result_fields(HookEvent::PostToolUse, input, &result);
         let dispatcher = &self.site.session.dispatcher;
         match dispatcher
             .dispatch(self.input(HookEvent::PostToolUse, payload, None), self.site.caller)
@@ -353,7 +353,7 @@ impl Call<'_> {
         if !self.has(HookEvent::PostToolUseFailure) {
             return result;
         }
-        let payload = self.result_fields("PostToolUseFailure", input, &result);
+        let payload = self.result_fields(HookEvent::PostToolUseFailure, input, &result);
         let error = result.failure.as_ref().map(|failure| ErrorSlot {
             arg: 0,
             key: "error",

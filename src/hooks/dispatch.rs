@@ -263,7 +263,7 @@ impl Dispatcher {
         // On lifecycle events hooks observe: their failures are logged, except a critical
         // delivery failure.
         match outcome {
-            Err(HookError::Critical { hook_id, cause }) => Err(HookError::Critical { hook_id, cause }),
+            Err(critical @ HookError::Critical { .. }) => Err(critical),
             Err(error) => {
                 self.log.warn(
                     &format!("{} hook failed; the run goes on", event.name()),
@@ -294,8 +294,14 @@ impl Dispatcher {
         let budget_ms = self.budget_ms(event);
         let dispatch = self.next_dispatch_id();
         let timeout = Timeout::starting_now(event.name(), budget_ms, dispatch);
-        // Each callback gets its own copy of the event's fields.
-        let fields = &input.payload;
+        // Each callback gets its own copy of the event's fields; the last one to call JS takes
+        // them when no webhook after it still needs them (the common case: one copy saved).
+        let mut fields = input.payload;
+        let last_webhook = callbacks.iter().rposition(|entry| match entry {
+            Registered::Callback { .. } => false,
+            Registered::Hook(hook) => hook.webhook.is_some() && !hook.is_control() && hook.matches(input.tool),
+        });
+        let hand_over = last_js.filter(|last| last_webhook.is_none_or(|webhook| webhook < *last));
         let mut dispatched = Dispatched::default();
         let mut critical: Option<(String, String)> = None;
         for (position, entry) in callbacks.iter().enumerate() {
@@ -316,7 +322,12 @@ impl Dispatcher {
             };
             // After a mock, later PreToolUse callbacks do not run.
             if let Some(function) = function.filter(|_| dispatched.mocked.is_none()) {
-                let mut call = HostCall::new(function, vec![Value::Object(fields.clone())], caller.scope);
+                let copy = if Some(position) == hand_over {
+                    std::mem::take(&mut fields)
+                } else {
+                    fields.clone()
+                };
+                let mut call = HostCall::new(function, vec![Value::Object(copy)], caller.scope);
                 call.signal = Some(SignalSlot {
                     arg: 0,
                     key: "abortSignal",
@@ -359,7 +370,7 @@ impl Dispatcher {
             }
             let Some(hook) = hook else { continue };
             let Some(webhook) = &hook.webhook else { continue };
-            let body = crate::webhook::payload::build(fields, webhook, &hook.id, &hook.type_name, true);
+            let body = crate::webhook::payload::build(&fields, webhook, &hook.id, &hook.type_name, true);
             let delivered = tokio::select! {
                 biased;
                 delivered = offload_notify(hook, body, &caller.context.environment) => delivered,

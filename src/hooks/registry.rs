@@ -222,7 +222,7 @@ fn parse_hook(
                 Some(Regex::new(pattern).map_err(|error| {
                     fail(
                         "matcher",
-                        format!("is not a valid regular expression: {}", first_line(&error.to_string())),
+                        format!("is not a valid regular expression: {}", last_line(&error.to_string())),
                     )
                 })?)
             }
@@ -257,7 +257,8 @@ fn parse_hook(
     })
 }
 
-fn first_line(text: &str) -> String {
+/// The last non-empty line: a regex error ends with what is wrong, after lines that show the pattern.
+fn last_line(text: &str) -> String {
     text.lines()
         .rfind(|line| !line.trim().is_empty())
         .unwrap_or(text)
