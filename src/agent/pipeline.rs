@@ -11,10 +11,10 @@ use super::session::Session;
 use super::tools::{self, CallResult, ToolContext, ToolSpec};
 use crate::hooks::apply::{self, PostVerdict, PreVerdict};
 use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
-use crate::hooks::dispatch::{Caller, EventInput, HookError, Timeout};
+use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
 use crate::hooks::HookEvent;
-use crate::host::{DispatchSignal, ErrorSlot, HostCall, SignalSlot};
+use crate::host::{ErrorSlot, HostCall};
 use crate::model::ToolCallRequest;
 use crate::text::describe;
 
@@ -250,22 +250,9 @@ impl Call<'_> {
             "sessionId": self.site.session.id,
             "toolCallId": self.request.id,
         });
-        let dispatch = dispatcher.next_dispatch_id();
+        let timeout = dispatcher.start_timeout(HookEvent::PermissionRequest);
         let mut call = HostCall::new(function, vec![request], self.site.caller.scope);
-        call.signal = Some(SignalSlot {
-            arg: 0,
-            key: "signal",
-            dispatch: Some(DispatchSignal {
-                id: dispatch,
-                last: true,
-                linked: self.site.caller.cancel.is_some(),
-            }),
-        });
-        let timeout = Timeout::starting_now(
-            HookEvent::PermissionRequest.name(),
-            dispatcher.hook_timeout_ms(),
-            dispatch,
-        );
+        call.signal = Some(timeout.signal("signal", true, self.site.caller.cancel.is_some()));
         match dispatcher
             .call_guarded(call, &timeout, self.site.caller, Owner::Permission)
             .await

@@ -225,20 +225,20 @@ impl Dispatcher {
         &self.pending
     }
 
-    pub fn hook_timeout_ms(&self) -> u32 {
-        self.hook_timeout_ms
-    }
-
-    fn budget_ms(&self, event: HookEvent) -> u32 {
-        if event == HookEvent::SessionEnd {
+    /// Numbers a new dispatch of `event` and starts its budget (`sessionEndHookTimeoutMs` for
+    /// SessionEnd, `hookTimeoutMs` otherwise).
+    pub fn start_timeout(&self, event: HookEvent) -> Timeout {
+        let budget_ms = if event == HookEvent::SessionEnd {
             self.session_end_timeout_ms
         } else {
             self.hook_timeout_ms
+        };
+        Timeout {
+            event: event.name(),
+            budget_ms,
+            deadline: Instant::now() + Duration::from_millis(u64::from(budget_ms)),
+            dispatch: self.next_dispatch.fetch_add(1, Ordering::Relaxed),
         }
-    }
-
-    pub fn next_dispatch_id(&self) -> u32 {
-        self.next_dispatch.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Runs `event`'s hooks in order and returns the callbacks' outputs, unapplied.
@@ -291,9 +291,7 @@ impl Dispatcher {
         if caller.cancelled() {
             return Err(HookError::Cancelled);
         }
-        let budget_ms = self.budget_ms(event);
-        let dispatch = self.next_dispatch_id();
-        let timeout = Timeout::starting_now(event.name(), budget_ms, dispatch);
+        let timeout = self.start_timeout(event);
         // Each callback gets its own copy of the event's fields; the last one to call JS takes
         // them when no webhook after it still needs them (the common case: one copy saved).
         let mut fields = input.payload;
@@ -328,15 +326,7 @@ impl Dispatcher {
                     fields.clone()
                 };
                 let mut call = HostCall::new(function, vec![Value::Object(copy)], caller.scope);
-                call.signal = Some(SignalSlot {
-                    arg: 0,
-                    key: "abortSignal",
-                    dispatch: Some(DispatchSignal {
-                        id: dispatch,
-                        last: Some(position) == last_js,
-                        linked: caller.cancel.is_some(),
-                    }),
-                });
+                call.signal = Some(timeout.signal("abortSignal", Some(position) == last_js, caller.cancel.is_some()));
                 call.error = input.error.clone();
                 call.mock = event == HookEvent::PreToolUse;
                 let mut returned = match self.call_guarded(call, &timeout, caller, Owner::Hook).await {
@@ -509,12 +499,17 @@ pub struct Timeout {
 }
 
 impl Timeout {
-    pub fn starting_now(event: &'static str, budget_ms: u32, dispatch: u32) -> Self {
-        Timeout {
-            event,
-            budget_ms,
-            deadline: Instant::now() + Duration::from_millis(u64::from(budget_ms)),
-            dispatch,
+    /// Where a call of this dispatch gets its signal: `args[0][key]`; `last` lets the host
+    /// forget the signal once the call settles; `linked` also follows the caller's signal.
+    pub fn signal(&self, key: &'static str, last: bool, linked: bool) -> SignalSlot {
+        SignalSlot {
+            arg: 0,
+            key,
+            dispatch: Some(DispatchSignal {
+                id: self.dispatch,
+                last,
+                linked,
+            }),
         }
     }
 }
