@@ -289,8 +289,7 @@ async fn a_throwing_post_failure_hook_keeps_the_original_error() {
 async fn post_tool_use_rewrites_output_and_abort_fails_the_call() {
     let host = FakeHost::default()
         .returning(0, json!("SECRET_KEY=abc"))
-        .returning(1, json!({"action": "continue", "modifiedOutput": {"redacted": true}}))
-        .returning(2, json!({"action": "abort"}));
+        .returning(1, json!({"action": "continue", "modifiedOutput": {"redacted": true}}));
     let (session, _) = new_session(
         json!({"model": one_call("t", json!({})), "tools": [tool("t", 0)], "advanced": {"hooks": {"PostToolUse": [f(1)]}}}),
         host,
@@ -310,9 +309,13 @@ async fn post_tool_use_rewrites_output_and_abort_fails_the_call() {
         host,
     );
     let events = run(&session, "go").await;
+    let record = &result(&events).tool_calls[0];
     assert_eq!(
-        result(&events).tool_calls[0].output,
-        "Tool execution failed: Tool \"t\" post-execution hook aborted"
+        (record.status, record.output.as_str()),
+        (
+            CallStatus::Error,
+            "Tool execution failed: Tool \"t\" post-execution hook aborted"
+        )
     );
 }
 
