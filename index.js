@@ -267,6 +267,7 @@ class AgentResponse {
   #settled = false
   #finished
   #pulling = null
+  #everyEvent = false
 
   constructor(run, scope, onSettled) {
     this.#run = run
@@ -309,6 +310,11 @@ class AgentResponse {
 
   /** Every event of the run; each call starts again from the first. */
   stream() {
+    // Until now a waiting pull woke only for text or the run's end.
+    if (!this.#everyEvent) {
+      this.#everyEvent = true
+      this.#run.wantEveryEvent()
+    }
     return this.#select((event) => event)
   }
 

@@ -63,6 +63,27 @@ describe('a run', () => {
     await agent.close()
   })
 
+  it('gives stream() each tool event as it happens, even while a textStream() waits for text', async () => {
+    let finish!: (value: string) => void
+    const slow = defineTool({ name: 'slow', parameters: { type: 'object' }, execute: () => new Promise<string>((resolve) => (finish = resolve)) })
+    const agent = await createAgent({ model: scriptedModel([{ toolCalls: [{ id: 's1', name: 'slow', input: {} }] }, { text: 'after' }]), tools: [slow] })
+    const response = await agent.send('go')
+    const deltas: string[] = []
+    const reading = (async () => {
+      for await (const delta of response.textStream()) deltas.push(delta)
+    })()
+    // The text reader is waiting while the tool runs; a stream() reader sees the call now.
+    const events = response.stream()[Symbol.asyncIterator]()
+    expect((await events.next()).value).toEqual({ type: 'turn', index: 1 })
+    expect((await events.next()).value).toEqual({ type: 'tool_use', id: 's1', name: 'slow', input: {} })
+    expect(deltas).toEqual([])
+    finish('slow done')
+    expect((await events.next()).value).toMatchObject({ type: 'tool_result', output: 'slow done' })
+    await reading
+    expect(deltas).toEqual(['after'])
+    await agent.close()
+  })
+
   it('keeps the conversation in agent.messages, in the OpenAI chat shape, without the system prompt', async () => {
     const agent = await createAgent({
       model: scriptedModel([{ toolCalls: [{ id: 'a', name: 'echo', input: { text: 'x' } }] }, { text: 'ok' }, { text: 'second' }]),

@@ -151,7 +151,7 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
         }),
         host,
     );
-    let (mut handle, drive) = session.send(&json!("go"), SendOptions::default()).unwrap();
+    let (handle, drive) = session.send(&json!("go"), SendOptions::default()).unwrap();
     tokio::spawn(drive);
     // Wait until the tool call is under way, then abort.
     loop {

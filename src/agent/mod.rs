@@ -5,10 +5,12 @@ pub mod config;
 pub mod events;
 pub mod permission;
 mod pipeline;
+pub mod reader;
 mod run;
 pub mod session;
 pub mod tools;
 
 pub use config::AgentConfig;
 pub use events::{PromptResult, StopReason, StreamEvent, ToolCallRecord};
+pub use reader::EventReader;
 pub use session::{RunControl, RunHandle, SendOptions, Session};

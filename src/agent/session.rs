@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{AgentConfig, MAX_TIMER_MS};
-use super::events::StreamEvent;
+use super::reader::EventReader;
 use super::run::Run;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
@@ -125,45 +125,8 @@ fn js_number(n: f64) -> String {
 
 /// The caller's end of a run: its events, and the means to abort it.
 pub struct RunHandle {
-    pub events: mpsc::UnboundedReceiver<StreamEvent>,
+    pub events: EventReader,
     pub control: Arc<RunControl>,
-}
-
-/// Takes the events published since the last batch: waits for one, then for more until
-/// `window` completes (or the run ends), so a chatty run reaches its consumer in a few batches
-/// rather than one crossing per event. `None` once every event was taken.
-pub async fn next_batch(
-    events: &mut mpsc::UnboundedReceiver<StreamEvent>,
-    window: impl std::future::Future<Output = ()>,
-) -> Option<Vec<StreamEvent>> {
-    let first = events.recv().await?;
-    let mut batch = vec![first];
-    let mut window = std::pin::pin!(window);
-    loop {
-        while let Ok(event) = events.try_recv() {
-            batch.push(event);
-        }
-        let ended = matches!(
-            batch.last(),
-            Some(StreamEvent::Result { .. } | StreamEvent::Error { .. })
-        );
-        if ended || events.is_closed() {
-            return Some(batch);
-        }
-        tokio::select! {
-            biased;
-            event = events.recv() => match event {
-                Some(event) => batch.push(event),
-                None => return Some(batch),
-            },
-            _ = &mut window => {
-                while let Ok(event) = events.try_recv() {
-                    batch.push(event);
-                }
-                return Some(batch);
-            }
-        }
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -234,6 +197,7 @@ impl Session {
         }
         let (sender, events) = mpsc::unbounded_channel();
         let run = Run::new(self.clone(), control.clone(), sender, options);
+        let events = EventReader::new(events);
         Ok((RunHandle { events, control }, Box::pin(run.drive(content))))
     }
 
@@ -464,40 +428,6 @@ mod tests {
     use super::*;
     use crate::model::AssistantToolCall;
     use serde_json::json;
-
-    #[tokio::test]
-    async fn batches_gather_what_arrives_within_the_window_and_end_at_the_last_event() {
-        let (sender, mut events) = mpsc::unbounded_channel();
-        sender.send(StreamEvent::Turn { index: 1 }).unwrap();
-        let later = sender.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-            later.send(StreamEvent::Content { delta: "a".into() }).unwrap();
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            later.send(StreamEvent::Content { delta: "late".into() }).unwrap();
-        });
-        let window = std::time::Duration::from_millis(20);
-        let first = next_batch(&mut events, tokio::time::sleep(window)).await.unwrap();
-        assert_eq!(
-            first,
-            vec![
-                StreamEvent::Turn { index: 1 },
-                StreamEvent::Content { delta: "a".into() }
-            ]
-        );
-        let started = tokio::time::Instant::now();
-        let error = StreamEvent::Error {
-            error: SdkError::model("x"),
-        };
-        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
-        sender.send(error.clone()).unwrap();
-        let second = next_batch(&mut events, tokio::time::sleep(window)).await.unwrap();
-        // The last event ends the batch at once, without waiting out the window.
-        assert_eq!(second, vec![StreamEvent::Content { delta: "late".into() }, error]);
-        assert!(started.elapsed() < std::time::Duration::from_millis(165));
-        drop(sender);
-        assert_eq!(next_batch(&mut events, tokio::time::sleep(window)).await, None);
-    }
 
     #[test]
     fn max_turns_per_send_must_be_a_positive_integer() {

@@ -6,13 +6,11 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
-use tokio::sync::{mpsc, Mutex};
 
 use super::host::JsHost;
 use super::local;
 use crate::agent::config::ENV_VARS;
-use crate::agent::session::next_batch;
-use crate::agent::{AgentConfig, RunControl, SendOptions, Session, StreamEvent};
+use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
 
 fn error_json(error: &SdkError) -> String {
@@ -158,7 +156,7 @@ impl NativeAgent {
             return not_started(error);
         }
         Either::A(NativeRun {
-            events: Arc::new(Mutex::new(handle.events)),
+            events: Arc::new(handle.events),
             control: handle.control,
         })
     }
@@ -197,22 +195,22 @@ impl NativeAgent {
 
 #[napi]
 pub struct NativeRun {
-    events: Arc<Mutex<mpsc::UnboundedReceiver<StreamEvent>>>,
+    events: Arc<EventReader>,
     control: Arc<RunControl>,
 }
 
 #[napi]
 impl NativeRun {
-    /// The events published since the last call, as a JSON array; waits for at least one, then
-    /// takes what else the JS thread's current turn publishes (a streamed answer's deltas that
-    /// arrived together come in one batch). `null` once the run has ended and every event was
-    /// taken. Waited for on the JS thread, where the run publishes them.
+    /// The events published since the last call, as a JSON array; waits for text or the end of
+    /// the run (for any event after `wantEveryEvent()`), then takes what else the JS thread's
+    /// current turn publishes (a streamed answer's deltas that arrived together come in one
+    /// batch). `null` once the run has ended and every event was taken. Waited for on the JS
+    /// thread, where the run publishes them.
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let events = self.events.clone();
         local::promise(env, async move {
-            let mut events = events.lock().await;
-            let batch = next_batch(&mut events, local::rest_of_turn()).await?;
+            let batch = events.next_batch(local::rest_of_turn()).await?;
             Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
         })
     }
@@ -225,6 +223,12 @@ impl NativeRun {
             control.finished().await;
             None
         })
+    }
+
+    /// A reader of every event is waiting (`stream()`), not only of text (`textStream()`).
+    #[napi]
+    pub fn want_every_event(&self) {
+        self.events.want_every_event();
     }
 
     #[napi]

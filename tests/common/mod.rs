@@ -101,7 +101,7 @@ pub fn session(options: Value, host: FakeHost) -> (Arc<Session>, Arc<FakeHost>) 
 }
 
 pub async fn run(session: &Arc<Session>, message: &str) -> Vec<StreamEvent> {
-    let (mut handle, drive) = session.send(&json!(message), SendOptions::default()).expect("accepted");
+    let (handle, drive) = session.send(&json!(message), SendOptions::default()).expect("accepted");
     tokio::spawn(drive);
     let mut events = Vec::new();
     while let Some(event) = handle.events.recv().await {
