@@ -5,6 +5,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// A user function, as numbered by the host when the options were handed over.
@@ -41,11 +43,48 @@ pub struct ErrorSlot {
     pub thrown: Option<u32>,
 }
 
+/// A call's arguments as the text of one JSON array, written once: the JS side parses it in
+/// its own realm, and an event's fields go in as they were serialized, not rebuilt per call.
+#[derive(Debug, Clone)]
+pub struct Args(Box<RawValue>);
+
+impl Args {
+    /// `values` serialized as an array: a slice, a tuple, a `Vec`.
+    pub fn of(values: &impl Serialize) -> Self {
+        match serde_json::value::to_raw_value(values) {
+            Ok(raw) if raw.get().starts_with('[') => Args(raw),
+            _ => Args::empty(),
+        }
+    }
+
+    /// One argument: the JSON object text `object`.
+    pub fn object(object: &RawValue) -> Self {
+        let mut text = String::with_capacity(object.get().len() + 2);
+        text.push('[');
+        text.push_str(object.get());
+        text.push(']');
+        RawValue::from_string(text).map_or_else(|_| Args::empty(), Args)
+    }
+
+    fn empty() -> Self {
+        Args(RawValue::from_string("[]".into()).expect("an empty array is JSON"))
+    }
+
+    pub fn json(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// The arguments as values, for a host written in Rust.
+    pub fn values(&self) -> Vec<Value> {
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+}
+
 /// One call of a user function.
 #[derive(Debug, Clone)]
 pub struct HostCall {
     pub function: Callable,
-    pub args: Vec<Value>,
+    pub args: Args,
     /// The caller-side operation (a `send`, `createAgent`, `close`) the call belongs to.
     pub scope: u32,
     pub signal: Option<SignalSlot>,
@@ -56,7 +95,7 @@ pub struct HostCall {
 }
 
 impl HostCall {
-    pub fn new(function: Callable, args: Vec<Value>, scope: u32) -> Self {
+    pub fn new(function: Callable, args: Args, scope: u32) -> Self {
         HostCall {
             function,
             args,

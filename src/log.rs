@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use crate::host::{Callable, Host, HostCall};
+use crate::host::{Args, Callable, Host, HostCall};
 use crate::text::describe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl Log {
                 if let Value::Object(fields) = fields {
                     entry.extend(fields);
                 }
-                HostCall::new(*function, vec![Value::Object(entry)], 0)
+                HostCall::new(*function, Args::of(&[entry]), 0)
             }
             Some(Sink::Methods {
                 debug,
@@ -126,7 +126,7 @@ impl Log {
                 let Some(function) = method.or(*warn).or(*error).or(*info) else {
                     return;
                 };
-                HostCall::new(function, vec![json!(message), fields], 0)
+                HostCall::new(function, Args::of(&(message, fields)), 0)
             }
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {

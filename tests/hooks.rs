@@ -337,7 +337,7 @@ async fn permission_request_hooks_rewrite_input_before_the_permission_function()
     assert_eq!(result(&events).tool_calls[0].output, "from-permission-hook");
     let request = &host.calls_of(2)[0];
     assert_eq!(
-        request.args[0],
+        request.args.values()[0],
         json!({"toolName": "CustomTool", "input": {"value": "from-permission-hook", "file_path": "a.ts"}, "kind": "execute",
                "affectedPaths": ["a.ts"], "sessionId": session.id, "toolCallId": "c1"})
     );

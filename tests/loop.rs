@@ -35,7 +35,10 @@ async fn tool_calls_run_and_their_results_reach_the_next_turn() {
     assert_eq!(result.stop_reason, StopReason::Done);
     assert_eq!(result.tool_calls[0].output, "{\"echo\":\"hi\"}");
     let calls = host.calls.lock().unwrap();
-    assert_eq!(calls[0].args[1], json!({"toolCallId": "a", "sessionId": session.id}));
+    assert_eq!(
+        calls[0].args.values()[1],
+        json!({"toolCallId": "a", "sessionId": session.id})
+    );
     let messages = serde_json::to_value(session.messages()).unwrap();
     assert_eq!(
         messages[2],

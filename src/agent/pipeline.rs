@@ -3,6 +3,7 @@
 //! mocked) → after-controls → PostToolUse / PostToolUseFailure. Hook failures here become
 //! failed calls, never a failed run.
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::events::ToolCallRecord;
@@ -13,8 +14,8 @@ use crate::hooks::apply::{self, PostVerdict, PreVerdict};
 use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
-use crate::hooks::HookEvent;
-use crate::host::{ErrorSlot, HostCall};
+use crate::hooks::{Fields, HookEvent};
+use crate::host::{Args, ErrorSlot, HostCall};
 use crate::model::ToolCallRequest;
 use crate::text::describe;
 
@@ -80,40 +81,85 @@ pub(crate) async fn run(
 
 type Outcome = (CallResult, Map<String, Value>, Option<String>);
 
+/// The fields every tool event carries, in both vocabularies, then what some events add.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolFields<'a> {
+    event: &'static str,
+    session_id: &'a str,
+    tool_name: &'a str,
+    tool_input: &'a Map<String, Value>,
+    tool_call_id: &'a str,
+    step_index: u32,
+    call_index: usize,
+    operation_id: &'a str,
+    api_name: &'a str,
+    identifier: &'a str,
+    args: &'a Map<String, Value>,
+    /// PermissionRequest's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    affected_paths: Option<Vec<String>>,
+    /// After the call: the model-facing output, the structured result, and `mocked`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_output: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<ResultField<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mocked: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct ResultField<'a> {
+    content: &'a str,
+    success: bool,
+}
+
 impl Call<'_> {
     fn name(&self) -> &str {
         &self.request.name
     }
 
     /// The fields every tool event carries, in both vocabularies.
-    fn fields(&self, event: HookEvent, input: &Map<String, Value>) -> Map<String, Value> {
+    fn fields<'b>(&'b self, event: HookEvent, input: &'b Map<String, Value>) -> ToolFields<'b> {
         let name = self.name();
-        let identifier = name.split_once('/').map_or("", |(identifier, _)| identifier);
-        let mut fields = Map::new();
-        fields.insert("event".into(), json!(event.name()));
-        fields.insert("sessionId".into(), json!(self.site.session.id));
-        fields.insert("toolName".into(), json!(name));
-        fields.insert("toolInput".into(), Value::Object(input.clone()));
-        fields.insert("toolCallId".into(), json!(self.request.id));
-        fields.insert("stepIndex".into(), json!(self.site.step_index));
-        fields.insert("callIndex".into(), json!(self.index));
-        fields.insert("operationId".into(), json!(self.site.operation_id));
-        fields.insert("apiName".into(), json!(name));
-        fields.insert("identifier".into(), json!(identifier));
-        fields.insert("args".into(), Value::Object(input.clone()));
-        fields
+        ToolFields {
+            event: event.name(),
+            session_id: &self.site.session.id,
+            tool_name: name,
+            tool_input: input,
+            tool_call_id: &self.request.id,
+            step_index: self.site.step_index,
+            call_index: self.index,
+            operation_id: self.site.operation_id,
+            api_name: name,
+            identifier: name.split_once('/').map_or("", |(identifier, _)| identifier),
+            args: input,
+            tool_kind: None,
+            affected_paths: None,
+            tool_output: None,
+            result: None,
+            mocked: None,
+        }
     }
 
     /// Post-call fields: the model-facing output, the structured result, and `mocked`.
-    fn result_fields(&self, event: HookEvent, input: &Map<String, Value>, result: &CallResult) -> Map<String, Value> {
-        let mut fields = self.fields(event, input);
-        fields.insert("toolOutput".into(), json!(result.output));
-        fields.insert(
-            "result".into(),
-            json!({"content": result.output, "success": result.is_success()}),
-        );
-        fields.insert("mocked".into(), json!(result.mocked));
-        fields
+    fn result_fields<'b>(
+        &'b self,
+        event: HookEvent,
+        input: &'b Map<String, Value>,
+        result: &'b CallResult,
+    ) -> ToolFields<'b> {
+        ToolFields {
+            tool_output: Some(&result.output),
+            result: Some(ResultField {
+                content: &result.output,
+                success: result.is_success(),
+            }),
+            mocked: Some(result.mocked),
+            ..self.fields(event, input)
+        }
     }
 
     fn has(&self, event: HookEvent) -> bool {
@@ -123,10 +169,10 @@ impl Call<'_> {
             .has(event, Some(self.name()), self.site.caller.context)
     }
 
-    fn input(&self, event: HookEvent, payload: Map<String, Value>, error: Option<ErrorSlot>) -> EventInput<'_> {
+    fn input(&self, event: HookEvent, fields: &ToolFields<'_>, error: Option<ErrorSlot>) -> EventInput<'_> {
         EventInput {
             event,
-            payload,
+            payload: Fields::of(fields),
             tool: Some(self.name()),
             error,
         }
@@ -139,9 +185,9 @@ impl Call<'_> {
 
         let mut mocked = None;
         if self.has(HookEvent::PreToolUse) {
-            let payload = self.fields(HookEvent::PreToolUse, &input);
+            let fields = self.fields(HookEvent::PreToolUse, &input);
             let dispatched = match dispatcher
-                .dispatch(self.input(HookEvent::PreToolUse, payload, None), self.site.caller)
+                .dispatch(self.input(HookEvent::PreToolUse, &fields, None), self.site.caller)
                 .await
             {
                 Ok(dispatched) => dispatched,
@@ -162,7 +208,7 @@ impl Call<'_> {
                 }
                 let controls = dispatcher.controls(HookEvent::PreToolUse, &name, self.site.caller.context);
                 if !controls.is_empty() {
-                    let payload = self.fields(HookEvent::PreToolUse, &input);
+                    let payload = Fields::of(&self.fields(HookEvent::PreToolUse, &input));
                     if let Some(blocked) = blocked(
                         control::evaluate(
                             &controls,
@@ -193,13 +239,15 @@ impl Call<'_> {
         let session = self.site.session;
         let name = self.name().to_string();
         if self.has(HookEvent::PermissionRequest) {
-            let mut payload = self.fields(HookEvent::PermissionRequest, input);
-            payload.insert("toolKind".into(), json!(tool.kind.as_str()));
-            payload.insert("affectedPaths".into(), json!(permission::affected_paths(input)));
+            let fields = ToolFields {
+                tool_kind: Some(tool.kind.as_str()),
+                affected_paths: Some(permission::affected_paths(input)),
+                ..self.fields(HookEvent::PermissionRequest, input)
+            };
             let outputs = match session
                 .dispatcher
                 .dispatch(
-                    self.input(HookEvent::PermissionRequest, payload, None),
+                    self.input(HookEvent::PermissionRequest, &fields, None),
                     self.site.caller,
                 )
                 .await
@@ -251,7 +299,7 @@ impl Call<'_> {
             "toolCallId": self.request.id,
         });
         let timeout = dispatcher.start_timeout(HookEvent::PermissionRequest);
-        let mut call = HostCall::new(function, vec![request], self.site.caller.scope);
+        let mut call = HostCall::new(function, Args::of(&[request]), self.site.caller.scope);
         call.signal = Some(timeout.signal("signal", true, self.site.caller.cancel.is_some()));
         match dispatcher
             .call_guarded(call, &timeout, self.site.caller, Owner::Permission)
@@ -276,7 +324,7 @@ impl Call<'_> {
                 .dispatcher
                 .controls(HookEvent::PostToolUse, self.name(), self.site.caller.context);
         if !controls.is_empty() {
-            let payload = self.result_fields(HookEvent::PostToolUse, &input, &result);
+            let payload = Fields::of(&self.result_fields(HookEvent::PostToolUse, &input, &result));
             if let Some(blocked) = blocked(
                 control::evaluate(
                     &controls,
@@ -306,10 +354,10 @@ impl Call<'_> {
         if !self.has(HookEvent::PostToolUse) {
             return result;
         }
-        let payload = self.result_fields(HookEvent::PostToolUse, input, &result);
+        let fields = self.result_fields(HookEvent::PostToolUse, input, &result);
         let dispatcher = &self.site.session.dispatcher;
         match dispatcher
-            .dispatch(self.input(HookEvent::PostToolUse, payload, None), self.site.caller)
+            .dispatch(self.input(HookEvent::PostToolUse, &fields, None), self.site.caller)
             .await
         {
             Ok(dispatched) => self.apply_post(&dispatched.outputs, result),
@@ -340,7 +388,7 @@ impl Call<'_> {
         if !self.has(HookEvent::PostToolUseFailure) {
             return result;
         }
-        let payload = self.result_fields(HookEvent::PostToolUseFailure, input, &result);
+        let fields = self.result_fields(HookEvent::PostToolUseFailure, input, &result);
         let error = result.failure.as_ref().map(|failure| ErrorSlot {
             arg: 0,
             key: "error",
@@ -350,7 +398,7 @@ impl Call<'_> {
         let dispatcher = &self.site.session.dispatcher;
         match dispatcher
             .dispatch(
-                self.input(HookEvent::PostToolUseFailure, payload, error),
+                self.input(HookEvent::PostToolUseFailure, &fields, error),
                 self.site.caller,
             )
             .await

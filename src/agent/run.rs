@@ -119,7 +119,7 @@ impl Run {
     async fn lifecycle(&self, event: HookEvent, payload: Map<String, Value>, caller: Caller<'_>) -> Result<()> {
         let input = EventInput {
             event,
-            payload,
+            payload: payload.into(),
             tool: None,
             error: None,
         };
@@ -244,7 +244,7 @@ impl Run {
         payload.insert("operationId".into(), json!(self.id));
         let input = EventInput {
             event: HookEvent::UserPromptSubmit,
-            payload,
+            payload: payload.into(),
             tool: None,
             error: None,
         };
@@ -289,7 +289,7 @@ impl Run {
         };
         let input = EventInput {
             event: HookEvent::TaskCompleted,
-            payload,
+            payload: payload.into(),
             tool: None,
             error: None,
         };

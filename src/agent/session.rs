@@ -232,7 +232,7 @@ impl Session {
         payload.insert("isResume".into(), json!(false));
         let input = EventInput {
             event: HookEvent::SessionStart,
-            payload,
+            payload: payload.into(),
             tool: None,
             error: None,
         };
@@ -340,7 +340,7 @@ impl Session {
         };
         let dispatched = self
             .dispatcher
-            .dispatch_session_end(payload, caller)
+            .dispatch_session_end(payload.into(), caller)
             .await
             .map_err(HookError::into_sdk)?;
         match apply::first_abort(&dispatched.outputs, HookEvent::SessionEnd) {

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::events::CallStatus;
-use crate::host::{Callable, Host, HostCall, SignalSlot};
+use crate::host::{Args, Callable, Host, HostCall, SignalSlot};
 use crate::model::ToolSchema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,9 +138,13 @@ impl CallResult {
 }
 
 /// What `execute` receives as its second argument (the host adds `signal`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolContext<'a> {
     pub tool_call_id: &'a str,
     pub session_id: &'a str,
+    /// The host scope the call belongs to; not part of the argument.
+    #[serde(skip)]
     pub scope: u32,
 }
 
@@ -149,14 +154,7 @@ pub async fn execute(
     input: Map<String, Value>,
     context: ToolContext<'_>,
 ) -> CallResult {
-    let mut call = HostCall::new(
-        tool.execute,
-        vec![
-            Value::Object(input),
-            json!({"toolCallId": context.tool_call_id, "sessionId": context.session_id}),
-        ],
-        context.scope,
-    );
+    let mut call = HostCall::new(tool.execute, Args::of(&(&input, &context)), context.scope);
     call.signal = Some(SignalSlot {
         arg: 1,
         key: "signal",
@@ -204,6 +202,7 @@ pub fn stringify(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn outputs_become_model_text() {

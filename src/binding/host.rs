@@ -9,6 +9,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{Either, FunctionRef, Promise};
 use napi::Env;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::local::Remote;
@@ -121,7 +122,7 @@ async fn reply(returned: napi::Result<Either<String, Promise<String>>>) -> Resul
 struct CallPayload<'a> {
     #[serde(rename = "fn")]
     function: u32,
-    args: &'a [Value],
+    args: &'a RawValue,
     scope: u32,
     signal: Option<SignalJson>,
     /// `[arg, key, message, thrown]`
@@ -143,7 +144,7 @@ impl Host for JsHost {
         // `error: [arg, key, message, thrown]`.
         let payload = CallPayload {
             function: call.function.0,
-            args: &call.args,
+            args: call.args.json(),
             scope: call.scope,
             signal: call.signal.map(|slot| match slot.dispatch {
                 Some(dispatch) => SignalJson::Dispatch(slot.arg, slot.key, dispatch.id, dispatch.last, dispatch.linked),

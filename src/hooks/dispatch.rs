@@ -15,11 +15,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::event::HookEvent;
+use super::fields::Fields;
 use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
 use crate::error::{ErrorCode, HookTimeout, SdkError};
-use crate::host::{AbortReason, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, SignalSlot};
+use crate::host::{AbortReason, Args, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, SignalSlot};
 use crate::log::Log;
 use crate::offload::offload;
 use crate::webhook::deliver::{self, Environment};
@@ -96,7 +97,7 @@ pub struct HookContext {
 /// it concerns (for matchers), and an `Error` to hand callbacks (PostToolUseFailure).
 pub struct EventInput<'a> {
     pub event: HookEvent,
-    pub payload: Map<String, Value>,
+    pub payload: Fields,
     pub tool: Option<&'a str>,
     pub error: Option<ErrorSlot>,
 }
@@ -292,14 +293,8 @@ impl Dispatcher {
             return Err(HookError::Cancelled);
         }
         let timeout = self.start_timeout(event);
-        // Each callback gets its own copy of the event's fields; the last one to call JS takes
-        // them when no webhook after it still needs them (the common case: one copy saved).
-        let mut fields = input.payload;
-        let last_webhook = callbacks.iter().rposition(|entry| match entry {
-            Registered::Callback { .. } => false,
-            Registered::Hook(hook) => hook.webhook.is_some() && !hook.is_control() && hook.matches(input.tool),
-        });
-        let hand_over = last_js.filter(|last| last_webhook.is_none_or(|webhook| webhook < *last));
+        // Webhooks reshape the fields: they get them as a map, made once, when the first needs it.
+        let mut fields_map: Option<Map<String, Value>> = None;
         let mut dispatched = Dispatched::default();
         let mut critical: Option<(String, String)> = None;
         for (position, entry) in callbacks.iter().enumerate() {
@@ -320,12 +315,7 @@ impl Dispatcher {
             };
             // After a mock, later PreToolUse callbacks do not run.
             if let Some(function) = function.filter(|_| dispatched.mocked.is_none()) {
-                let copy = if Some(position) == hand_over {
-                    std::mem::take(&mut fields)
-                } else {
-                    fields.clone()
-                };
-                let mut call = HostCall::new(function, vec![Value::Object(copy)], caller.scope);
+                let mut call = HostCall::new(function, Args::object(input.payload.json()), caller.scope);
                 call.signal = Some(timeout.signal("abortSignal", Some(position) == last_js, caller.cancel.is_some()));
                 call.error = input.error.clone();
                 call.mock = event == HookEvent::PreToolUse;
@@ -360,7 +350,8 @@ impl Dispatcher {
             }
             let Some(hook) = hook else { continue };
             let Some(webhook) = &hook.webhook else { continue };
-            let body = crate::webhook::payload::build(&fields, webhook, &hook.id, &hook.type_name, true);
+            let fields = fields_map.get_or_insert_with(|| input.payload.to_map());
+            let body = crate::webhook::payload::build(fields, webhook, &hook.id, &hook.type_name, true);
             let delivered = tokio::select! {
                 biased;
                 delivered = offload_notify(hook, body, &caller.context.environment) => delivered,
@@ -397,11 +388,7 @@ impl Dispatcher {
     }
 
     /// SessionEnd runs at most once per session, whatever its outcome.
-    pub async fn dispatch_session_end(
-        &self,
-        payload: Map<String, Value>,
-        caller: Caller<'_>,
-    ) -> Result<Dispatched, HookError> {
+    pub async fn dispatch_session_end(&self, payload: Fields, caller: Caller<'_>) -> Result<Dispatched, HookError> {
         if self.session_end_attempted.swap(true, Ordering::SeqCst) {
             return Ok(Dispatched::default());
         }

@@ -7,10 +7,12 @@ pub mod apply;
 pub mod control;
 pub mod dispatch;
 pub mod event;
+pub mod fields;
 pub mod output;
 pub mod pending;
 pub mod registry;
 
 pub use dispatch::{Dispatcher, HookError};
 pub use event::HookEvent;
+pub use fields::Fields;
 pub use output::{Action, HookOutput};

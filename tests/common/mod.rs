@@ -58,7 +58,7 @@ impl Host for FakeHost {
     fn call(&self, call: HostCall) -> HostFuture {
         self.calls.lock().unwrap().push(call.clone());
         let reply = match self.functions.get(&call.function.0) {
-            Some(function) => function(call.args),
+            Some(function) => function(call.args.values()),
             None => Box::pin(async {
                 Err(HostError {
                     message: "no such function".into(),
