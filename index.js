@@ -196,50 +196,49 @@ function defineLazySignal(target, key, scope, dispatch, linked) {
 }
 
 /**
- * The function Rust calls for every user function: `invoke(callJson) => Promise<replyJson>`.
- * A call names the function, its arguments, and where to put a signal
- * (`[arg, key, dispatch?, last?, linked?]`) or an Error (`[arg, key, message, thrown?]`);
- * `{ op: 'abort' }` aborts a dispatch's signal at its deadline.
+ * The function Rust calls for every user function:
+ * `invoke(fn, argsJson, scope, mock, signalArg, signalKey, dispatch, last, linked, errorJson)`.
+ * `args[signalArg][signalKey]` gets a signal (none when `signalArg` is -1): the scope's own, or
+ * dispatch `dispatch`'s, made on first use (`last`: the dispatch's last call; `linked`: it also
+ * follows the scope's signal). `errorJson` is `[arg, key, message, thrown]`: `args[arg][key]`
+ * gets the thrown value itself, or a new Error. The reply is the value's JSON, `''` for
+ * `undefined`, or `'!'` and `{ message, thrown }` when the function threw; a promise of it when
+ * the function returned one.
  */
 function makeInvoke(functions, scopes) {
-  return function invoke(callJson) {
-    const call = JSON.parse(callJson)
-    const scope = scopes.get(call.scope) ?? new Scope()
-    if (call.op === 'abort') {
-      scope.timeOut(call.dispatch, call.event, call.timeoutMs)
-      return '{"ok":true}'
-    }
-    const { args, signal, error, mock } = call
-    const dispatch = signal?.[2]
+  return function invoke(fn, argsJson, scopeId, mock, signalArg, signalKey, dispatch, last, linked, errorJson) {
+    const args = JSON.parse(argsJson)
+    const scope = scopes.get(scopeId) ?? new Scope()
     // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply.
     let mocked
     if (mock) args[0].mock = (result) => (mocked === undefined && result !== undefined ? ((mocked = result), true) : false)
-    if (signal && dispatch === undefined) args[signal[0]][signal[1]] = scope.signal
+    if (signalArg >= 0 && dispatch === null) args[signalArg][signalKey] = scope.signal
     // A dispatch's signal is made on first use: most callbacks never look at it.
-    else if (signal) defineLazySignal(args[signal[0]], signal[1], scope, dispatch, signal[4])
-    if (error) {
-      const thrown = error[3] == null ? undefined : scope.thrown.get(error[3])
-      args[error[0]][error[1]] = isError(thrown) ? thrown : new Error(error[2])
+    else if (signalArg >= 0) defineLazySignal(args[signalArg], signalKey, scope, dispatch, linked)
+    if (errorJson !== null) {
+      const [arg, key, message, thrownId] = JSON.parse(errorJson)
+      const thrown = thrownId == null ? undefined : scope.thrown.get(thrownId)
+      args[arg][key] = isError(thrown) ? thrown : new Error(message)
     }
     const settled = (value) => {
-      if (dispatch !== undefined && signal[3]) scope.dispatches.delete(dispatch)
-      return JSON.stringify({ ok: true, value: mock ? { returned: value, mocked } : value })
+      if (dispatch !== null && last) scope.dispatches.delete(dispatch)
+      return JSON.stringify(mock ? { returned: value, mocked } : value) ?? ''
     }
     const failed = (thrown) => {
       // A callback that mocked and then threw still mocked: the mock wins.
       if (mocked !== undefined) return settled(undefined)
-      if (dispatch !== undefined) scope.dispatches.delete(dispatch)
+      if (dispatch !== null) scope.dispatches.delete(dispatch)
       try {
-        return JSON.stringify({ ok: false, message: messageOf(thrown), thrown: scope.keep(thrown) })
+        return `!${JSON.stringify({ message: messageOf(thrown), thrown: scope.keep(thrown) })}`
       } catch {
-        return JSON.stringify({ ok: false, message: 'an error that cannot be described' })
+        return '!{"message":"an error that cannot be described"}'
       }
     }
     // Reply at once to a plain value; through a promise only when the function returned one.
     let returned
     try {
-      const { fn, owner } = functions[call.fn]
-      returned = fn.apply(owner, args)
+      const { fn: user, owner } = functions[fn]
+      returned = user.apply(owner, args)
     } catch (thrown) {
       return failed(thrown)
     }
@@ -250,6 +249,14 @@ function makeInvoke(functions, scopes) {
     } catch (thrown) {
       return failed(thrown)
     }
+  }
+}
+
+/** Rust's clock ran out for dispatch `dispatch` of scope `scopeId`: abort its signal. */
+function makeAbortDispatch(scopes) {
+  return function abortDispatch(scopeId, dispatch, event, timeoutMs) {
+    scopes.get(scopeId)?.timeOut(dispatch, event, timeoutMs)
+    return ''
   }
 }
 
@@ -429,7 +436,7 @@ async function createAgent(options) {
   }
   const { data, functions } = splitFunctions(options)
   const scopes = new Map()
-  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), process.env, wakeNothing)
+  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), process.env, wakeNothing)
   if (typeof made === 'string') throw toError(JSON.parse(made))
   const scope = new Scope()
   scopes.set(0, scope)

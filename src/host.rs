@@ -46,37 +46,37 @@ pub struct ErrorSlot {
 /// A call's arguments as the text of one JSON array, written once: the JS side parses it in
 /// its own realm, and an event's fields go in as they were serialized, not rebuilt per call.
 #[derive(Debug, Clone)]
-pub struct Args(Box<RawValue>);
+pub struct Args(String);
 
 impl Args {
     /// `values` serialized as an array: a slice, a tuple, a `Vec`.
     pub fn of(values: &impl Serialize) -> Self {
-        match serde_json::value::to_raw_value(values) {
-            Ok(raw) if raw.get().starts_with('[') => Args(raw),
-            _ => Args::empty(),
+        match serde_json::to_string(values) {
+            Ok(text) if text.starts_with('[') => Args(text),
+            _ => Args("[]".into()),
         }
     }
 
-    /// One argument: the JSON object text `object`.
+    /// One argument: the JSON object `object`.
     pub fn object(object: &RawValue) -> Self {
         let mut text = String::with_capacity(object.get().len() + 2);
         text.push('[');
         text.push_str(object.get());
         text.push(']');
-        RawValue::from_string(text).map_or_else(|_| Args::empty(), Args)
+        Args(text)
     }
 
-    fn empty() -> Self {
-        Args(RawValue::from_string("[]".into()).expect("an empty array is JSON"))
-    }
-
-    pub fn json(&self) -> &RawValue {
+    pub fn json(&self) -> &str {
         &self.0
+    }
+
+    pub fn into_json(self) -> String {
+        self.0
     }
 
     /// The arguments as values, for a host written in Rust.
     pub fn values(&self) -> Vec<Value> {
-        serde_json::from_str(self.0.get()).unwrap_or_default()
+        serde_json::from_str(&self.0).unwrap_or_default()
     }
 }
 

@@ -7,7 +7,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::host::JsHost;
+use super::host::{AbortArgs, InvokeArgs, JsHost, Returned};
 use super::local;
 use crate::agent::config::ENV_VARS;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
@@ -44,11 +44,14 @@ fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<H
 }
 
 /// A created session, or the JSON of the error that prevented it.
-#[napi]
+#[napi(
+    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, mock: boolean, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, environment: object, wake: () => void"
+)]
 pub fn create_session(
     env: &Env,
     options: String,
-    invoke: Function<String, Either<String, Promise<String>>>,
+    invoke: Function<InvokeArgs, Returned>,
+    abort_dispatch: Function<AbortArgs, Returned>,
     environment: Object,
     wake: Function<(), ()>,
 ) -> Result<Either<NativeAgent, String>> {
@@ -66,7 +69,7 @@ pub fn create_session(
         Err(error) => return Ok(Either::B(error_json(&error))),
     };
     local::init(env, wake)?;
-    let host = JsHost::new(env, invoke.create_ref()?)?;
+    let host = JsHost::new(env, invoke.create_ref()?, abort_dispatch.create_ref()?)?;
     let session = Session::new(config, Arc::new(host));
     Ok(Either::A(NativeAgent {
         environment_names: session.environment_names(),

@@ -1,27 +1,49 @@
-//! The core's `Host`: `index.js` hands over `invoke(callJson) => replyJson | Promise<replyJson>`,
-//! which calls the user function the call names. A session's futures are polled on the JS
-//! thread (`local.rs`), so `invoke` is called directly.
-//! JSON text crosses the boundary in both directions: it is cheaper than building objects
-//! through napi, and the values land in the caller's own JS realm (Jest runs tests in a VM realm).
+//! The core's `Host`: `index.js` hands over `invoke(fn, argsJson, scope, mock, signalArg,
+//! signalKey, dispatch, last, linked, errorJson) => reply | Promise<reply>`, which calls the user
+//! function `fn` names, and `abortDispatch(scope, dispatch, event, timeoutMs)`. A session's
+//! futures are polled on the JS thread (`local.rs`), so both are called directly.
+//! The arguments cross as JSON text: it is cheaper than building objects through napi, and the
+//! values land in the caller's own JS realm (Jest runs tests in a VM realm). The rest of a call
+//! crosses as plain numbers and strings, with nothing to parse.
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Either, FunctionRef, Promise};
+use napi::bindgen_prelude::{Either, FnArgs, FunctionRef, Promise};
 use napi::Env;
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::local::Remote;
 use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
 
-/// `invoke` itself, for direct calls from a run polled on the JS thread.
-pub type InvokeRef = FunctionRef<String, Either<String, Promise<String>>>;
+/// What `invoke` and `abortDispatch` return: a reply at once, or a promise of one.
+pub type Returned = Either<String, Promise<String>>;
+
+/// `(fn, argsJson, scope, mock, signalArg, signalKey, dispatch, last, linked, errorJson)`:
+/// `signalArg` is -1 for no signal, `dispatch` null for the scope's own signal; `errorJson` is
+/// `[arg, key, message, thrown]` or null.
+pub type InvokeArgs = FnArgs<(
+    u32,
+    String,
+    u32,
+    bool,
+    i32,
+    Option<&'static str>,
+    Option<u32>,
+    bool,
+    bool,
+    Option<String>,
+)>;
+pub type InvokeRef = FunctionRef<InvokeArgs, Returned>;
+
+/// `(scope, dispatch, event, timeoutMs)`
+pub type AbortArgs = FnArgs<(u32, u32, &'static str, u32)>;
+pub type AbortRef = FunctionRef<AbortArgs, Returned>;
 
 /// `invoke` replies at once when the user function returned a plain value, and with a promise
 /// otherwise: a synchronous reply saves the promise's extra trip through the event loop.
 pub struct JsHost {
-    invoke: Arc<InvokeRef>,
+    functions: Arc<(InvokeRef, AbortRef)>,
     /// For calls made off the JS thread (a log line from a webhook delivery, an abandoned
     /// hook's call finishing on a worker): they hop to the JS thread first.
     remote: Remote,
@@ -29,24 +51,76 @@ pub struct JsHost {
 
 impl JsHost {
     /// Made on the JS thread, after [`super::local::init`].
-    pub fn new(env: &Env, invoke: InvokeRef) -> napi::Result<Self> {
+    pub fn new(env: &Env, invoke: InvokeRef, abort: AbortRef) -> napi::Result<Self> {
         let remote = Remote::of(env.raw()).ok_or_else(|| napi::Error::from_reason("the JS thread has no scheduler"))?;
         Ok(JsHost {
-            invoke: Arc::new(invoke),
+            functions: Arc::new((invoke, abort)),
             remote,
         })
     }
 }
 
-/// Calls `invoke` when this thread is the JS thread polling a session's future; gives the
-/// payload back otherwise.
-fn call(invoke: &InvokeRef, payload: String) -> Result<napi::Result<Either<String, Promise<String>>>, String> {
-    let Some(env) = super::local::current_env() else {
-        return Err(payload);
-    };
-    Ok(invoke
-        .borrow_back(&Env::from_raw(env))
-        .and_then(|function| function.call(payload)))
+/// One crossing into JS: which function, with what.
+enum Crossing {
+    Call(HostCall),
+    Abort {
+        scope: u32,
+        dispatch: u32,
+        event: &'static str,
+        timeout_ms: u32,
+    },
+}
+
+impl Crossing {
+    fn make(self, env: &Env, functions: &(InvokeRef, AbortRef)) -> napi::Result<Returned> {
+        match self {
+            Crossing::Call(call) => {
+                let (signal_arg, signal_key, dispatch, last, linked) = match call.signal {
+                    None => (-1, None, None, false, false),
+                    Some(slot) => {
+                        let arg = i32::try_from(slot.arg).unwrap_or(i32::MAX);
+                        match slot.dispatch {
+                            None => (arg, Some(slot.key), None, false, false),
+                            Some(signal) => (arg, Some(slot.key), Some(signal.id), signal.last, signal.linked),
+                        }
+                    }
+                };
+                let error = call.error.as_ref().map(|slot| {
+                    serde_json::to_string(&(slot.arg, slot.key, &slot.message, slot.thrown)).unwrap_or_default()
+                });
+                let args = (
+                    call.function.0,
+                    call.args.into_json(),
+                    call.scope,
+                    call.mock,
+                    signal_arg,
+                    signal_key,
+                    dispatch,
+                    last,
+                    linked,
+                    error,
+                );
+                functions.0.borrow_back(env)?.call(args.into())
+            }
+            Crossing::Abort {
+                scope,
+                dispatch,
+                event,
+                timeout_ms,
+            } => functions
+                .1
+                .borrow_back(env)?
+                .call((scope, dispatch, event, timeout_ms).into()),
+        }
+    }
+}
+
+/// Crosses, when this thread is the JS thread polling a session's future.
+fn cross(functions: &(InvokeRef, AbortRef), crossing: Crossing) -> napi::Result<Returned> {
+    match super::local::current_env() {
+        Some(env) => crossing.make(&Env::from_raw(env), functions),
+        None => Err(napi::Error::from_reason("it was called outside the JavaScript thread")),
+    }
 }
 
 fn lost(error: napi::Error) -> HostError {
@@ -56,37 +130,25 @@ fn lost(error: napi::Error) -> HostError {
     }
 }
 
+/// A failure's reply, after its `!`.
 #[derive(Deserialize)]
-struct Reply {
-    ok: bool,
-    /// Absent for `undefined`; `null` is a value.
-    #[serde(default, deserialize_with = "present")]
-    value: Option<Value>,
-    message: Option<String>,
+struct Failure {
+    message: String,
     thrown: Option<u32>,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
-}
-
 impl JsHost {
-    /// Sends one JSON request to `invoke` and reads its JSON reply.
-    fn request(&self, payload: String) -> HostFuture {
-        let invoke = self.invoke.clone();
+    fn request(&self, crossing: Crossing) -> HostFuture {
+        let functions = self.functions.clone();
         let remote = self.remote.clone();
         Box::pin(async move {
-            let payload = match call(&invoke, payload) {
-                Ok(returned) => return reply(returned).await,
-                Err(payload) => payload,
-            };
+            if super::local::current_env().is_some() {
+                return reply(cross(&functions, crossing)).await;
+            }
             let (sender, receiver) = tokio::sync::oneshot::channel();
             remote.run(move |env| {
                 let _ = super::local::spawn(env, async move {
-                    let returned = call(&invoke, payload).unwrap_or_else(|_| {
-                        Err(napi::Error::from_reason("it was called outside the JavaScript thread"))
-                    });
-                    let _ = sender.send(reply(returned).await);
+                    let _ = sender.send(reply(cross(&functions, crossing)).await);
                 });
             });
             receiver
@@ -96,79 +158,44 @@ impl JsHost {
     }
 }
 
-/// Reads what `invoke` returned: its reply, or a promise of it. `invoke` never throws: it
-/// catches and replies.
-async fn reply(returned: napi::Result<Either<String, Promise<String>>>) -> Result<Option<Value>, HostError> {
+/// Reads what `invoke` returned, at once or through a promise (it never throws: it catches and
+/// replies): `""` for `undefined`, `!` and `{ message, thrown? }` for a failure, else the JSON
+/// of the value.
+async fn reply(returned: napi::Result<Returned>) -> Result<Option<Value>, HostError> {
     let text = match returned.map_err(lost)? {
         Either::A(text) => text,
         Either::B(promise) => promise.await.map_err(lost)?,
     };
-    let reply: Reply = serde_json::from_str(&text).map_err(|error| HostError {
+    let unreadable = |error: serde_json::Error| HostError {
         message: format!("the JavaScript callback sent an unreadable reply: {error}"),
         thrown: None,
-    })?;
-    if reply.ok {
-        Ok(reply.value)
-    } else {
-        Err(HostError {
-            message: reply.message.unwrap_or_default(),
-            thrown: reply.thrown,
-        })
+    };
+    if text.is_empty() {
+        return Ok(None);
     }
-}
-
-/// What `invoke` is sent for a call; the arguments are written straight from the call.
-#[derive(Serialize)]
-struct CallPayload<'a> {
-    #[serde(rename = "fn")]
-    function: u32,
-    args: &'a RawValue,
-    scope: u32,
-    signal: Option<SignalJson>,
-    /// `[arg, key, message, thrown]`
-    error: Option<(usize, &'static str, &'a str, Option<u32>)>,
-    mock: bool,
-}
-
-/// `[arg, key]`, or `[arg, key, dispatch, last, linked]` for a dispatch's signal.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum SignalJson {
-    Scope(usize, &'static str),
-    Dispatch(usize, &'static str, u32, bool, bool),
+    if let Some(failure) = text.strip_prefix('!') {
+        let failure: Failure = serde_json::from_str(failure).map_err(unreadable)?;
+        return Err(HostError {
+            message: failure.message,
+            thrown: failure.thrown,
+        });
+    }
+    serde_json::from_str(&text).map(Some).map_err(unreadable)
 }
 
 impl Host for JsHost {
     fn call(&self, call: HostCall) -> HostFuture {
-        // Slots are short arrays: `signal: [arg, key, dispatch, last, linked]`,
-        // `error: [arg, key, message, thrown]`.
-        let payload = CallPayload {
-            function: call.function.0,
-            args: call.args.json(),
-            scope: call.scope,
-            signal: call.signal.map(|slot| match slot.dispatch {
-                Some(dispatch) => SignalJson::Dispatch(slot.arg, slot.key, dispatch.id, dispatch.last, dispatch.linked),
-                None => SignalJson::Scope(slot.arg, slot.key),
-            }),
-            error: call
-                .error
-                .as_ref()
-                .map(|slot| (slot.arg, slot.key, slot.message.as_str(), slot.thrown)),
-            mock: call.mock,
-        };
-        self.request(serde_json::to_string(&payload).unwrap_or_default())
+        self.request(Crossing::Call(call))
     }
 
     fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture {
         let AbortReason::HookTimeout { event, timeout_ms } = reason;
-        let payload = json!({
-            "op": "abort",
-            "scope": scope,
-            "dispatch": dispatch,
-            "event": event,
-            "timeoutMs": timeout_ms,
+        let request = self.request(Crossing::Abort {
+            scope,
+            dispatch,
+            event,
+            timeout_ms,
         });
-        let request = self.request(serde_json::to_string(&payload).unwrap_or_default());
         Box::pin(async move {
             if let Err(error) = request.await {
                 tracing::warn!(error = %error.message, "could not abort a hook signal");
