@@ -39,36 +39,34 @@ impl EventReader {
         self.events.lock().await.recv().await
     }
 
-    fn wakes(&self, event: &StreamEvent) -> bool {
-        self.every.load(Ordering::Acquire)
-            || matches!(
-                event,
-                StreamEvent::Content { .. } | StreamEvent::Result { .. } | StreamEvent::Error { .. }
-            )
-    }
-
     /// Takes the events published since the last batch: waits for one that wakes the reader,
     /// then for more until `window` completes (or the run ends), so a chatty run reaches its
     /// consumer in a few batches rather than one crossing per event. `None` once every event
     /// was taken.
     pub async fn next_batch(&self, window: impl Future<Output = ()>) -> Option<Vec<StreamEvent>> {
         let mut events = self.events.lock().await;
-        let mut batch = Vec::new();
-        loop {
-            let widened = self.widened.notified();
-            let mut widened = std::pin::pin!(widened);
-            widened.as_mut().enable();
-            if batch.iter().any(|event| self.wakes(event)) {
-                break;
-            }
+        let mut batch: Vec<StreamEvent> = Vec::new();
+        // Armed before the flag is read: a widening in between still wakes this reader.
+        let widened = self.widened.notified();
+        let mut widened = std::pin::pin!(widened);
+        widened.as_mut().enable();
+        let mut every = self.every.load(Ordering::Acquire);
+        // Until text or the end arrives; for a reader of every event, until anything does.
+        while !every || batch.is_empty() {
             tokio::select! {
                 biased;
                 event = events.recv() => match event {
-                    Some(event) => batch.push(event),
+                    Some(event) => {
+                        let wakes = wakes_a_text_reader(&event);
+                        batch.push(event);
+                        if wakes {
+                            break;
+                        }
+                    }
                     None if batch.is_empty() => return None,
                     None => return Some(batch),
                 },
-                _ = widened => {}
+                _ = &mut widened, if !every => every = true,
             }
         }
         let mut window = std::pin::pin!(window);
@@ -98,6 +96,13 @@ impl EventReader {
             }
         }
     }
+}
+
+fn wakes_a_text_reader(event: &StreamEvent) -> bool {
+    matches!(
+        event,
+        StreamEvent::Content { .. } | StreamEvent::Result { .. } | StreamEvent::Error { .. }
+    )
 }
 
 #[cfg(test)]
