@@ -1,100 +1,60 @@
-//! The caller's side of a run's events: batches taken in order, and when a waiting reader wakes.
+//! A run's events between the run and its caller: kept in order until taken in batches, and
+//! when a waiting reader wakes.
 //!
 //! A text reader (`textStream()`) has no use for `turn`, `tool_use` or `tool_result`: waking it
 //! for them costs a crossing into JS per model turn for nothing. So a reader waits for text or
 //! the run's end, and the events before them come in the same batch; once any reader asks for
-//! every event (`stream()`), every event wakes it, for the rest of the run.
+//! every event (`stream()`), every event wakes it, for the rest of the run. Events that wake
+//! nobody are only appended: no wake-up, no poll.
 
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::{mpsc, Mutex, Notify};
+use tokio::sync::Notify;
 
 use super::events::StreamEvent;
 
-pub struct EventReader {
-    events: Mutex<mpsc::UnboundedReceiver<StreamEvent>>,
-    every: AtomicBool,
-    widened: Notify,
+/// A new run's event log: the run's end to publish, the caller's to read.
+pub fn event_log() -> (EventSender, EventReader) {
+    let log = Arc::new(Log {
+        state: Mutex::new(State::default()),
+        every: AtomicBool::new(false),
+        senders: AtomicUsize::new(1),
+        arrived: Notify::new(),
+    });
+    (EventSender(log.clone()), EventReader(log))
 }
 
-impl EventReader {
-    pub fn new(events: mpsc::UnboundedReceiver<StreamEvent>) -> Self {
-        EventReader {
-            events: Mutex::new(events),
-            every: AtomicBool::new(false),
-            widened: Notify::new(),
-        }
-    }
+struct Log {
+    state: Mutex<State>,
+    /// A reader of every event is waiting, not only of text.
+    every: AtomicBool,
+    senders: AtomicUsize,
+    /// Something a reader waits for was published, the run ended, or a reader widened.
+    arrived: Notify,
+}
 
-    /// From now on every event wakes a waiting reader, including one already waiting.
-    pub fn want_every_event(&self) {
-        if !self.every.swap(true, Ordering::AcqRel) {
-            self.widened.notify_waiters();
-        }
-    }
+#[derive(Default)]
+struct State {
+    events: VecDeque<StreamEvent>,
+    /// How many of `events` wake a text reader.
+    waking: usize,
+    /// Every sender is gone: nothing more will come.
+    ended: bool,
+}
 
-    /// The next event, whatever it is (a Rust consumer reading one at a time).
-    pub async fn recv(&self) -> Option<StreamEvent> {
-        self.events.lock().await.recv().await
+impl Log {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
 
-    /// Takes the events published since the last batch: waits for one that wakes the reader,
-    /// then for more until `window` completes (or the run ends), so a chatty run reaches its
-    /// consumer in a few batches rather than one crossing per event. `None` once every event
-    /// was taken.
-    pub async fn next_batch(&self, window: impl Future<Output = ()>) -> Option<Vec<StreamEvent>> {
-        let mut events = self.events.lock().await;
-        let mut batch: Vec<StreamEvent> = Vec::new();
-        // Armed before the flag is read: a widening in between still wakes this reader.
-        let widened = self.widened.notified();
-        let mut widened = std::pin::pin!(widened);
-        widened.as_mut().enable();
-        let mut every = self.every.load(Ordering::Acquire);
-        // Until text or the end arrives; for a reader of every event, until anything does.
-        while !every || batch.is_empty() {
-            tokio::select! {
-                biased;
-                event = events.recv() => match event {
-                    Some(event) => {
-                        let wakes = wakes_a_text_reader(&event);
-                        batch.push(event);
-                        if wakes {
-                            break;
-                        }
-                    }
-                    None if batch.is_empty() => return None,
-                    None => return Some(batch),
-                },
-                _ = &mut widened, if !every => every = true,
-            }
-        }
-        let mut window = std::pin::pin!(window);
-        loop {
-            while let Ok(event) = events.try_recv() {
-                batch.push(event);
-            }
-            let ended = matches!(
-                batch.last(),
-                Some(StreamEvent::Result { .. } | StreamEvent::Error { .. })
-            );
-            if ended || events.is_closed() {
-                return Some(batch);
-            }
-            tokio::select! {
-                biased;
-                event = events.recv() => match event {
-                    Some(event) => batch.push(event),
-                    None => return Some(batch),
-                },
-                _ = &mut window => {
-                    while let Ok(event) = events.try_recv() {
-                        batch.push(event);
-                    }
-                    return Some(batch);
-                }
-            }
-        }
+impl State {
+    fn ready(&self, every: bool) -> bool {
+        self.ended || self.waking > 0 || (every && !self.events.is_empty())
     }
 }
 
@@ -103,6 +63,100 @@ fn wakes_a_text_reader(event: &StreamEvent) -> bool {
         event,
         StreamEvent::Content { .. } | StreamEvent::Result { .. } | StreamEvent::Error { .. }
     )
+}
+
+/// Publishes a run's events (clones too: a model turn on a worker publishes its text). The log
+/// ends when the last one is dropped.
+pub struct EventSender(Arc<Log>);
+
+impl EventSender {
+    pub fn send(&self, event: StreamEvent) {
+        let wakes = wakes_a_text_reader(&event);
+        let mut state = self.0.state();
+        state.events.push_back(event);
+        state.waking += usize::from(wakes);
+        drop(state);
+        if wakes || self.0.every.load(Ordering::Acquire) {
+            self.0.arrived.notify_one();
+        }
+    }
+}
+
+impl Clone for EventSender {
+    fn clone(&self) -> Self {
+        self.0.senders.fetch_add(1, Ordering::Relaxed);
+        EventSender(self.0.clone())
+    }
+}
+
+impl Drop for EventSender {
+    fn drop(&mut self) {
+        if self.0.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.state().ended = true;
+            self.0.arrived.notify_one();
+        }
+    }
+}
+
+/// Takes a run's events.
+pub struct EventReader(Arc<Log>);
+
+impl EventReader {
+    /// From now on every event wakes a waiting reader, including one already waiting.
+    pub fn want_every_event(&self) {
+        if !self.0.every.swap(true, Ordering::AcqRel) {
+            self.0.arrived.notify_one();
+        }
+    }
+
+    /// Waits until the log holds what a reader waits for, or has ended.
+    async fn ready(&self) {
+        loop {
+            // Armed before the state is read: what is published in between still wakes it.
+            let arrived = self.0.arrived.notified();
+            let mut arrived = std::pin::pin!(arrived);
+            arrived.as_mut().enable();
+            if self.0.state().ready(self.0.every.load(Ordering::Acquire)) {
+                return;
+            }
+            arrived.await;
+        }
+    }
+
+    /// The next event, whatever it is (a Rust consumer reading one at a time). `None` once the
+    /// log ended and every event was taken.
+    pub async fn recv(&self) -> Option<StreamEvent> {
+        self.want_every_event();
+        self.ready().await;
+        let mut state = self.0.state();
+        let event = state.events.pop_front()?;
+        state.waking -= usize::from(wakes_a_text_reader(&event));
+        Some(event)
+    }
+
+    /// Takes the events published since the last batch: waits for one that wakes the reader,
+    /// then lets `window` pass (unless the run ended) and takes everything published by then,
+    /// so a chatty run reaches its consumer in a few batches rather than one crossing per
+    /// event. `None` once the log ended and every event was taken.
+    pub async fn next_batch(&self, window: impl Future<Output = ()>) -> Option<Vec<StreamEvent>> {
+        self.ready().await;
+        let over = |state: &State| {
+            state.ended
+                || matches!(
+                    state.events.back(),
+                    Some(StreamEvent::Result { .. } | StreamEvent::Error { .. })
+                )
+        };
+        if !over(&self.0.state()) {
+            window.await;
+        }
+        let mut state = self.0.state();
+        if state.events.is_empty() {
+            return None;
+        }
+        state.waking = 0;
+        Some(state.events.drain(..).collect())
+    }
 }
 
 #[cfg(test)]
@@ -118,15 +172,14 @@ mod tests {
 
     #[tokio::test]
     async fn batches_gather_what_arrives_within_the_window_and_end_at_the_last_event() {
-        let (sender, events) = mpsc::unbounded_channel();
-        let reader = EventReader::new(events);
-        sender.send(StreamEvent::Turn { index: 1 }).unwrap();
+        let (sender, reader) = event_log();
+        sender.send(StreamEvent::Turn { index: 1 });
         let later = sender.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(2)).await;
-            later.send(content("a")).unwrap();
+            later.send(content("a"));
             tokio::time::sleep(Duration::from_millis(100)).await;
-            later.send(content("late")).unwrap();
+            later.send(content("late"));
         });
         let window = Duration::from_millis(20);
         let first = reader.next_batch(tokio::time::sleep(window)).await.unwrap();
@@ -136,7 +189,7 @@ mod tests {
             error: SdkError::model("x"),
         };
         tokio::time::sleep(Duration::from_millis(150)).await;
-        sender.send(error.clone()).unwrap();
+        sender.send(error.clone());
         let second = reader.next_batch(tokio::time::sleep(window)).await.unwrap();
         // The last event ends the batch at once, without waiting out the window.
         assert_eq!(second, vec![content("late"), error]);
@@ -147,17 +200,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_text_reader_sleeps_through_tool_events_and_gets_them_with_the_next_text() {
-        let (sender, events) = mpsc::unbounded_channel();
-        let reader = Arc::new(EventReader::new(events));
-        sender.send(StreamEvent::Turn { index: 1 }).unwrap();
+        let (sender, reader) = event_log();
+        let reader = Arc::new(reader);
+        sender.send(StreamEvent::Turn { index: 1 });
         let waiting = tokio::spawn({
             let reader = reader.clone();
             async move { reader.next_batch(std::future::ready(())).await }
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!waiting.is_finished(), "a turn alone must not wake a text reader");
-        sender.send(StreamEvent::Turn { index: 2 }).unwrap();
-        sender.send(content("hi")).unwrap();
+        sender.send(StreamEvent::Turn { index: 2 });
+        sender.send(content("hi"));
         let batch = waiting.await.unwrap().unwrap();
         assert_eq!(
             batch,
@@ -171,9 +224,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_end_of_the_run_wakes_a_text_reader_with_what_is_left() {
-        let (sender, events) = mpsc::unbounded_channel();
-        let reader = EventReader::new(events);
-        sender.send(StreamEvent::Turn { index: 1 }).unwrap();
+        let (sender, reader) = event_log();
+        sender.send(StreamEvent::Turn { index: 1 });
         drop(sender);
         let batch = reader.next_batch(std::future::pending()).await.unwrap();
         assert_eq!(batch, vec![StreamEvent::Turn { index: 1 }]);
@@ -181,10 +233,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_log_ends_when_its_last_sender_is_gone() {
+        let (sender, reader) = event_log();
+        let model_turn = sender.clone();
+        drop(sender);
+        model_turn.send(content("still open"));
+        assert_eq!(reader.recv().await, Some(content("still open")));
+        let reading = tokio::spawn(async move { reader.recv().await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!reading.is_finished(), "a sender is still there");
+        drop(model_turn);
+        assert_eq!(reading.await.unwrap(), None);
+    }
+
+    #[tokio::test]
     async fn asking_for_every_event_wakes_a_reader_already_waiting() {
-        let (sender, events) = mpsc::unbounded_channel();
-        let reader = Arc::new(EventReader::new(events));
-        sender.send(StreamEvent::Turn { index: 1 }).unwrap();
+        let (sender, reader) = event_log();
+        let reader = Arc::new(reader);
+        sender.send(StreamEvent::Turn { index: 1 });
         let waiting = tokio::spawn({
             let reader = reader.clone();
             async move { reader.next_batch(std::future::ready(())).await }
@@ -195,7 +261,7 @@ mod tests {
         let batch = tokio::time::timeout(Duration::from_secs(1), waiting).await.unwrap();
         assert_eq!(batch.unwrap().unwrap(), vec![StreamEvent::Turn { index: 1 }]);
         // And from then on, any event wakes the next one.
-        sender.send(StreamEvent::Turn { index: 2 }).unwrap();
+        sender.send(StreamEvent::Turn { index: 2 });
         let next = reader.next_batch(std::future::ready(())).await.unwrap();
         assert_eq!(next, vec![StreamEvent::Turn { index: 2 }]);
         drop(sender);

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::events::{CallStatus, PromptResult, StopReason, StreamEvent, ToolCallRecord};
 use super::pipeline::{self, CallSite};
+use super::reader::EventSender;
 use super::session::{RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
@@ -24,7 +24,7 @@ use crate::webhook::environment;
 pub(crate) struct Run {
     session: Arc<Session>,
     control: Arc<RunControl>,
-    events: UnboundedSender<StreamEvent>,
+    events: EventSender,
     scope: u32,
     /// One id per run (`taskId` of TaskCompleted).
     id: String,
@@ -42,12 +42,7 @@ pub(crate) struct Run {
 type Finish = Result<(String, StopReason)>;
 
 impl Run {
-    pub fn new(
-        session: Arc<Session>,
-        control: Arc<RunControl>,
-        events: UnboundedSender<StreamEvent>,
-        options: SendOptions,
-    ) -> Self {
+    pub fn new(session: Arc<Session>, control: Arc<RunControl>, events: EventSender, options: SendOptions) -> Self {
         let max_turns = options.max_turns.unwrap_or(session.config.max_turns);
         let (extra, setup_error) = match environment::hooks(&options.environment) {
             Ok(hooks) => (hooks, None),
@@ -73,8 +68,7 @@ impl Run {
     }
 
     fn emit(&self, event: StreamEvent) {
-        // The receiver is gone only when nobody wants the events any more.
-        let _ = self.events.send(event);
+        self.events.send(event);
     }
 
     fn caller(&self) -> Caller<'_> {
@@ -418,7 +412,7 @@ async fn model_turn(
     messages: Arc<Vec<Arc<Message>>>,
     turn: u32,
     scope: u32,
-    events: UnboundedSender<StreamEvent>,
+    events: EventSender,
 ) -> Result<ModelReply> {
     let config = &session.config;
     let request = ModelRequest {
@@ -431,7 +425,7 @@ async fn model_turn(
         scope,
     };
     let mut on_text = move |delta: &str| {
-        let _ = events.send(StreamEvent::Content {
+        events.send(StreamEvent::Content {
             delta: delta.to_string(),
         });
     };

@@ -4,11 +4,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{AgentConfig, MAX_TIMER_MS};
-use super::reader::EventReader;
+use super::reader::{event_log, EventReader};
 use super::run::Run;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
@@ -195,9 +194,8 @@ impl Session {
             }
             state.active = Some(control.clone());
         }
-        let (sender, events) = mpsc::unbounded_channel();
+        let (sender, events) = event_log();
         let run = Run::new(self.clone(), control.clone(), sender, options);
-        let events = EventReader::new(events);
         Ok((RunHandle { events, control }, Box::pin(run.drive(content))))
     }
 
