@@ -392,10 +392,17 @@ class Agent {
     const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns, process.env)
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
-    const onCallerAbort = () => controller.abort(signal.reason)
+    // Every abort of the run comes through here (the controller is never handed out), so the
+    // run is told directly, before the signal's own listeners run: no listener of ours needed.
+    const active = {
+      abort(reason) {
+        if (controller.signal.aborted) return
+        made.abort(messageOf(reason))
+        controller.abort(reason)
+      },
+    }
+    const onCallerAbort = () => active.abort(signal.reason)
     signal?.addEventListener('abort', onCallerAbort, { once: true })
-    controller.signal.addEventListener('abort', () => made.abort(messageOf(controller.signal.reason)), { once: true })
-    const active = { controller }
     this.#active = active
     return new AgentResponse(made, scope, () => {
       signal?.removeEventListener('abort', onCallerAbort)
@@ -405,7 +412,7 @@ class Agent {
   }
 
   abort(reason) {
-    this.#active?.controller.abort(reason === undefined ? new AbortError() : reason)
+    this.#active?.abort(reason === undefined ? new AbortError() : reason)
   }
 
   /** Runs SessionEnd once; concurrent calls share one attempt, a failed one may be retried. */
@@ -417,7 +424,7 @@ class Agent {
   }
 
   async #close() {
-    this.#active?.controller.abort(new AbortError('Session is closed'))
+    this.#active?.abort(new AbortError('Session is closed'))
     const scopeId = this.#nextScope++
     const scope = new Scope()
     this.#scopes.set(scopeId, scope)
