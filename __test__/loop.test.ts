@@ -148,6 +148,8 @@ describe('tool calls', () => {
     const boom = new Error('disk full')
     const tools = [
       defineTool({ name: 'str', execute: () => 'plain' }),
+      defineTool({ name: 'bang', execute: () => '!{"message":"not a failure"}' }),
+      defineTool({ name: 'empty', execute: () => '' }),
       defineTool({ name: 'obj', execute: async () => ({ b: 1, a: [true, null], c: 1.5 }) }),
       defineTool({ name: 'num', execute: () => 42 }),
       defineTool({ name: 'nul', execute: () => null }),
@@ -162,6 +164,8 @@ describe('tool calls', () => {
     const result = await prompt('go', { model: scriptedModel([{ toolCalls: calls }, { text: 'end' }]), tools })
     expect(result.toolCalls.map((call) => [call.name, call.status, call.output])).toEqual([
       ['str', 'success', 'plain'],
+      ['bang', 'success', '!{"message":"not a failure"}'],
+      ['empty', 'success', ''],
       ['obj', 'success', '{"b":1,"a":[true,null],"c":1.5}'],
       ['num', 'success', '42'],
       ['nul', 'success', 'null'],

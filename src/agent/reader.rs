@@ -170,6 +170,14 @@ mod tests {
         StreamEvent::Content { delta: delta.into() }
     }
 
+    /// A pull started on its own task, given 20 ms to take what wakes it.
+    async fn pull(reader: &Arc<EventReader>) -> tokio::task::JoinHandle<Option<Vec<StreamEvent>>> {
+        let reader = reader.clone();
+        let waiting = tokio::spawn(async move { reader.next_batch(std::future::ready(())).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waiting
+    }
+
     #[tokio::test]
     async fn batches_gather_what_arrives_within_the_window_and_end_at_the_last_event() {
         let (sender, reader) = event_log();
@@ -203,11 +211,7 @@ mod tests {
         let (sender, reader) = event_log();
         let reader = Arc::new(reader);
         sender.send(StreamEvent::Turn { index: 1 });
-        let waiting = tokio::spawn({
-            let reader = reader.clone();
-            async move { reader.next_batch(std::future::ready(())).await }
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let waiting = pull(&reader).await;
         assert!(!waiting.is_finished(), "a turn alone must not wake a text reader");
         sender.send(StreamEvent::Turn { index: 2 });
         sender.send(content("hi"));
@@ -251,11 +255,7 @@ mod tests {
         let (sender, reader) = event_log();
         let reader = Arc::new(reader);
         sender.send(StreamEvent::Turn { index: 1 });
-        let waiting = tokio::spawn({
-            let reader = reader.clone();
-            async move { reader.next_batch(std::future::ready(())).await }
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let waiting = pull(&reader).await;
         assert!(!waiting.is_finished());
         reader.want_every_event();
         let batch = tokio::time::timeout(Duration::from_secs(1), waiting).await.unwrap();
