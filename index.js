@@ -397,7 +397,7 @@ class Agent {
     const active = {
       abort(reason) {
         if (controller.signal.aborted) return
-        made.abort(messageOf(reason))
+        made.abort(messageOf(reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason))
         controller.abort(reason)
       },
     }

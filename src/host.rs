@@ -1,6 +1,6 @@
 //! The host runs user-supplied functions (tools' `execute`, a scripted model's function, hook
-//! callbacks, the permission function) for the core. `binding/` implements it with one
-//! threadsafe function into JS; tests implement it with plain Rust closures.
+//! callbacks, the permission function) for the core. `binding/` implements it with direct calls
+//! into JS on the JS thread; tests implement it with plain Rust closures.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -110,6 +110,16 @@ struct ToolFields<'a> {
     mocked: Option<bool>,
 }
 
+impl ToolFields<'_> {
+    /// As a map, for result controls' webhooks, which reshape it.
+    fn to_map(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct ResultField<'a> {
     content: &'a str,
@@ -208,7 +218,7 @@ impl Call<'_> {
                 }
                 let controls = dispatcher.controls(HookEvent::PreToolUse, &name, self.site.caller.context);
                 if !controls.is_empty() {
-                    let payload = Fields::of(&self.fields(HookEvent::PreToolUse, &input));
+                    let payload = self.fields(HookEvent::PreToolUse, &input).to_map();
                     if let Some(blocked) = blocked(
                         control::evaluate(
                             &controls,
@@ -324,7 +334,7 @@ impl Call<'_> {
                 .dispatcher
                 .controls(HookEvent::PostToolUse, self.name(), self.site.caller.context);
         if !controls.is_empty() {
-            let payload = Fields::of(&self.result_fields(HookEvent::PostToolUse, &input, &result));
+            let payload = self.result_fields(HookEvent::PostToolUse, &input, &result).to_map();
             if let Some(blocked) = blocked(
                 control::evaluate(
                     &controls,

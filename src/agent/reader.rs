@@ -22,6 +22,7 @@ pub fn event_log() -> (EventSender, EventReader) {
         state: Mutex::new(State::default()),
         every: AtomicBool::new(false),
         senders: AtomicUsize::new(1),
+        unread: AtomicBool::new(false),
         arrived: Notify::new(),
     });
     (EventSender(log.clone()), EventReader(log))
@@ -29,9 +30,11 @@ pub fn event_log() -> (EventSender, EventReader) {
 
 struct Log {
     state: Mutex<State>,
-    /// A reader of every event is waiting, not only of text.
+    /// Every event was asked for, not only text (from then on, for the rest of the run).
     every: AtomicBool,
     senders: AtomicUsize,
+    /// The reader is gone: what is published is dropped.
+    unread: AtomicBool,
     /// Something a reader waits for was published, the run ended, or a reader widened.
     arrived: Notify,
 }
@@ -71,6 +74,9 @@ pub struct EventSender(Arc<Log>);
 
 impl EventSender {
     pub fn send(&self, event: StreamEvent) {
+        if self.0.unread.load(Ordering::Acquire) {
+            return;
+        }
         let wakes = wakes_a_text_reader(&event);
         let mut state = self.0.state();
         state.events.push_back(event);
@@ -93,13 +99,23 @@ impl Drop for EventSender {
     fn drop(&mut self) {
         if self.0.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.0.state().ended = true;
+            // Every waiting pull, and one still to come.
+            self.0.arrived.notify_waiters();
             self.0.arrived.notify_one();
         }
     }
 }
 
-/// Takes a run's events.
+/// Takes a run's events. Pulls are meant to take turns (the JS side keeps one at a time); one
+/// that finds the log emptied by another goes back to waiting.
 pub struct EventReader(Arc<Log>);
+
+impl Drop for EventReader {
+    fn drop(&mut self) {
+        self.0.unread.store(true, Ordering::Release);
+        self.0.state().events.clear();
+    }
+}
 
 impl EventReader {
     /// From now on every event wakes a waiting reader, including one already waiting.
@@ -127,19 +143,28 @@ impl EventReader {
     /// log ended and every event was taken.
     pub async fn recv(&self) -> Option<StreamEvent> {
         self.want_every_event();
-        self.ready().await;
-        let mut state = self.0.state();
-        let event = state.events.pop_front()?;
-        state.waking -= usize::from(wakes_a_text_reader(&event));
-        Some(event)
+        loop {
+            self.ready().await;
+            let mut state = self.0.state();
+            match state.events.pop_front() {
+                Some(event) => {
+                    state.waking -= usize::from(wakes_a_text_reader(&event));
+                    return Some(event);
+                }
+                None if state.ended => return None,
+                // Another pull took it first.
+                None => {}
+            }
+        }
     }
 
     /// Takes the events published since the last batch: waits for one that wakes the reader,
-    /// then lets `window` pass (unless the run ended) and takes everything published by then,
+    /// then lets `window` pass (unless the run is over: it ended, or its last event is out) and
+    /// takes everything published by then,
     /// so a chatty run reaches its consumer in a few batches rather than one crossing per
     /// event. `None` once the log ended and every event was taken.
     pub async fn next_batch(&self, window: impl Future<Output = ()>) -> Option<Vec<StreamEvent>> {
-        self.ready().await;
+        // The window is not waited out once the run is over: nothing more will come.
         let over = |state: &State| {
             state.ended
                 || matches!(
@@ -147,15 +172,24 @@ impl EventReader {
                     Some(StreamEvent::Result { .. } | StreamEvent::Error { .. })
                 )
         };
-        if !over(&self.0.state()) {
-            window.await;
+        let mut window = std::pin::pin!(window);
+        let mut waited = false;
+        loop {
+            self.ready().await;
+            if !waited && !over(&self.0.state()) {
+                window.as_mut().await;
+                waited = true;
+            }
+            let mut state = self.0.state();
+            if !state.events.is_empty() {
+                state.waking = 0;
+                return Some(state.events.drain(..).collect());
+            }
+            if state.ended {
+                return None;
+            }
+            // Another pull took them first.
         }
-        let mut state = self.0.state();
-        if state.events.is_empty() {
-            return None;
-        }
-        state.waking = 0;
-        Some(state.events.drain(..).collect())
     }
 }
 
@@ -234,6 +268,29 @@ mod tests {
         let batch = reader.next_batch(std::future::pending()).await.unwrap();
         assert_eq!(batch, vec![StreamEvent::Turn { index: 1 }]);
         assert_eq!(reader.next_batch(std::future::pending()).await, None);
+    }
+
+    #[tokio::test]
+    async fn pulls_that_overlap_share_the_events_and_all_see_the_end() {
+        let (sender, reader) = event_log();
+        let reader = Arc::new(reader);
+        let first = pull(&reader).await;
+        let second = pull(&reader).await;
+        sender.send(content("a"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(sender);
+        let mut batches = vec![first.await.unwrap(), second.await.unwrap()];
+        batches.sort_by_key(Option::is_none);
+        assert_eq!(batches, vec![Some(vec![content("a")]), None]);
+    }
+
+    #[test]
+    fn what_is_published_after_the_reader_is_gone_is_dropped() {
+        let (sender, reader) = event_log();
+        sender.send(content("before"));
+        drop(reader);
+        sender.send(content("dropped"));
+        assert_eq!(sender.0.state().events.len(), 0);
     }
 
     #[tokio::test]

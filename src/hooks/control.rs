@@ -3,11 +3,10 @@
 //! They run in registration order, then the environment's; the first deny wins, an allow does
 //! not stop later controls, and errors follow each hook's `onError`.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::dispatch::Caller;
 use super::event::HookEvent;
-use super::fields::Fields;
 use super::registry::HookObject;
 use crate::log::Log;
 use crate::offload::offload;
@@ -50,14 +49,13 @@ async fn offload_control(
 pub async fn evaluate(
     controls: &[&std::sync::Arc<HookObject>],
     event: HookEvent,
-    fields: &Fields,
+    payload: &Map<String, Value>,
     caller: Caller<'_>,
     log: &Log,
 ) -> Verdict {
-    let payload = fields.to_map();
     for hook in controls {
         let Some(webhook) = &hook.webhook else { continue };
-        let body = payload::build(&payload, webhook, &hook.id, &hook.type_name, false);
+        let body = payload::build(payload, webhook, &hook.id, &hook.type_name, false);
         let answer = tokio::select! {
             biased;
             answer = offload_control(hook, body, &caller.context.environment) => answer,
