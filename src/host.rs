@@ -6,7 +6,6 @@ use std::future::Future;
 use std::pin::Pin;
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// A user function, as numbered by the host when the options were handed over.
@@ -57,11 +56,11 @@ impl Args {
         }
     }
 
-    /// One argument: the JSON object `object`.
-    pub fn object(object: &RawValue) -> Self {
-        let mut text = String::with_capacity(object.get().len() + 2);
+    /// One argument: the JSON object text `object`.
+    pub fn object(object: &str) -> Self {
+        let mut text = String::with_capacity(object.len() + 2);
         text.push('[');
-        text.push_str(object.get());
+        text.push_str(object);
         text.push(']');
         Args(text)
     }

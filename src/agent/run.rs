@@ -216,8 +216,10 @@ impl Run {
                 });
             }
             let more = interrupt.is_none() && self.turns < self.max_turns;
-            self.tool_calls.extend(records.iter().cloned());
-            self.step_end(&text, &tool_calls, &records, more).await?;
+            let first = self.tool_calls.len();
+            self.tool_calls.extend(records);
+            self.step_end(&text, &tool_calls, &self.tool_calls[first..], more)
+                .await?;
             if let Some(denial) = interrupt {
                 return Ok((denial, StopReason::Interrupted));
             }

@@ -4,33 +4,37 @@
 //! back as a map.
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 #[derive(Debug, Clone)]
-pub struct Fields(Box<RawValue>);
+pub struct Fields(String);
+
+/// Room for a tool event's fields with a small input, written without growing the buffer.
+const TYPICAL_LEN: usize = 512;
 
 impl Fields {
     /// `value` must serialize as a JSON object (a struct or a map).
     pub fn of(value: &impl Serialize) -> Self {
-        match serde_json::value::to_raw_value(value) {
-            Ok(raw) if raw.get().starts_with('{') => Fields(raw),
+        let mut text = Vec::with_capacity(TYPICAL_LEN);
+        match serde_json::to_writer(&mut text, value).map(|()| String::from_utf8(text)) {
+            Ok(Ok(text)) if text.starts_with('{') => Fields(text),
             _ => Fields::default(),
         }
     }
 
-    pub fn json(&self) -> &RawValue {
+    /// The JSON object's text.
+    pub fn json(&self) -> &str {
         &self.0
     }
 
     pub fn to_map(&self) -> Map<String, Value> {
-        serde_json::from_str(self.0.get()).unwrap_or_default()
+        serde_json::from_str(&self.0).unwrap_or_default()
     }
 }
 
 impl Default for Fields {
     fn default() -> Self {
-        Fields(RawValue::from_string("{}".into()).expect("an empty object is JSON"))
+        Fields("{}".into())
     }
 }
 
@@ -61,7 +65,7 @@ mod tests {
             tool_input: &input,
         });
         assert_eq!(
-            fields.json().get(),
+            fields.json(),
             r#"{"event":"PreToolUse","sessionId":"s","toolInput":{"b":1,"a":[true]}}"#
         );
         let map = fields.to_map();
@@ -71,7 +75,7 @@ mod tests {
 
     #[test]
     fn what_is_not_an_object_becomes_an_empty_one() {
-        assert_eq!(Fields::of(&[1, 2]).json().get(), "{}");
-        assert_eq!(Fields::from(Map::new()).json().get(), "{}");
+        assert_eq!(Fields::of(&[1, 2]).json(), "{}");
+        assert_eq!(Fields::from(Map::new()).json(), "{}");
     }
 }
