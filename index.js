@@ -100,8 +100,10 @@ function toError(info, scope) {
  */
 function splitFunctions(options) {
   const functions = []
-  const seen = new Set()
-  const walk = (value, owner) => {
+  /** The objects being walked, with where they are (`''` for the options themselves). */
+  const open = new Map()
+  const describe = (path) => (path === '' ? 'the options' : path)
+  const walk = (value, owner, path) => {
     if (typeof value === 'function') {
       functions.push({ fn: value, owner })
       return { [FUNCTION_KEY]: functions.length - 1 }
@@ -110,14 +112,16 @@ function splitFunctions(options) {
       return { [JS_VALUE_KEY]: typeof value === 'bigint' ? `${value}n` : String(value) }
     }
     if (value === null || typeof value !== 'object') return value
-    if (seen.has(value)) throw new ConfigError('options contain a circular reference')
-    seen.add(value)
-    const copy = Array.isArray(value) ? value.map((item) => walk(item, undefined)) : {}
-    if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value)
-    seen.delete(value)
+    if (open.has(value)) {
+      throw new ConfigError(`options contain a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
+    }
+    open.set(value, path)
+    const copy = Array.isArray(value) ? value.map((item, index) => walk(item, undefined, `${path}[${index}]`)) : {}
+    if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value, path === '' ? key : `${path}.${key}`)
+    open.delete(value)
     return copy
   }
-  return { data: walk(options, undefined), functions }
+  return { data: walk(options, undefined, ''), functions }
 }
 
 const NEVER_ABORTED = new AbortController().signal

@@ -99,7 +99,12 @@ describe('createAgent rejects bad options with a ConfigError naming the field', 
     ['bad scripted turns', { model: scriptedModel([{ text: 'a' }, { toolCalls: 'x' }] as any) }, 'model.turns[1].toolCalls must be an array (got "x")'],
     ['a missing API key', { model: 'gpt-4o-mini', apiKey: '' }, 'apiKey is required for provider openai: pass apiKey or set OPENAI_API_KEY'],
     ['a non-http base URL', { model: 'm', baseURL: 'file:///etc' }, 'baseURL must be an http(s) URL ("file:///etc" uses file)'],
-    ['a circular option', (() => { const o: any = { model: scriptedModel([]) }; o.self = o; return o })(), 'options contain a circular reference'],
+    ['a circular option', (() => { const o: any = { model: scriptedModel([]) }; o.self = o; return o })(), 'options contain a circular reference: self refers back to the options'],
+    [
+      'a circular tool',
+      (() => { const t: any = { name: 't', execute: () => 1, meta: [{}] }; t.meta[0].owner = t; return { model: scriptedModel([]), tools: [t] } })(),
+      'options contain a circular reference: tools[0].meta[0].owner refers back to tools[0]',
+    ],
   ]
   for (const [what, options, message] of cases) {
     it(what, async () => {

@@ -10,9 +10,8 @@
 //! in the same turn, without going through the threadsafe function at all.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,6 +21,7 @@ use std::task::{Context, Wake, Waker};
 use napi::bindgen_prelude::{Function, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
+use nohash_hasher::IntMap;
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
@@ -50,27 +50,6 @@ struct Driver {
     runs_at_work: Cell<usize>,
 }
 
-/// Task ids are counted up from 1: spreading them with one multiplication is all the hashing a
-/// task table needs (the default hasher is built to resist chosen keys, at a cost per poll).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 struct Entry {
     task: Task,
     waker: Arc<TaskWaker>,
@@ -79,7 +58,9 @@ struct Entry {
 
 thread_local! {
     static DRIVERS: RefCell<Vec<Rc<Driver>>> = const { RefCell::new(Vec::new()) };
-    static TASKS: RefCell<HashMap<u64, Entry, BuildHasherDefault<IdHasher>>> = RefCell::new(HashMap::default());
+    /// Keyed by counted ids: no hashing needed (the default hasher resists chosen keys, at a
+    /// cost per poll).
+    static TASKS: RefCell<IntMap<u64, Entry>> = RefCell::new(IntMap::default());
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
     /// Tasks woken on this thread while it polls, polled before the turn ends.
     static READY: RefCell<VecDeque<u64>> = const { RefCell::new(VecDeque::new()) };
