@@ -63,6 +63,37 @@ describe('registration', () => {
     await agent.close()
   })
 
+  it('identifier is the part before the first "/", else empty; operationId is new for every run', async () => {
+    const seen: HookEventPayload[] = []
+    const agent = await createAgent({
+      model: scriptedModel([
+        { toolCalls: [{ name: 'Read', input: {} }, { name: 'a/b/c', input: {} }] },
+        { text: 'one' },
+        { toolCalls: [{ name: 'Read', input: {} }] },
+        { text: 'two' },
+      ]),
+      tools: [defineTool({ name: 'Read', execute: () => 'r' }), defineTool({ name: 'a/b/c', execute: () => 'c' })],
+      advanced: { hooks: [{ id: 'observe', type: 'beforeToolCall', handler: (event) => void seen.push(event) }] },
+    })
+    await (await agent.send('first')).result()
+    await (await agent.send('second')).result()
+    await agent.close()
+    expect(seen.map((event) => [event.toolName, event.identifier])).toEqual([['Read', ''], ['a/b/c', 'a'], ['Read', '']])
+    expect(seen[0].operationId).toBe(seen[1].operationId)
+    expect(seen[2].operationId).not.toBe(seen[0].operationId)
+  })
+
+  it("a handler's error follows its event: a tool event fails the call, a session event reaches the caller unchanged", async () => {
+    const thrown = new RangeError('handler broke')
+    const failing = (type: AgentHook['type']): AgentHook => ({ id: `broken-${type}`, type, handler: () => { throw thrown } })
+    await expect(createAgent({ model: model(), tools, advanced: { hooks: [failing('SessionStart')] } })).rejects.toBe(thrown)
+    const agent = await createAgent({ model: model(), tools, advanced: { hooks: [failing('UserPromptSubmit')] } })
+    await expect((await agent.send('go')).text()).rejects.toBe(thrown)
+    await agent.close()
+    const result = await prompt('go', { model: model(), tools, advanced: { hooks: [failing('beforeToolCall')] } })
+    expect(result.toolCalls.map((call) => call.output)).toEqual(['Tool execution failed: handler broke', 'Tool execution failed: handler broke'])
+  })
+
   it('rejects a bad registration as a whole, naming the hook and the field', async () => {
     let handlerRan = false
     const cases: [unknown, string][] = [
@@ -93,6 +124,7 @@ describe('matchers', () => {
         hooks: [
           { id: 'fs-only', type: 'beforeToolCall', matcher: '^fs/', handler: (event) => void calls.push(`fs-only:${event.toolName}`) },
           { id: 'all', type: 'beforeToolCall', matcher: '*', handler: (event) => void calls.push(`all:${event.toolName}`) },
+          { id: 'empty', type: 'afterToolCall', matcher: '', handler: (event) => void calls.push(`empty:${event.toolName}`) },
           { id: 'none', type: 'afterToolCall', matcher: '^nothing$', handler: (event) => void calls.push(`none:${event.toolName}`) },
           { id: 'alternation', type: 'onToolCallError', matcher: 'read|get', handler: (event) => void calls.push(`error:${event.toolName}`) },
           // Fails net/get after it ran (a throwing PostToolUse), so the onToolCallError hook has a call to match.
@@ -100,7 +132,7 @@ describe('matchers', () => {
         ],
       },
     })
-    expect(calls.sort()).toEqual(['all:fs/read', 'all:net/get', 'error:net/get', 'fs-only:fs/read'])
+    expect(calls.sort()).toEqual(['all:fs/read', 'all:net/get', 'empty:fs/read', 'empty:net/get', 'error:net/get', 'fs-only:fs/read'])
   })
 })
 

@@ -227,6 +227,49 @@ describe('dispatch', () => {
     await agent.close()
   })
 
+  it('a throwing TaskCompleted or SessionEnd callback reaches the caller as that very error', async () => {
+    const onTask = new RangeError('task hook failed')
+    const onEnd = new TypeError('end hook failed')
+    const agent = await createAgent({
+      model: scriptedModel([{ text: 'x' }]),
+      advanced: { hooks: { TaskCompleted: [() => { throw onTask }], SessionEnd: [() => { throw onEnd }] } },
+    })
+    await expect((await agent.send('go')).text()).rejects.toBe(onTask)
+    await expect(agent.close()).rejects.toBe(onEnd)
+  })
+
+  it('gives each callback its own copy of the input: what one changes, the next and the tool never see', async () => {
+    const seen: unknown[] = []
+    let executed: unknown
+    await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Write', input: { content: 'original' } }] }, { text: 'end' }]),
+      tools: [defineTool({ name: 'Write', execute: (input) => ((executed = input), 'written') })],
+      advanced: {
+        hooks: {
+          PreToolUse: [
+            (input) => {
+              ;(input.toolInput as { content: string }).content = 'changed in place'
+              return { action: 'continue' }
+            },
+            (input) => (seen.push(structuredClone(input.toolInput)), { action: 'continue' }),
+          ],
+        },
+      },
+    })
+    expect(seen).toEqual([{ content: 'original' }])
+    expect(executed).toEqual({ content: 'original' })
+  })
+
+  it("PermissionRequest's toolKind is the tool's kind, execute when it has none", async () => {
+    const kinds: Record<string, unknown> = {}
+    await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Read', input: {} }, { name: 'Bash', input: { command: 'ls' } }] }, { text: 'end' }]),
+      tools: [defineTool({ name: 'Read', kind: 'readonly', execute: () => 'read' }), bash],
+      advanced: { hooks: { PermissionRequest: [(input) => ((kinds[String(input.toolName)] = input.toolKind), { action: 'continue' })] } },
+    })
+    expect(kinds).toEqual({ Read: 'readonly', Bash: 'execute' })
+  })
+
   it('an output that is not a hook output is INVALID_HOOK_OUTPUT naming the callback', async () => {
     const agent = await createAgent({
       model: scriptedModel([{ text: 'x' }]),
@@ -517,6 +560,40 @@ describe('deadlines and cancellation', () => {
     expect(await (await agent.send('three')).text()).toBe('first')
     await agent.close()
     expect(agent.isClosed).toBe(true)
+  })
+
+  it('while a tool hook is still cleaning up, the next tool call with hooks fails closed', async () => {
+    let release!: () => void
+    let blocking = true
+    let executed = 0
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: { command: 'one' } }] }, { toolCalls: [{ name: 'Bash', input: { command: 'two' } }] }, { text: 'end' }]),
+      tools: [defineTool({ name: 'Bash', execute: () => (executed++, 'ran') })],
+      advanced: {
+        hookTimeoutMs: 40,
+        hooks: { PreToolUse: [() => (blocking ? ((blocking = false), new Promise((resolve) => (release = () => resolve({ action: 'continue' })))) : { action: 'continue' })] },
+      },
+    })
+    const result = await (await agent.send('go')).result()
+    expect(result.toolCalls.map((call) => call.output)).toEqual([
+      'Tool execution failed: Hook PreToolUse exceeded 40ms',
+      'Tool execution failed: An inline hook callback is still cleaning up',
+    ])
+    expect(executed).toBe(0)
+    release()
+    await sleep(20)
+    await agent.close()
+  })
+
+  it('a PermissionRequest hook that outlives the budget fails the call with the timeout text', async () => {
+    let executed = 0
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }] }, { text: 'end' }]),
+      tools: [defineTool({ name: 'Bash', execute: () => (executed++, 'ran') })],
+      advanced: { hookTimeoutMs: 30, hooks: { PermissionRequest: [(input) => untilAborted(input.abortSignal)] } },
+    })
+    expect(result.toolCalls[0]).toMatchObject({ status: 'error', output: 'Tool execution failed: Hook PermissionRequest exceeded 30ms' })
+    expect(executed).toBe(0)
   })
 
   it('SessionEnd runs once even when it times out and close is retried or called concurrently', async () => {

@@ -143,6 +143,17 @@ describe('a run', () => {
   })
 })
 
+describe('prompt()', () => {
+  it('closes its agent: SessionEnd runs once, after a run that succeeded and after one that failed', async () => {
+    let ends = 0
+    const advanced = { hooks: { SessionEnd: [() => (ends++, { action: 'continue' as const })] } }
+    expect((await prompt('go', { model: scriptedModel([{ text: 'fine' }]), advanced })).content).toBe('fine')
+    expect(ends).toBe(1)
+    await expect(prompt('go', { model: scriptedModel([]), advanced })).rejects.toThrow('scriptedModel ran out of turns')
+    expect(ends).toBe(2)
+  })
+})
+
 describe('tool calls', () => {
   it('turns every kind of tool outcome into the text the model is sent', async () => {
     const boom = new Error('disk full')

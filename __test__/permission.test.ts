@@ -98,6 +98,27 @@ describe('the permission function', () => {
   })
 })
 
+describe('cancellation', () => {
+  it('an abort while the permission function decides never grants: the tool does not run, even if it then allows', async () => {
+    ran.length = 0
+    let deciding!: () => void
+    const asked = new Promise<void>((resolve) => (deciding = resolve))
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [calls[2]] }, { text: 'end' }]),
+      tools,
+      advanced: { permission: () => (deciding(), new Promise((resolve) => setTimeout(() => resolve('allow'), 50))) },
+    })
+    const response = await agent.send('go')
+    await asked
+    const reason = new Error('stop deciding')
+    agent.abort(reason)
+    await expect(response.result()).rejects.toBe(reason)
+    await new Promise((resolve) => setTimeout(resolve, 80))
+    expect(ran).toEqual([])
+    await agent.close()
+  })
+})
+
 describe('with PermissionRequest hooks', () => {
   it('hooks run first; their modifiedInput reaches the function and the tool', async () => {
     const seen: unknown[] = []

@@ -237,6 +237,19 @@ describe('result controls, after the tool', () => {
     expect((await run([control('afterToolCall', '/after-500', { onError: 'block' })])).toolCalls[0]).toMatchObject({ output: 'hook_control_error', status: 'error' })
   })
 
+  it('a header variable unset at send time is a delivery error of the control: it follows onError', async () => {
+    routes['/tok-control'] = json(200, { decision: 'allow' })
+    const withToken = (onError: 'block' | 'continue') =>
+      control('beforeToolCall', '/tok-control', { onError, headers: { Authorization: 'Bearer ${HOOK_TOKEN}' }, allowedEnvVars: ['HOOK_TOKEN'] })
+    const blocked = await run([withToken('block')])
+    expect(blocked.toolCalls[0]).toMatchObject({ output: 'hook_control_error', status: 'error' })
+    expect(executed).toBe(0)
+    const continued = await run([withToken('continue')])
+    expect(continued.toolCalls[0]).toMatchObject({ output: 'SECRET_CONTENT of a.txt', status: 'success' })
+    expect(executed).toBe(1)
+    expect(received('/tok-control')).toHaveLength(0)
+  })
+
   it('also controls mocked results', async () => {
     routes['/after-mock'] = json(200, { decision: 'deny', reason: 'no mocks today' })
     const result = await run([{ id: 'mock', type: 'beforeToolCall', handler: (event) => void event.mock!('mocked') }, control('afterToolCall', '/after-mock')])
@@ -312,6 +325,13 @@ describe('critical delivery', () => {
     expect(error).toBeInstanceOf(CriticalHookDeliveryError)
     expect(error).toMatchObject({ hookId: 'c1', message: 'Critical webhook delivery failed: c1' })
     expect([received('/down-1').length, received('/down-2').length]).toEqual([1, 1])
+  })
+
+  it('a failing critical webhook on a lifecycle event fails the run with CriticalHookDeliveryError', async () => {
+    routes['/step-down'] = json(503, {})
+    const error = await run([{ id: 'crit-step', type: 'afterStep', webhook: { url: url('/step-down'), fallback: 'none' } }]).catch((e) => e)
+    expect(error).toBeInstanceOf(CriticalHookDeliveryError)
+    expect(error).toMatchObject({ hookId: 'crit-step', message: 'Critical webhook delivery failed: crit-step' })
   })
 
   it('a failing ordinary webhook on a lifecycle event is logged and the run goes on', async () => {

@@ -285,6 +285,15 @@ mod tests {
     }
 
     #[test]
+    fn a_url_alone_gets_the_defaults() {
+        let config = parse(json!({"url": "https://example.test/hooks"}), HookEvent::PostToolUse).unwrap();
+        assert_eq!(config.timeout, Duration::from_secs(30));
+        assert!(config.headers.is_empty());
+        // A notification that fails is logged; the run goes on.
+        assert!(!config.control && !config.block_on_error && !config.critical);
+    }
+
+    #[test]
     fn every_bad_config_is_named() {
         let cases = [
             (json!({}), "hooks[0].webhook.url is required"),
