@@ -470,3 +470,93 @@ async fn dispatch_reports_cancellation_and_cleanup() {
     assert_eq!(outcome.err(), Some(HookError::Cancelled));
     assert_eq!(session.dispatcher().pending().count(Owner::Hook), 1);
 }
+
+/// A span's name and every field recorded on it, in order.
+type SeenSpan = (String, Vec<(String, String)>);
+
+/// Spans as a subscriber saw them.
+#[derive(Clone, Default)]
+struct SpanLog(Arc<Mutex<Vec<SeenSpan>>>);
+
+struct Fields<'a>(&'a mut Vec<(String, String)>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.push((field.name().into(), value.into()));
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push((field.name().into(), format!("{value:?}")));
+    }
+}
+
+impl tracing::Subscriber for SpanLog {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let mut spans = self.0.lock().unwrap();
+        let mut fields = Vec::new();
+        span.record(&mut Fields(&mut fields));
+        spans.push((span.metadata().name().into(), fields));
+        tracing::span::Id::from_u64(spans.len() as u64)
+    }
+
+    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        let mut spans = self.0.lock().unwrap();
+        values.record(&mut Fields(&mut spans[span.into_u64() as usize - 1].1));
+    }
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test]
+async fn every_dispatch_and_hook_is_a_span_with_its_outcome_and_duration() {
+    let spans = SpanLog::default();
+    let _guard = tracing::subscriber::set_default(spans.clone());
+    let host = FakeHost::default()
+        .returning(1, json!({"action": "continue"}))
+        .throwing(2, "post broke")
+        .returning(0, json!("ran"));
+    let (session, _host) = new_session(
+        json!({"model": one_call("t", json!({})), "tools": [tool("t", 0)],
+               "advanced": {"hooks": {"PreToolUse": [f(1)], "PostToolUse": [{"id": "audit", "handler": f(2)}]}}}),
+        host,
+    );
+    run(&session, "go").await;
+    let spans = spans.0.lock().unwrap().clone();
+    let field = |fields: &[(String, String)], name: &str| {
+        fields
+            .iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+    };
+    let summary: Vec<(String, Option<String>, Option<String>)> = spans
+        .iter()
+        .filter(|(name, _)| name == "hook_dispatch" || name == "hook")
+        .map(|(name, fields)| {
+            let what = field(fields, "event").or_else(|| field(fields, "hook"));
+            assert!(
+                field(fields, "elapsed_us").is_some(),
+                "{name} has no duration: {fields:?}"
+            );
+            (name.clone(), what, field(fields, "outcome"))
+        })
+        .collect();
+    let entry =
+        |name: &str, what: &str, outcome: &str| (name.to_string(), Some(what.to_string()), Some(outcome.to_string()));
+    assert_eq!(
+        summary,
+        vec![
+            entry("hook_dispatch", "PreToolUse", "ok"),
+            entry("hook", "advanced.hooks.PreToolUse[0]", "ok"),
+            entry("hook_dispatch", "PostToolUse", "threw"),
+            entry("hook", "hook \"audit\"", "threw"),
+        ]
+    );
+}

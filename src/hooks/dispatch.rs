@@ -12,6 +12,7 @@ use futures::FutureExt;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::event::HookEvent;
@@ -45,6 +46,18 @@ pub enum HookError {
 }
 
 impl HookError {
+    /// What went wrong, in a word (tracing's `outcome`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HookError::Thrown(_) => "threw",
+            HookError::Timeout(_) => "timeout",
+            HookError::Cancelled => "cancelled",
+            HookError::CleaningUp => "cleaning_up",
+            HookError::Invalid(_) => "invalid_output",
+            HookError::Critical { .. } => "critical_delivery_failed",
+        }
+    }
+
     pub fn message(&self) -> String {
         match self {
             HookError::Thrown(error) => error.message.clone(),
@@ -248,16 +261,15 @@ impl Dispatcher {
             return Ok(Dispatched::default());
         }
         let event = input.event;
-        let span = tracing::debug_span!("hook_dispatch", event = event.name());
+        let span = tracing::debug_span!(
+            "hook_dispatch",
+            event = event.name(),
+            outcome = Empty,
+            elapsed_us = Empty
+        );
         let started = std::time::Instant::now();
         let outcome = self.run_hooks(input, caller).instrument(span.clone()).await;
-        span.in_scope(|| {
-            tracing::debug!(
-                elapsed_us = started.elapsed().as_micros() as u64,
-                ok = outcome.is_ok(),
-                "hook dispatch finished"
-            )
-        });
+        finish_span(&span, started, outcome.as_ref().map_or_else(HookError::kind, |_| "ok"));
         if event.is_session_event() {
             return outcome;
         }
@@ -313,13 +325,24 @@ impl Dispatcher {
                     (hook.handler, Cow::Owned(format!("hook \"{}\"", hook.id)), Some(*hook))
                 }
             };
+            let hook_span = tracing::debug_span!("hook", hook = %label, outcome = Empty, elapsed_us = Empty);
+            let hook_started = std::time::Instant::now();
             // After a mock, later PreToolUse callbacks do not run.
             if let Some(function) = function.filter(|_| dispatched.mocked.is_none()) {
                 let mut call = HostCall::new(function, Args::object(input.payload.json()), caller.scope);
                 call.signal = Some(timeout.signal("abortSignal", Some(position) == last_js, caller.cancel.is_some()));
                 call.error = input.error.clone();
                 call.mock = event == HookEvent::PreToolUse;
-                let mut returned = match self.call_guarded(call, &timeout, caller, Owner::Hook).await {
+                let called = self
+                    .call_guarded(call, &timeout, caller, Owner::Hook)
+                    .instrument(hook_span.clone())
+                    .await;
+                finish_span(
+                    &hook_span,
+                    hook_started,
+                    called.as_ref().map_or_else(HookError::kind, |_| "ok"),
+                );
+                let mut returned = match called {
                     Ok(returned) => returned,
                     // On lifecycle events a handler that throws is logged and the next one runs;
                     // a spent budget or a cancelled caller still ends the dispatch.
@@ -354,12 +377,17 @@ impl Dispatcher {
             let body = crate::webhook::payload::build(fields, webhook, &hook.id, &hook.type_name, true);
             let delivered = tokio::select! {
                 biased;
-                delivered = offload_notify(hook, body, &caller.context.environment) => delivered,
+                delivered = offload_notify(hook, body, &caller.context.environment).instrument(hook_span.clone()) => delivered,
                 _ = tokio::time::sleep_until(timeout.deadline) => {
                     return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
                 }
                 _ = caller.wait_cancelled() => return Err(HookError::Cancelled),
             };
+            finish_span(
+                &hook_span,
+                hook_started,
+                delivered.as_ref().map_or_else(|error| error.code(), |()| "delivered"),
+            );
             if let Err(error) = delivered {
                 if webhook.critical {
                     self.log.error(
@@ -456,6 +484,12 @@ impl Dispatcher {
             )
         }
     }
+}
+
+/// Records how a dispatch or one of its hooks ended, and how long it took.
+fn finish_span(span: &tracing::Span, started: std::time::Instant, outcome: &str) {
+    span.record("outcome", outcome);
+    span.record("elapsed_us", started.elapsed().as_micros() as u64);
 }
 
 /// Delivers a notification on the runtime's workers, never on the thread polling the run.
