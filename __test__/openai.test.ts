@@ -161,6 +161,20 @@ describe('connection options', () => {
     expect(server.requests[0].body.max_completion_tokens).toBeUndefined()
   })
 
+  it('speaks the same protocol to deepseek, with the key from DEEPSEEK_API_KEY and max_tokens', async () => {
+    server.reply(rawStream([sse(openaiChunks('hi'))]))
+    process.env.DEEPSEEK_API_KEY = 'sk-deepseek'
+    try {
+      expect((await prompt('go', { model: 'deepseek-chat', provider: 'deepseek', baseUrl: server.url, maxOutputTokens: 32 })).content).toBe('hi')
+    } finally {
+      delete process.env.DEEPSEEK_API_KEY
+    }
+    expect(server.requests[0]).toMatchObject({ method: 'POST', url: '/chat/completions' })
+    expect(server.requests[0].headers.authorization).toBe('Bearer sk-deepseek')
+    expect(server.requests[0].body).toMatchObject({ model: 'deepseek-chat', max_tokens: 32 })
+    expect(server.requests[0].body.max_completion_tokens).toBeUndefined()
+  })
+
   it('times out a request that takes longer than requestTimeoutMs', async () => {
     server.reply(async (_req, res) => {
       await sleep(2000)
