@@ -45,3 +45,17 @@ test('a tool receives its input as an object of the test realm', async () => {
   expect(input.list).toBeInstanceOf(Array)
   expect(input).toStrictEqual({ list: [1, 2] })
 })
+
+test('a hook receives its input as objects of the test realm, and its reply is applied', async () => {
+  let input
+  const result = await prompt('go', {
+    model: scriptedModel([{ toolCalls: [{ name: 'echo', input: { text: 'a' } }] }, { text: 'ok' }]),
+    tools: [echo],
+    advanced: { hooks: { PreToolUse: [(value) => ((input = value), { action: 'continue', modifiedInput: { text: 'rewritten' } })] } },
+  })
+  expect(input).toBeInstanceOf(Object)
+  expect(input.toolInput).toStrictEqual({ text: 'a' })
+  expect(input.args).toStrictEqual({ text: 'a' })
+  expect(typeof input.mock).toBe('function')
+  expect(result.toolCalls[0].output).toBe('echo:rewritten')
+})
