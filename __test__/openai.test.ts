@@ -99,9 +99,10 @@ describe('streaming (SSE)', () => {
     ])
   })
 
-  it('a stream that stops before it is complete is a MODEL_ERROR', async () => {
+  it('a stream that stops before it is complete is a MODEL_ERROR, and is not retried', async () => {
     server.reply(rawStream([sse([{ choices: [{ index: 0, delta: { content: 'partial' } }] }], false)]))
     await expect(prompt('go', options())).rejects.toMatchObject({ code: 'MODEL_ERROR', message: 'Model stream ended before the response was complete' })
+    expect(server.requests).toHaveLength(1)
   })
 
   it('a malformed chunk is a MODEL_ERROR that quotes it', async () => {
@@ -211,6 +212,27 @@ describe('errors and retries', () => {
     expect(result.content).toBe('third time')
     expect(server.requests).toHaveLength(3)
     expect(server.requests[2].body).toEqual(server.requests[0].body)
+  })
+
+  it('honours retry-after in seconds', async () => {
+    server.reply(json({ error: { message: 'slow down' } }, 429, { 'retry-after': '0.1' }), rawStream([sse(openaiChunks('after the wait'))]))
+    const started = Date.now()
+    expect((await prompt('go', options())).content).toBe('after the wait')
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90)
+    expect(server.requests).toHaveLength(2)
+  })
+
+  it('quotes at most the first 500 characters of an error body that is not JSON', async () => {
+    const body = 'x'.repeat(499) + 'yz' + 'w'.repeat(1500)
+    server.reply((_req, res) => void res.writeHead(401, { 'content-type': 'text/plain' }).end(body))
+    const error = await prompt('go', options()).catch((e) => e)
+    expect(error.message).toBe(`Model request failed with status 401 Unauthorized: ${'x'.repeat(499)}y…`)
+  })
+
+  it('does not retry a connection that was dropped', async () => {
+    server.reply((_req, res) => void res.socket!.destroy())
+    await expect(prompt('go', options())).rejects.toMatchObject({ code: 'MODEL_ERROR' })
+    expect(server.requests).toHaveLength(1)
   })
 
   it('gives up after maxRetries with the last status and the body\'s error message', async () => {
