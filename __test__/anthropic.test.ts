@@ -138,6 +138,19 @@ describe('anthropic messages', () => {
     await agent.close()
   })
 
+  it('a stream that ends without message_stop is a MODEL_ERROR', async () => {
+    server.reply(rawStream([anthropicStream('cut short').replace(event('message_stop', {}), '')]))
+    await expect(prompt('hi', options())).rejects.toMatchObject({ code: 'MODEL_ERROR', message: 'Model stream ended before the response was complete' })
+    expect(server.requests).toHaveLength(1)
+  })
+
+  it('sends temperature, maxOutputTokens and the connection headers', async () => {
+    server.reply(rawStream([anthropicStream('warm')]))
+    await prompt('hi', options({ temperature: 0.3, maxOutputTokens: 77, advanced: { connection: { headers: { 'x-tenant': 'acme' } } } }))
+    expect(server.requests[0].body).toMatchObject({ temperature: 0.3, max_tokens: 77 })
+    expect(server.requests[0].headers['x-tenant']).toBe('acme')
+  })
+
   it('takes the key from ANTHROPIC_API_KEY', async () => {
     server.reply(rawStream([anthropicStream('env key')]))
     process.env.ANTHROPIC_API_KEY = 'ak-env'

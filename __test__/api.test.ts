@@ -99,6 +99,7 @@ describe('createAgent rejects bad options with a ConfigError naming the field', 
     ['bad scripted turns', { model: scriptedModel([{ text: 'a' }, { toolCalls: 'x' }] as any) }, 'model.turns[1].toolCalls must be an array (got "x")'],
     ['a missing API key', { model: 'gpt-4o-mini', apiKey: '' }, 'apiKey is required for provider openai: pass apiKey or set OPENAI_API_KEY'],
     ['a non-http base URL', { model: 'm', baseURL: 'file:///etc' }, 'baseURL must be an http(s) URL ("file:///etc" uses file)'],
+    ['a bad sideEffect', { model: scriptedModel([]), tools: [{ name: 't', execute: () => 1, sideEffect: 'risky' }] }, 'tools[0].sideEffect must be one of pure, idempotent, non_idempotent (got "risky")'],
     ['a circular option', (() => { const o: any = { model: scriptedModel([]) }; o.self = o; return o })(), 'options contain a circular reference: self refers back to the options'],
     [
       'a circular tool',
@@ -113,6 +114,11 @@ describe('createAgent rejects bad options with a ConfigError naming the field', 
       expect(error).toMatchObject({ name: 'ConfigError', code: 'CONFIG_ERROR', message })
     })
   }
+
+  it('accepts baseUrl and baseURL together when they are the same', async () => {
+    const agent = await createAgent({ model: 'm', apiKey: 'k', baseUrl: 'http://a.test', baseURL: 'http://a.test' })
+    await agent.close()
+  })
 
   it('reads the API key from the environment when apiKey is not given', async () => {
     process.env.OPENAI_API_KEY = 'sk-from-env'

@@ -248,9 +248,15 @@ describe('lifecycle events', () => {
       errorType: 'MODEL_ERROR',
       errorDetail: { code: 'MODEL_ERROR', message: 'scriptedModel ran out of turns: it has 0, and this is model call 1' },
     })
-    const reasons: unknown[] = []
-    await prompt('go', { model: scriptedModel([{ toolCalls: [{ name: 'fs/read', input: {} }] }, { toolCalls: [{ name: 'fs/read', input: {} }] }]), tools, maxTurns: 1, advanced: { hooks: [{ id: 'r', type: 'onComplete', handler: (event) => void reasons.push(event.reason) }] } })
-    expect(reasons).toEqual(['max_turns'])
+    const ends: unknown[] = []
+    const onComplete: AgentHook = { id: 'r', type: 'onComplete', handler: (event) => void ends.push([event.reason, event.success]) }
+    const twoCalls = () => scriptedModel([{ toolCalls: [{ name: 'fs/read', input: {} }] }, { toolCalls: [{ name: 'fs/read', input: {} }] }])
+    await prompt('go', { model: twoCalls(), tools, maxTurns: 1, advanced: { hooks: [onComplete] } })
+    await prompt('go', { model: twoCalls(), tools, advanced: { permission: () => ({ behavior: 'deny', message: 'no', interrupt: true }), hooks: [onComplete] } })
+    expect(ends).toEqual([
+      ['max_turns', false],
+      ['interrupted', false],
+    ])
   })
 
   it('a failing lifecycle handler is logged and the run goes on', async () => {

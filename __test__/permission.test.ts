@@ -1,7 +1,7 @@
 // advanced.permission: presets, the function form, its request and decisions, and how it
 // combines with PermissionRequest hooks.
 import { describe, expect, it } from 'vitest'
-import { createAgent, defineTool, prompt, scriptedModel, type AgentOptions, type AgentPermissionRequest, type ScriptedToolCall } from '../index.js'
+import { createAgent, defineTool, HookTimeoutError, prompt, scriptedModel, type AgentOptions, type AgentPermissionRequest, type ScriptedToolCall } from '../index.js'
 import { untilAborted } from './helpers/server.js'
 
 const ran: string[] = []
@@ -115,6 +115,30 @@ describe('cancellation', () => {
     await expect(response.result()).rejects.toBe(reason)
     await new Promise((resolve) => setTimeout(resolve, 80))
     expect(ran).toEqual([])
+    await agent.close()
+  })
+})
+
+describe("the permission function's signal", () => {
+  it('aborts at hookTimeoutMs with a HookTimeoutError, and with the reason of agent.abort()', async () => {
+    let signal: AbortSignal | undefined
+    await runAll({ hookTimeoutMs: 30, permission: (request: AgentPermissionRequest) => ((signal = request.signal), untilAborted(request.signal)) })
+    expect(signal!.reason).toBeInstanceOf(HookTimeoutError)
+    expect(signal!.reason).toMatchObject({ event: 'PermissionRequest', timeoutMs: 30 })
+
+    let asked!: () => void
+    const deciding = new Promise<void>((resolve) => (asked = resolve))
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [calls[2]] }, { text: 'end' }]),
+      tools,
+      advanced: { permission: (request: AgentPermissionRequest) => ((signal = request.signal), asked(), untilAborted(request.signal)) },
+    })
+    const response = await agent.send('go')
+    await deciding
+    const reason = new Error('user left')
+    agent.abort(reason)
+    await expect(response.result()).rejects.toBe(reason)
+    expect(signal!.reason).toBe(reason)
     await agent.close()
   })
 })

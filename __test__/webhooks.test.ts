@@ -65,6 +65,11 @@ describe('notifications', () => {
     expect(received('/notify')[0].headers['content-type']).toBe('application/json')
   })
 
+  it('body wins over hookId and hookType too, which keep their place', async () => {
+    await run([{ id: 'audit', type: 'afterToolCall', webhook: { url: url('/renamed'), eventFields: ['toolName'], body: { hookType: 'custom', hookId: 'renamed' } } }])
+    expect(JSON.stringify(received('/renamed')[0].body)).toBe('{"toolName":"fs/read","hookId":"renamed","hookType":"custom"}')
+  })
+
   it('eventFields selects fields in the listed order', async () => {
     await run([{ id: 'slim', type: 'beforeToolCall', webhook: { url: url('/slim'), eventFields: ['toolName', 'stepIndex', 'notAField'] } }])
     expect(JSON.stringify(received('/slim')[0].body)).toBe('{"toolName":"fs/read","stepIndex":0,"hookId":"slim","hookType":"beforeToolCall"}')
@@ -257,6 +262,49 @@ describe('result controls, after the tool', () => {
   })
 })
 
+describe('the whole pipeline', () => {
+  it('runs every stage of a run in the contract order', async () => {
+    const order: string[] = []
+    const note = (stage: string) => () => (order.push(stage), { action: 'continue' as const })
+    const answer = (stage: string) => (req: Recorded, res: ServerResponse) => (order.push(stage), json(200, { decision: 'allow' })(req, res))
+    routes['/order-before'] = answer('before-control')
+    routes['/order-after'] = answer('after-control')
+    await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'fs/read', input: { path: 'a' } }] }, { text: 'done' }]),
+      tools: [defineTool({ name: 'fs/read', execute: () => (order.push('execute'), 'read') })],
+      advanced: {
+        permission: () => (order.push('permission'), 'allow'),
+        hooks: [
+          { id: 'prompt', type: 'UserPromptSubmit', handler: note('UserPromptSubmit') },
+          { id: 'step-start', type: 'beforeStep', handler: note('StepStart') },
+          { id: 'pre', type: 'beforeToolCall', handler: note('PreToolUse') },
+          { id: 'ask', type: 'PermissionRequest', handler: note('PermissionRequest') },
+          control('beforeToolCall', '/order-before'),
+          control('afterToolCall', '/order-after'),
+          { id: 'post', type: 'afterToolCall', handler: note('PostToolUse') },
+          { id: 'step-end', type: 'afterStep', handler: note('StepEnd') },
+          { id: 'done', type: 'onComplete', handler: note('TaskCompleted') },
+        ],
+      },
+    })
+    expect(order).toEqual([
+      'UserPromptSubmit',
+      'StepStart',
+      'PreToolUse',
+      'PermissionRequest',
+      'permission',
+      'before-control',
+      'execute',
+      'after-control',
+      'PostToolUse',
+      'StepEnd',
+      'StepStart',
+      'StepEnd',
+      'TaskCompleted',
+    ])
+  })
+})
+
 describe('environment hooks', () => {
   it('run after the caller hooks, send the token as a bearer, and are read at each send', async () => {
     routes['/caller'] = json(200, { decision: 'allow' })
@@ -282,6 +330,14 @@ describe('environment hooks', () => {
     expect(second.toolCalls[0].status).toBe('success')
     expect(received('/env')).toHaveLength(0)
     await agent.close()
+  })
+
+  it('apply to runs, not to SessionStart or SessionEnd', async () => {
+    Object.assign(process.env, { AGENT_HOOK_WEBHOOK_URL: url('/env-life'), AGENT_HOOK_WEBHOOK_TOKEN: 't', AGENT_HOOK_WEBHOOK_EVENTS: 'SessionStart, SessionEnd, afterStep' })
+    const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]) })
+    await (await agent.send('go')).result()
+    await agent.close()
+    expect(received('/env-life').map((req) => req.body.event)).toEqual(['StepEnd'])
   })
 
   it('an invalid environment fails the run with a ConfigError naming the variable, never its value', async () => {
