@@ -218,6 +218,32 @@ mod tests {
     }
 
     #[test]
+    fn backoff_follows_the_server_then_doubles_from_250_ms_and_never_exceeds_60_s() {
+        let answer = |headers: &[(&str, &str)]| {
+            let mut builder = http::Response::builder().status(429);
+            for (name, value) in headers {
+                builder = builder.header(*name, *value);
+            }
+            Response::from(builder.body(Vec::<u8>::new()).unwrap())
+        };
+        assert_eq!(backoff(&answer(&[]), 0), Duration::from_millis(250));
+        assert_eq!(backoff(&answer(&[]), 2), Duration::from_millis(1000));
+        assert_eq!(
+            backoff(&answer(&[("retry-after", "1.5")]), 0),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            backoff(&answer(&[("retry-after-ms", "20"), ("retry-after", "9")]), 3),
+            Duration::from_millis(20)
+        );
+        assert_eq!(backoff(&answer(&[("retry-after", "999")]), 0), Duration::from_secs(60));
+        assert_eq!(
+            backoff(&answer(&[("retry-after", "soon")]), 1),
+            Duration::from_millis(500)
+        );
+    }
+
+    #[test]
     fn status_error_carries_status_and_body_message() {
         let error = status_error(StatusCode::INTERNAL_SERVER_ERROR, br#"{"error":{"message":"boom"}}"#);
         assert_eq!(
