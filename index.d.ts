@@ -137,7 +137,8 @@ export interface HookInput {
 
 export interface HookOutput {
   action: 'continue' | 'skip' | 'abort'
-  modifiedInput?: JsonObject
+  /** Merged into a tool's input; for UserPromptSubmit, `{ userPrompt }` or the new prompt itself. */
+  modifiedInput?: JsonObject | string
   modifiedOutput?: JsonValue
   reason?: string
 }

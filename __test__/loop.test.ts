@@ -330,6 +330,8 @@ describe('limits and session state', () => {
     const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]) })
     await expect(agent.send(42 as any)).rejects.toMatchObject({ code: 'INVALID_INPUT', message: 'message must be a string or an array of text and image_url parts (got 42)' })
     await expect(agent.send('x', { maxTurns: 0 })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: 'maxTurns must be a positive integer no greater than 2147483647 (got 0)' })
+    await expect(agent.send('x', { maxTurns: '3' as any })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: 'maxTurns must be a positive integer no greater than 2147483647 (got "3")' })
+    await expect(agent.send('x', { maxTurns: {} as any })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: 'maxTurns must be a positive integer no greater than 2147483647 (got an object)' })
     await agent.close()
   })
 

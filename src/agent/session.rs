@@ -102,14 +102,16 @@ impl SendOptions {
         match value {
             None => Ok(None),
             Some(n) if n.fract() == 0.0 && (1.0..=MAX_TIMER_MS as f64).contains(&n) => Ok(Some(n as u32)),
-            Some(n) => Err(SdkError::new(
-                ErrorCode::InvalidInput,
-                format!(
-                    "maxTurns must be a positive integer no greater than {MAX_TIMER_MS} (got {})",
-                    js_number(n)
-                ),
-            )),
+            Some(n) => Err(Self::invalid_max_turns(&js_number(n))),
         }
+    }
+
+    /// `maxTurns` that is not a number; `got` describes what it was.
+    pub fn invalid_max_turns(got: &str) -> SdkError {
+        SdkError::new(
+            ErrorCode::InvalidInput,
+            format!("maxTurns must be a positive integer no greater than {MAX_TIMER_MS} (got {got})"),
+        )
     }
 }
 

@@ -43,6 +43,23 @@ fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<H
     Ok(values)
 }
 
+/// A JS value that is not a number, described for an error message: a string quoted, else its kind.
+fn describe_js(value: &Unknown) -> String {
+    match value.get_type() {
+        Ok(ValueType::String) => value
+            .coerce_to_string()
+            .and_then(|text| text.into_utf8())
+            .and_then(|text| text.into_owned())
+            .map_or_else(|_| "a string".into(), |text| Value::String(text).to_string()),
+        Ok(ValueType::Boolean) => "a boolean".into(),
+        Ok(ValueType::Function) => "a function".into(),
+        Ok(ValueType::Symbol) => "a symbol".into(),
+        Ok(ValueType::BigInt) => "a bigint".into(),
+        Ok(ValueType::Object) => "an object".into(),
+        _ => "a value that is not a number".into(),
+    }
+}
+
 /// A created session, or the JSON of the error that prevented it.
 #[napi(
     ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, mock: boolean, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, environment: object, wake: () => void"
@@ -109,7 +126,7 @@ impl NativeAgent {
         env: &Env,
         message: String,
         scope: u32,
-        max_turns: Option<f64>,
+        max_turns: Option<Either<f64, Unknown>>,
         environment: Object,
     ) -> Either<NativeRun, String> {
         let message: Value = match serde_json::from_str(&message) {
@@ -121,7 +138,12 @@ impl NativeAgent {
                 )))
             }
         };
-        let max_turns = match SendOptions::max_turns(max_turns) {
+        let max_turns = match max_turns {
+            None => SendOptions::max_turns(None),
+            Some(Either::A(number)) => SendOptions::max_turns(Some(number)),
+            Some(Either::B(other)) => Err(SendOptions::invalid_max_turns(&describe_js(&other))),
+        };
+        let max_turns = match max_turns {
             Ok(max_turns) => max_turns,
             Err(error) => return Either::B(error_json(&error)),
         };
