@@ -48,7 +48,7 @@ describe('abort', () => {
       tools: [tool],
       advanced: {
         hooks: [
-          { id: 'done', type: 'onComplete', handler: (event) => void events.push(`complete:${event.success}:${event.reason}`) },
+          { id: 'done', type: 'onComplete', handler: (event) => void events.push(`complete:${event.success}:${event.reason}:signal aborted ${event.abortSignal?.aborted}`) },
           { id: 'failed', type: 'onError', handler: () => void events.push('stop-failure') },
         ],
       },
@@ -57,7 +57,8 @@ describe('abort', () => {
     await until(() => seen.started)
     agent.abort(new Error('stop'))
     await expect(response.text()).rejects.toThrow('stop')
-    expect(events).toEqual(['complete:false:aborted'])
+    // Its signal follows only its own deadline, not the caller's aborted one.
+    expect(events).toEqual(['complete:false:aborted:signal aborted false'])
     await agent.close()
   })
 

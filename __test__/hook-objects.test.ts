@@ -1,6 +1,7 @@
 // Hook objects: both registration forms, aliases, order, matchers, mock(), lifecycle events.
 import { describe, expect, it } from 'vitest'
 import { ConfigError, createAgent, defineTool, prompt, scriptedModel, type AgentHook, type HookEventPayload, type HookInput } from '../index.js'
+import { until } from './helpers/server.js'
 
 let ran: string[] = []
 const tools = [
@@ -81,6 +82,22 @@ describe('registration', () => {
     expect(seen.map((event) => [event.toolName, event.identifier])).toEqual([['Read', ''], ['a/b/c', 'a'], ['Read', '']])
     expect(seen[0].operationId).toBe(seen[1].operationId)
     expect(seen[2].operationId).not.toBe(seen[0].operationId)
+  })
+
+  it('tool events count stepIndex from 0 across model turns', async () => {
+    const steps: unknown[] = []
+    const observe = (event: HookEventPayload) => void steps.push([event.event, event.toolName, event.stepIndex])
+    await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'fs/read', input: { path: 'a' } }] }, { toolCalls: [{ name: 'net/get', input: { url: 'u' } }] }, { text: 'end' }]),
+      tools,
+      advanced: { hooks: [{ id: 'pre', type: 'beforeToolCall', handler: observe }, { id: 'post', type: 'afterToolCall', handler: observe }] },
+    })
+    expect(steps).toEqual([
+      ['PreToolUse', 'fs/read', 0],
+      ['PostToolUse', 'fs/read', 0],
+      ['PreToolUse', 'net/get', 1],
+      ['PostToolUse', 'net/get', 1],
+    ])
   })
 
   it("a handler's error follows its event: a tool event fails the call, a session event reaches the caller unchanged", async () => {
@@ -202,6 +219,59 @@ describe('mock()', () => {
   })
 })
 
+describe('mock() edge cases', () => {
+  it('a mock that is not a string or { content } fails the call; a callback that mocked and then threw still mocked', async () => {
+    const invalid = await prompt('go', { model: model(), tools, advanced: { hooks: [{ id: 'bad', type: 'PreToolUse', handler: (event) => void event.mock!(42 as any) }] } })
+    expect(invalid.toolCalls[0]).toMatchObject({
+      status: 'error',
+      output: 'Tool execution failed: mock() was given 42; it takes a string or { content: string, success?: boolean }',
+    })
+    ran = []
+    const thrown = await prompt('go', {
+      model: model(),
+      tools,
+      advanced: { hooks: [{ id: 'then-throw', type: 'PreToolUse', handler: (event) => { event.mock!('mocked anyway'); throw new Error('after the mock') } }] },
+    })
+    expect(thrown.toolCalls.map((call) => [call.status, call.output, call.mocked])).toEqual([
+      ['success', 'mocked anyway', true],
+      ['success', 'mocked anyway', true],
+    ])
+    expect(ran).toEqual([])
+  })
+})
+
+describe('this', () => {
+  it('a bare callback gets this undefined; a handler or the permission function gets the object that holds it', async () => {
+    const seen: Record<string, unknown> = {}
+    const hookObject: AgentHook = {
+      id: 'method',
+      type: 'PostToolUse',
+      handler(this: unknown) {
+        seen.handler = this
+      },
+    }
+    const advanced: any = {
+      hooks: {
+        PostToolUse: [
+          function (this: unknown) {
+            seen.bare = this
+            return { action: 'continue' as const }
+          },
+          hookObject,
+        ],
+      },
+      permission(this: unknown) {
+        seen.permission = this
+        return 'allow' as const
+      },
+    }
+    await prompt('go', { model: scriptedModel([{ toolCalls: [{ name: 'fs/read', input: { path: 'x' } }] }, { text: 'end' }]), tools, advanced })
+    expect(seen.bare).toBeUndefined()
+    expect(seen.handler).toBe(hookObject)
+    expect(seen.permission).toBe(advanced)
+  })
+})
+
 describe('lifecycle events', () => {
   it('StepStart and StepEnd carry the step index, its tool calls and results, and usage totals', async () => {
     const steps: HookEventPayload[] = []
@@ -274,6 +344,23 @@ describe('lifecycle events', () => {
     })
     expect(result.content).toBe('done')
     expect(after).toBe(2)
+  })
+
+  it('a bare callback on a lifecycle event observes: its return value is ignored, its error logged', async () => {
+    const warnings: string[] = []
+    let later = 0
+    const result = await prompt('go', {
+      model: model(),
+      tools,
+      advanced: {
+        logger: (entry) => void warnings.push(entry.message),
+        hooks: { afterStep: [() => 42 as any, () => { throw new Error('observer broke') }, () => void later++] } as any,
+      },
+    })
+    expect(result.content).toBe('done')
+    expect(later).toBe(2)
+    await until(() => warnings.length >= 2)
+    expect(warnings).toEqual(Array(2).fill('advanced.hooks.afterStep[1] failed on StepEnd; the next hook runs'))
   })
 
   it('human intervention, compaction and sub-agent hooks are accepted and validated, and do not fire yet', async () => {

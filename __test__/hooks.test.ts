@@ -441,6 +441,47 @@ describe('per-event rules', () => {
     expect(ended).toBe(1)
   })
 
+  it('when SessionStart and then SessionEnd both throw, createAgent rejects with SessionStart\'s error and the other is logged', async () => {
+    const thrown = new RangeError('no workspace')
+    const warnings: string[] = []
+    const failure = await createAgent({
+      model: scriptedModel([]),
+      advanced: {
+        logger: (entry) => void warnings.push(entry.message),
+        hooks: { SessionStart: [() => { throw thrown }], SessionEnd: [() => { throw new Error('end broke too') }] },
+      },
+    }).catch((error) => error)
+    expect(failure).toBe(thrown)
+    // Log lines reach the logger on a later turn of the event loop.
+    await until(() => warnings.length > 0)
+    expect(warnings).toEqual(['SessionEnd failed while cleaning up after SessionStart'])
+  })
+
+  it('a PostToolUse abort fails the call without running PostToolUseFailure', async () => {
+    let failureHooks = 0
+    const result = await prompt('go', {
+      model: scriptedModel([{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }] }, { text: 'end' }]),
+      tools: [bash],
+      advanced: { hooks: { PostToolUse: [() => ({ action: 'abort' })], PostToolUseFailure: [() => (failureHooks++, { action: 'continue' })] } },
+    })
+    expect(result.toolCalls[0]).toMatchObject({ status: 'error', output: 'Tool execution failed: Tool "Bash" post-execution hook aborted' })
+    expect(failureHooks).toBe(0)
+  })
+
+  it('sends are refused while close() proceeds; a close that failed leaves the session not closed', async () => {
+    let started!: () => void
+    const ending = new Promise<void>((resolve) => (started = resolve))
+    const agent = await createAgent({
+      model: scriptedModel([{ text: 'x' }]),
+      advanced: { sessionEndHookTimeoutMs: 50, hooks: { SessionEnd: [(input) => (started(), untilAborted(input.abortSignal))] } },
+    })
+    const closing = agent.close()
+    await ending
+    await expect(agent.send('during close')).rejects.toMatchObject({ code: 'SESSION_CLOSED' })
+    await expect(closing).rejects.toMatchObject({ code: 'HOOK_TIMEOUT' })
+    expect(agent.isClosed).toBe(false)
+  })
+
   it('TaskCompleted also runs when the run fails, with success false and reason error', async () => {
     const completed: HookInput[] = []
     const agent = await createAgent({ model: scriptedModel([]), advanced: { hooks: { TaskCompleted: [async (input) => (completed.push(input), { action: 'continue' })] } } })

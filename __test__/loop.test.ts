@@ -143,6 +143,14 @@ describe('a run', () => {
   })
 })
 
+describe('scriptedModel', () => {
+  it('plays its script from the first turn for every agent made with it', async () => {
+    const model = scriptedModel([{ text: 'first turn' }])
+    expect((await prompt('one', { model })).content).toBe('first turn')
+    expect((await prompt('two', { model })).content).toBe('first turn')
+  })
+})
+
 describe('prompt()', () => {
   it('closes its agent: SessionEnd runs once, after a run that succeeded and after one that failed', async () => {
     let ends = 0

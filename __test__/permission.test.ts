@@ -119,6 +119,28 @@ describe('cancellation', () => {
   })
 })
 
+describe('fail closed', () => {
+  it('while a permission function that outlived its budget still runs, later calls are denied without asking', async () => {
+    ran.length = 0
+    let release!: () => void
+    let asked = 0
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [calls[2]] }, { toolCalls: [calls[2]] }, { text: 'end' }]),
+      tools,
+      advanced: { hookTimeoutMs: 30, permission: () => (asked++, new Promise((resolve) => (release = () => resolve('allow')))) },
+    })
+    const result = await (await agent.send('go')).result()
+    expect(result.toolCalls.map((call) => call.output)).toEqual([
+      'Tool execution aborted: Permission check failed: Hook PermissionRequest exceeded 30ms',
+      'Tool execution aborted: Permission check failed: A permission callback is still cleaning up',
+    ])
+    expect([asked, ran.length]).toEqual([1, 0])
+    release()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    await agent.close()
+  })
+})
+
 describe("the permission function's signal", () => {
   it('aborts at hookTimeoutMs with a HookTimeoutError, and with the reason of agent.abort()', async () => {
     let signal: AbortSignal | undefined

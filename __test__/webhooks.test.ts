@@ -106,6 +106,27 @@ describe('notifications', () => {
     expect(order).toEqual(['handler', 'webhook', 'handler', 'webhook'])
   })
 
+  it('after a mock, later handlers do not run but later notifications are still delivered', async () => {
+    let laterHandler = 0
+    const result = await run([
+      { id: 'mock', type: 'beforeToolCall', handler: (event) => void event.mock!('from the fixture') },
+      { id: 'later-handler', type: 'beforeToolCall', handler: () => void laterHandler++ },
+      { id: 'later-webhook', type: 'beforeToolCall', webhook: { url: url('/after-mock-notify') } },
+    ])
+    expect(result.toolCalls[0]).toMatchObject({ output: 'from the fixture', mocked: true })
+    expect(laterHandler).toBe(0)
+    expect(received('/after-mock-notify')).toHaveLength(1)
+  })
+
+  it('notifications are awaited within the event\'s hook budget', async () => {
+    routes['/slow-notify'] = async (_req, res) => {
+      await sleep(500)
+      res.writeHead(204).end()
+    }
+    const error = await run([{ id: 'slow', type: 'UserPromptSubmit', webhook: { url: url('/slow-notify') } }], { hookTimeoutMs: 100 }).catch((e) => e)
+    expect(error).toMatchObject({ code: 'HOOK_TIMEOUT', message: 'Hook UserPromptSubmit exceeded 100ms' })
+  })
+
   it('a webhook after the last handler still gets the whole event', async () => {
     const handled: string[] = []
     await run([
@@ -253,6 +274,30 @@ describe('result controls, after the tool', () => {
     expect(continued.toolCalls[0]).toMatchObject({ output: 'SECRET_CONTENT of a.txt', status: 'success' })
     expect(executed).toBe(1)
     expect(received('/tok-control')).toHaveLength(0)
+  })
+
+  it('a control cancelled by an abort blocks: the tool never runs, even with onError continue', async () => {
+    let asked!: () => void
+    const waiting = new Promise<void>((resolve) => (asked = resolve))
+    routes['/slow-control'] = async (req, res) => {
+      asked()
+      await sleep(300)
+      json(200, { decision: 'allow' })(req, res)
+    }
+    executed = 0
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ name: 'fs/read', input: { path: 'a' } }] }, { text: 'x' }]),
+      tools,
+      advanced: { hooks: [control('beforeToolCall', '/slow-control', { onError: 'continue', timeout: 2 })] },
+    })
+    const response = await agent.send('go')
+    await waiting
+    const reason = new Error('stopped while asking')
+    agent.abort(reason)
+    await expect(response.result()).rejects.toBe(reason)
+    await sleep(350)
+    expect(executed).toBe(0)
+    await agent.close()
   })
 
   it('also controls mocked results', async () => {
