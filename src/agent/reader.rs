@@ -148,7 +148,7 @@ impl EventReader {
             let mut state = self.0.state();
             match state.events.pop_front() {
                 Some(event) => {
-                    state.waking -= usize::from(wakes_a_text_reader(&event));
+                    state.waking = state.waking.saturating_sub(usize::from(wakes_a_text_reader(&event)));
                     return Some(event);
                 }
                 None if state.ended => return None,
@@ -160,9 +160,9 @@ impl EventReader {
 
     /// Takes the events published since the last batch: waits for one that wakes the reader,
     /// then lets `window` pass (unless the run is over: it ended, or its last event is out) and
-    /// takes everything published by then,
-    /// so a chatty run reaches its consumer in a few batches rather than one crossing per
-    /// event. `None` once the log ended and every event was taken.
+    /// takes everything published by then, so a chatty run reaches its consumer in a few
+    /// batches rather than one crossing per event. `None` once the log ended and every event
+    /// was taken.
     pub async fn next_batch(&self, window: impl Future<Output = ()>) -> Option<Vec<StreamEvent>> {
         // The window is not waited out once the run is over: nothing more will come.
         let over = |state: &State| {
