@@ -8,8 +8,8 @@ import { createAgent, defineTool, scriptedModel } from '../index.mjs'
 import { fileURLToPath } from 'node:url'
 import { interleaved } from './stats.mjs'
 
-const TURNS = Number(process.env.TURNS ?? 300)
-const REPEATS = Number(process.env.REPEATS ?? 7)
+const TURNS = Number(process.env.TURNS ?? 2000)
+const REPEATS = Number(process.env.REPEATS ?? 9)
 const COUNTS = [0, 1, 3, 10]
 // Ten hook objects whose matcher never matches the tool: filtered in Rust, never called.
 const NO_MATCH = 'no-match'
