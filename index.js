@@ -393,7 +393,7 @@ class Agent {
     const controller = new AbortController()
     const scopeId = this.#nextScope++
     const scope = new Scope(controller.signal)
-    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, maxTurns, process.env)
+    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, JSON.stringify(splitFunctions({ maxTurns }).data), process.env)
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
     // Every abort of the run comes through here (the controller is never handed out), so the

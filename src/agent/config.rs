@@ -507,7 +507,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn positive_integer(&self, name: &str, max: u64) -> Result<Option<u64>> {
+    pub(crate) fn positive_integer(&self, name: &str, max: u64) -> Result<Option<u64>> {
         match self.get(name) {
             None => Ok(None),
             Some(value) => whole_number(value)

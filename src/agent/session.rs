@@ -6,7 +6,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::config::{AgentConfig, MAX_TIMER_MS};
+use super::config::{AgentConfig, Fields, MAX_TIMER_MS};
 use super::reader::{event_log, EventReader};
 use super::run::Run;
 use crate::error::{ErrorCode, Result, SdkError};
@@ -98,29 +98,15 @@ pub struct SendOptions {
 
 impl SendOptions {
     /// Reads `send(…, { maxTurns })` as JS gives it (a number).
-    pub fn max_turns(value: Option<f64>) -> Result<Option<u32>> {
-        match value {
-            None => Ok(None),
-            Some(n) if n.fract() == 0.0 && (1.0..=MAX_TIMER_MS as f64).contains(&n) => Ok(Some(n as u32)),
-            Some(n) => Err(Self::invalid_max_turns(&js_number(n))),
+    /// `maxTurns` of a `send`'s options (JSON as the wrapper encodes options: NaN, bigints and
+    /// functions marked), read as `createAgent` reads its own; a bad one is `INVALID_INPUT`.
+    pub fn max_turns(options: &Value) -> Result<Option<u32>> {
+        let read = Fields::object(options, "options", "an object")
+            .and_then(|options| options.positive_integer("maxTurns", MAX_TIMER_MS));
+        match read {
+            Ok(turns) => Ok(turns.map(|n| n as u32)),
+            Err(error) => Err(SdkError::new(ErrorCode::InvalidInput, error.message)),
         }
-    }
-
-    /// `maxTurns` that is not a number; `got` describes what it was.
-    pub fn invalid_max_turns(got: &str) -> SdkError {
-        SdkError::new(
-            ErrorCode::InvalidInput,
-            format!("maxTurns must be a positive integer no greater than {MAX_TIMER_MS} (got {got})"),
-        )
-    }
-}
-
-/// A number as JS prints it (`NaN`, `Infinity`, `1.5`, `0`).
-fn js_number(n: f64) -> String {
-    match n {
-        n if n.is_nan() => "NaN".into(),
-        n if n.is_infinite() => if n > 0.0 { "Infinity" } else { "-Infinity" }.into(),
-        n => n.to_string(),
     }
 }
 
@@ -431,17 +417,20 @@ mod tests {
 
     #[test]
     fn max_turns_per_send_must_be_a_positive_integer() {
-        assert_eq!(SendOptions::max_turns(None).unwrap(), None);
-        assert_eq!(SendOptions::max_turns(Some(3.0)).unwrap(), Some(3));
+        assert_eq!(SendOptions::max_turns(&json!({})).unwrap(), None);
+        assert_eq!(SendOptions::max_turns(&json!({"maxTurns": null})).unwrap(), None);
+        assert_eq!(SendOptions::max_turns(&json!({"maxTurns": 3})).unwrap(), Some(3));
         for (bad, shown) in [
-            (0.0, "0"),
-            (-1.0, "-1"),
-            (1.5, "1.5"),
-            (f64::NAN, "NaN"),
-            (f64::INFINITY, "Infinity"),
-            (2_147_483_648.0, "2147483648"),
+            (json!(0), "0"),
+            (json!(-1), "-1"),
+            (json!(1.5), "1.5"),
+            (json!({"$js": "NaN"}), "NaN"),
+            (json!({"$js": "Infinity"}), "Infinity"),
+            (json!(2_147_483_648u64), "2147483648"),
+            (json!("3"), "\"3\""),
+            (json!({"a": 1}), "an object"),
         ] {
-            let error = SendOptions::max_turns(Some(bad)).unwrap_err();
+            let error = SendOptions::max_turns(&json!({ "maxTurns": bad })).unwrap_err();
             assert_eq!(error.code, ErrorCode::InvalidInput);
             assert_eq!(
                 error.message,

@@ -43,23 +43,6 @@ fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<H
     Ok(values)
 }
 
-/// A JS value that is not a number, described for an error message: a string quoted, else its kind.
-fn describe_js(value: &Unknown) -> String {
-    match value.get_type() {
-        Ok(ValueType::String) => value
-            .coerce_to_string()
-            .and_then(|text| text.into_utf8())
-            .and_then(|text| text.into_owned())
-            .map_or_else(|_| "a string".into(), |text| Value::String(text).to_string()),
-        Ok(ValueType::Boolean) => "a boolean".into(),
-        Ok(ValueType::Function) => "a function".into(),
-        Ok(ValueType::Symbol) => "a symbol".into(),
-        Ok(ValueType::BigInt) => "a bigint".into(),
-        Ok(ValueType::Object) => "an object".into(),
-        _ => "a value that is not a number".into(),
-    }
-}
-
 /// A created session, or the JSON of the error that prevented it.
 #[napi(
     ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, mock: boolean, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, environment: object, wake: () => void"
@@ -126,7 +109,7 @@ impl NativeAgent {
         env: &Env,
         message: String,
         scope: u32,
-        max_turns: Option<Either<f64, Unknown>>,
+        options: String,
         environment: Object,
     ) -> Either<NativeRun, String> {
         let message: Value = match serde_json::from_str(&message) {
@@ -138,12 +121,9 @@ impl NativeAgent {
                 )))
             }
         };
-        let max_turns = match max_turns {
-            None => SendOptions::max_turns(None),
-            Some(Either::A(number)) => SendOptions::max_turns(Some(number)),
-            Some(Either::B(other)) => Err(SendOptions::invalid_max_turns(&describe_js(&other))),
-        };
-        let max_turns = match max_turns {
+        // Options are JSON as `createAgent`'s are: NaN, bigints and functions arrive marked.
+        let options: Value = serde_json::from_str(&options).unwrap_or_default();
+        let max_turns = match SendOptions::max_turns(&options) {
             Ok(max_turns) => max_turns,
             Err(error) => return Either::B(error_json(&error)),
         };
@@ -199,9 +179,9 @@ impl NativeAgent {
         scope: u32,
         environment: Object,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
-        let environment = read_environment(&environment, &self.environment_names)?;
-        let session = self.session.clone();
-        failure_of(env, async move { session.start(scope, environment).await })
+        self.with_environment(env, &environment, move |session, environment| async move {
+            session.start(scope, environment).await
+        })
     }
 
     /// Resolves `null`, or the JSON of the error that stopped the close.
@@ -212,9 +192,25 @@ impl NativeAgent {
         scope: u32,
         environment: Object,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
-        let environment = read_environment(&environment, &self.environment_names)?;
-        let session = self.session.clone();
-        failure_of(env, async move { session.close(scope, environment).await })
+        self.with_environment(env, &environment, move |session, environment| async move {
+            session.close(scope, environment).await
+        })
+    }
+}
+
+impl NativeAgent {
+    /// Runs `work` on the session with the environment variables it needs, read now.
+    fn with_environment<'env, Work>(
+        &self,
+        env: &'env Env,
+        environment: &Object,
+        work: impl FnOnce(Arc<Session>, HashMap<String, String>) -> Work,
+    ) -> Result<PromiseRaw<'env, Option<String>>>
+    where
+        Work: std::future::Future<Output = std::result::Result<(), SdkError>> + 'static,
+    {
+        let environment = read_environment(environment, &self.environment_names)?;
+        failure_of(env, work(self.session.clone(), environment))
     }
 }
 
