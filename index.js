@@ -348,7 +348,7 @@ class AgentResponse {
   }
 
   async result() {
-    // Once the run is over, one pull takes all of its events; the last one is the outcome.
+    // Once the run is over, one pull takes all of its events; the result or error among them is the outcome.
     await this.#finished
     while (!this.#ended) await this.#pull()
     for (const event of this.#events) {

@@ -215,10 +215,11 @@ describe('errors and retries', () => {
   })
 
   it('honours retry-after in seconds', async () => {
-    server.reply(json({ error: { message: 'slow down' } }, 429, { 'retry-after': '0.1' }), rawStream([sse(openaiChunks('after the wait'))]))
+    // Longer than the 250 ms the runtime waits when the server names no time.
+    server.reply(json({ error: { message: 'slow down' } }, 429, { 'retry-after': '0.6' }), rawStream([sse(openaiChunks('after the wait'))]))
     const started = Date.now()
     expect((await prompt('go', options())).content).toBe('after the wait')
-    expect(Date.now() - started).toBeGreaterThanOrEqual(90)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(550)
     expect(server.requests).toHaveLength(2)
   })
 

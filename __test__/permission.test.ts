@@ -2,7 +2,7 @@
 // combines with PermissionRequest hooks.
 import { describe, expect, it } from 'vitest'
 import { createAgent, defineTool, HookTimeoutError, prompt, scriptedModel, type AgentOptions, type AgentPermissionRequest, type ScriptedToolCall } from '../index.js'
-import { untilAborted } from './helpers/server.js'
+import { sleep, untilAborted } from './helpers/server.js'
 
 const ran: string[] = []
 const tools = [
@@ -103,17 +103,20 @@ describe('cancellation', () => {
     ran.length = 0
     let deciding!: () => void
     const asked = new Promise<void>((resolve) => (deciding = resolve))
+    let allow!: (decision: 'allow') => void
     const agent = await createAgent({
       model: scriptedModel([{ toolCalls: [calls[2]] }, { text: 'end' }]),
       tools,
-      advanced: { permission: () => (deciding(), new Promise((resolve) => setTimeout(() => resolve('allow'), 50))) },
+      advanced: { permission: () => (deciding(), new Promise((resolve) => (allow = resolve))) },
     })
     const response = await agent.send('go')
     await asked
     const reason = new Error('stop deciding')
     agent.abort(reason)
     await expect(response.result()).rejects.toBe(reason)
-    await new Promise((resolve) => setTimeout(resolve, 80))
+    // The function allows only after the abort; give that a moment to (wrongly) start the tool.
+    allow('allow')
+    await sleep(20)
     expect(ran).toEqual([])
     await agent.close()
   })
@@ -136,7 +139,7 @@ describe('fail closed', () => {
     ])
     expect([asked, ran.length]).toEqual([1, 0])
     release()
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await sleep(20)
     await agent.close()
   })
 })

@@ -279,10 +279,13 @@ describe('result controls, after the tool', () => {
   it('a control cancelled by an abort blocks: the tool never runs, even with onError continue', async () => {
     let asked!: () => void
     const waiting = new Promise<void>((resolve) => (asked = resolve))
+    let allowed!: () => void
+    const answered = new Promise<void>((resolve) => (allowed = resolve))
     routes['/slow-control'] = async (req, res) => {
       asked()
       await sleep(300)
       json(200, { decision: 'allow' })(req, res)
+      allowed()
     }
     executed = 0
     const agent = await createAgent({
@@ -295,7 +298,9 @@ describe('result controls, after the tool', () => {
     const reason = new Error('stopped while asking')
     agent.abort(reason)
     await expect(response.result()).rejects.toBe(reason)
-    await sleep(350)
+    // The control's allow arrives after the abort; give it a moment to (wrongly) start the tool.
+    await answered
+    await sleep(20)
     expect(executed).toBe(0)
     await agent.close()
   })

@@ -12,13 +12,13 @@ const { loopScripted } = await import('./loop_scripted.mjs')
 const { loopHttp, eventLoopUtilization } = await import('./http.mjs')
 const { peakRss } = await import('./peak_rss.mjs')
 const { hookDispatch } = await import('./hook_dispatch.mjs')
+const { fmt } = await import('./stats.mjs')
 const { webhookNotifications } = await import('./webhook_notifications.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), benchmarks: {} }
 console.log(`machine: ${machine}\nnode: ${process.version}`)
 
-const fmt = (value) => (typeof value === 'number' ? (Math.abs(value) >= 100 ? value.toFixed(0) : value.toFixed(value < 1 ? 3 : 1)) : String(value))
 function table(title, row) {
   console.log(`\n${title}`)
   const peers = Object.keys(row.peers)

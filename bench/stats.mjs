@@ -20,3 +20,6 @@ export function comparison(values) {
   const ratio = Object.fromEntries(Object.entries(peers).map(([name, value]) => [name, Number((ours / value).toFixed(4))]))
   return { ours, peers, ratio }
 }
+
+/** A figure for a table: whole above 100, three decimals below 1, else one. */
+export const fmt = (value) => (typeof value === 'number' ? (Math.abs(value) >= 100 ? value.toFixed(0) : value.toFixed(Math.abs(value) < 1 ? 3 : 1)) : String(value))

@@ -65,10 +65,6 @@ impl Args {
         Args(text)
     }
 
-    pub fn json(&self) -> &str {
-        &self.0
-    }
-
     pub fn into_json(self) -> String {
         self.0
     }

@@ -97,7 +97,6 @@ pub struct SendOptions {
 }
 
 impl SendOptions {
-    /// Reads `send(…, { maxTurns })` as JS gives it (a number).
     /// `maxTurns` of a `send`'s options (JSON as the wrapper encodes options: NaN, bigints and
     /// functions marked), read as `createAgent` reads its own; a bad one is `INVALID_INPUT`.
     pub fn max_turns(options: &Value) -> Result<Option<u32>> {

@@ -115,14 +115,6 @@ impl Crossing {
     }
 }
 
-/// Crosses, when this thread is the JS thread polling a session's future.
-fn cross(functions: &(InvokeRef, AbortRef), crossing: Crossing) -> napi::Result<Returned> {
-    match super::local::current_env() {
-        Some(env) => crossing.make(&Env::from_raw(env), functions),
-        None => Err(napi::Error::from_reason("it was called outside the JavaScript thread")),
-    }
-}
-
 fn lost(error: napi::Error) -> HostError {
     HostError {
         message: format!("the JavaScript callback could not be called: {}", error.reason),
@@ -142,13 +134,15 @@ impl JsHost {
         let functions = self.functions.clone();
         let remote = self.remote.clone();
         Box::pin(async move {
-            if super::local::current_env().is_some() {
-                return reply(cross(&functions, crossing)).await;
+            if let Some(env) = super::local::current_env() {
+                let returned = crossing.make(&Env::from_raw(env), &functions);
+                return reply(returned).await;
             }
             let (sender, receiver) = tokio::sync::oneshot::channel();
             remote.run(move |env| {
                 let _ = super::local::spawn(env, async move {
-                    let _ = sender.send(reply(cross(&functions, crossing)).await);
+                    let returned = crossing.make(&Env::from_raw(env), &functions);
+                    let _ = sender.send(reply(returned).await);
                 });
             });
             receiver

@@ -4,7 +4,7 @@
 //! parsing, webhook delivery — is spawned onto the tokio runtime by the core, and timers come
 //! from that runtime too; their wake-ups schedule a poll here.
 //!
-//! One threadsafe function per JS thread schedules every poll: libuv scans all of a loop's async
+//! One threadsafe function per env (a JS thread usually has one) schedules every poll: libuv scans all of a loop's async
 //! handles on each wake-up, so a handle per session would make each wake-up cost more with every
 //! agent alive. A task woken on the JS thread while tasks are being polled is queued and polled
 //! in the same turn, without going through the threadsafe function at all.
@@ -167,8 +167,8 @@ fn driver(env: sys::napi_env) -> Option<Rc<Driver>> {
     })
 }
 
-/// Keeps `future` as a task of `env`'s scheduler, not yet scheduled.
-fn register(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> napi::Result<u64> {
+/// Keeps `future` as a task of `env`'s scheduler, not yet scheduled; returns its waker.
+fn register(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> napi::Result<Arc<TaskWaker>> {
     let driver = driver(env).ok_or_else(|| napi::Error::from_reason("no agent was created in this environment"))?;
     let id = NEXT_ID.with(|next| next.replace(next.get() + 1));
     let waker = Arc::new(TaskWaker {
@@ -179,11 +179,11 @@ fn register(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> n
     });
     let entry = Entry {
         task: Box::pin(future),
-        waker,
+        waker: waker.clone(),
         env,
     };
     TASKS.with(|tasks| tasks.borrow_mut().insert(id, entry));
-    Ok(id)
+    Ok(waker)
 }
 
 fn waker_of(id: u64) -> Option<Arc<TaskWaker>> {
@@ -192,17 +192,14 @@ fn waker_of(id: u64) -> Option<Arc<TaskWaker>> {
 
 /// Starts `future` on this (the JS) thread; its first poll is scheduled, not done now.
 pub fn spawn(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> napi::Result<()> {
-    let id = register(env, future)?;
-    if let Some(waker) = waker_of(id) {
-        waker.wake_by_ref();
-    }
+    register(env, future)?.wake_by_ref();
     Ok(())
 }
 
 /// Starts `future` on this thread and polls it right away (the caller is on the JS thread,
 /// with `env`).
 pub fn spawn_now(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> napi::Result<()> {
-    let id = register(env, future)?;
+    let id = register(env, future)?.id;
     drive(env, || poll_one(id));
     Ok(())
 }
@@ -210,12 +207,12 @@ pub fn spawn_now(env: sys::napi_env, future: impl Future<Output = ()> + 'static)
 /// Does `first` (a poll, or a job that spawns tasks), then polls every task woken meanwhile on
 /// this thread.
 fn drive(env: sys::napi_env, first: impl FnOnce()) {
-    let key = driver(env).map_or(0, |driver| driver.key);
     if DRIVING.with(Cell::get) != 0 {
         // Already driving (a task's JS call re-entered): what `first` wakes joins that turn.
         first();
         return;
     }
+    let key = driver(env).map_or(0, |driver| driver.key);
     DRIVING.with(|driving| driving.set(key));
     let previous = CURRENT_ENV.with(|current| current.replace(Some(env)));
     napi::bindgen_prelude::within_runtime_if_available(|| {
