@@ -371,3 +371,9 @@ export declare function createAgent(options: AgentOptions): Promise<Agent>
 export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
 export declare function defineTool<I extends JsonObject = JsonObject>(definition: ToolDefinition<I>): ToolDefinition<I>
 export declare function scriptedModel(turns: ScriptedTurn[] | ScriptFn): ModelProvider
+/**
+ * Sends the spans batched for OpenTelemetry export now (export is on when `OTEL_EXPORTER_OTLP_ENDPOINT`
+ * or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set when the addon loads). Resolves at once when
+ * export is off; rejects with the reason when the endpoint could not take them.
+ */
+export declare function flushTelemetry(): Promise<void>

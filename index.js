@@ -470,6 +470,12 @@ async function prompt(message, options) {
   }
 }
 
+/** Sends the spans batched for OpenTelemetry export now; resolves at once when export is off. */
+async function flushTelemetry() {
+  const failure = await native.flushTelemetry()
+  if (failure !== null) throw new Error(failure)
+}
+
 function defineTool(definition) {
   return definition
 }
@@ -483,6 +489,7 @@ module.exports = {
   prompt,
   defineTool,
   scriptedModel,
+  flushTelemetry,
   HookEvent,
   SdkError,
   HookTimeoutError,

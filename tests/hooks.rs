@@ -556,7 +556,7 @@ async fn every_dispatch_and_hook_is_a_span_with_its_outcome_and_duration() {
             entry("hook_dispatch", "PreToolUse", "ok"),
             entry("hook", "advanced.hooks.PreToolUse[0]", "ok"),
             entry("hook_dispatch", "PostToolUse", "threw"),
-            entry("hook", "hook \"audit\"", "threw"),
+            entry("hook", "audit", "threw"),
         ]
     );
 }

@@ -48,6 +48,15 @@ pub enum CallStatus {
     Error,
 }
 
+impl CallStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            CallStatus::Success => "success",
+            CallStatus::Error => "error",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {

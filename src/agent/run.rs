@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use futures::future::join_all;
+use futures::FutureExt;
 use serde_json::{json, Map, Value};
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::events::{CallStatus, PromptResult, StopReason, StreamEvent, ToolCallRecord};
 use super::pipeline::{self, CallSite};
@@ -153,6 +156,16 @@ impl Run {
             _ => None,
         };
         self.session.finish_run(&control, aborted);
+        // The run's span (see `Session::send`): how it ended; a failure marks it as an error.
+        let span = tracing::Span::current();
+        span.record("turns", self.turns);
+        match &outcome {
+            Ok((_, stop)) => span.record("stop_reason", stop_name(*stop)),
+            Err(error) if error.code == ErrorCode::Abort => span.record("stop_reason", "aborted"),
+            Err(error) => span
+                .record("stop_reason", "error")
+                .record("otel.status_description", error.message.as_str()),
+        };
         match outcome {
             Ok((content, stop_reason)) => {
                 self.emit(StreamEvent::Usage { usage: self.usage });
@@ -368,11 +381,12 @@ impl Run {
             self.scope,
             self.events.clone(),
         );
+        let span = tracing::info_span!("model_call", turn = self.turns);
         if !self.session.model.is_remote() {
-            return turn.await;
+            return turn.instrument(span).await;
         }
         // Off the polling thread: the HTTP exchange and its SSE parsing run on the workers.
-        offload(turn)
+        offload(turn.instrument(span))
             .await
             .unwrap_or_else(|error| Err(SdkError::model(format!("Model request task failed: {error}"))))
     }
@@ -395,13 +409,15 @@ impl Run {
             step_index: self.turns - 1,
             operation_id: &self.id,
         };
-        let finished = join_all(
-            calls
-                .iter()
-                .zip(inputs)
-                .enumerate()
-                .map(|(index, (call, input))| pipeline::run(&site, call, index, input)),
-        )
+        let finished = join_all(calls.iter().zip(inputs).enumerate().map(|(index, (call, input))| {
+            let span = tracing::info_span!("tool_call", tool = %call.name, tool_call_id = %call.id, status = Empty);
+            let finished = span.clone();
+            pipeline::run(&site, call, index, input)
+                .instrument(span)
+                .inspect(move |done| {
+                    finished.record("status", done.record.status.name());
+                })
+        }))
         .await;
         let interrupt = finished.iter().find_map(|done| done.interrupt.clone());
         (finished.into_iter().map(|done| done.record).collect(), interrupt)

@@ -141,6 +141,9 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
             }
             Ok(())
         })?;
+    super::telemetry::start_from_env();
+    // Spans batched for export are sent before the environment is gone.
+    env.add_env_cleanup_hook((), |()| super::telemetry::flush_at_exit())?;
     let driver = Driver {
         key: NEXT_DRIVER_KEY.fetch_add(1, Ordering::Relaxed),
         env: env.raw(),

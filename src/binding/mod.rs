@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod host;
 pub mod local;
+pub mod telemetry;
 
 /// The loop allocates many small, short-lived values (events, hook inputs, JSON text) on the
 /// JS thread; mimalloc serves them several times faster than the system allocator.

@@ -325,7 +325,9 @@ impl Dispatcher {
                     (hook.handler, Cow::Owned(format!("hook \"{}\"", hook.id)), Some(*hook))
                 }
             };
-            let hook_span = tracing::debug_span!("hook", hook = %label, outcome = Empty, elapsed_us = Empty);
+            // The span names a hook object by its id, a bare callback by where it was registered.
+            let id = hook.map_or(label.as_ref(), |hook| hook.id.as_str());
+            let hook_span = tracing::debug_span!("hook", hook = id, outcome = Empty, elapsed_us = Empty);
             let hook_started = std::time::Instant::now();
             // After a mock, later PreToolUse callbacks do not run.
             if let Some(function) = function.filter(|_| dispatched.mocked.is_none()) {

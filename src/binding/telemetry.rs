@@ -1,0 +1,61 @@
+//! Starts the OpenTelemetry export when the `OTEL_*` variables ask for it (once per process, when
+//! the first agent is made: not while the addon loads, when the loader's lock is held and the
+//! exporter's threads could not start), sends what is batched when a JS environment shuts down,
+//! and gives JS `flushTelemetry()`. Problems with the variables go to stderr: there is no caller
+//! to throw to.
+
+use std::sync::{Once, OnceLock};
+
+use napi_derive::napi;
+
+use crate::telemetry::{Settings, Telemetry};
+
+static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
+
+fn report(problem: &str) {
+    eprintln!("agent-runtime-hooks: OpenTelemetry export is off: {problem}");
+}
+
+/// Once per process; later calls do nothing.
+pub(crate) fn start_from_env() {
+    static STARTED: Once = Once::new();
+    STARTED.call_once(start);
+}
+
+fn start() {
+    let settings = match Settings::from_env(|name| std::env::var(name).ok()) {
+        Ok(Some(settings)) => settings,
+        Ok(None) => return,
+        Err(problem) => return report(&problem),
+    };
+    let telemetry = match Telemetry::start(&settings) {
+        Ok(telemetry) => telemetry,
+        Err(problem) => return report(&problem),
+    };
+    if tracing::subscriber::set_global_default(telemetry.subscriber()).is_err() {
+        return report("another tracing subscriber is already installed in this process");
+    }
+    let _ = TELEMETRY.set(telemetry);
+}
+
+/// Sends every finished span; `Ok` at once when export is off.
+fn flush() -> Result<(), String> {
+    TELEMETRY.get().map_or(Ok(()), Telemetry::flush)
+}
+
+/// At a JS environment's shutdown (the process's normal exit among them).
+pub(crate) fn flush_at_exit() {
+    if let Err(problem) = flush() {
+        eprintln!("agent-runtime-hooks: {problem}");
+    }
+}
+
+/// Sends every finished span now (off the JS thread); `null` when done or export is off, else
+/// why it failed.
+#[napi(ts_return_type = "Promise<string | null>")]
+pub async fn flush_telemetry() -> Option<String> {
+    match tokio::task::spawn_blocking(flush).await {
+        Ok(outcome) => outcome.err(),
+        Err(error) => Some(format!("spans could not be exported: {error}")),
+    }
+}

@@ -1,0 +1,225 @@
+//! Opt-in OpenTelemetry export of the runtime's `tracing` spans (runs, model calls, tool calls,
+//! hook dispatches and the hooks in them) over OTLP/HTTP. It is configured the way every
+//! OpenTelemetry SDK is, by the standard `OTEL_*` variables, and stays off unless an OTLP
+//! endpoint is set: without it no subscriber is installed and the spans cost next to nothing.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::Resource;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::Layer;
+
+/// The service name when `OTEL_SERVICE_NAME` is not set.
+pub const DEFAULT_SERVICE_NAME: &str = "agent-runtime-hooks";
+/// The instrumentation scope the spans are reported under.
+const SCOPE: &str = "agent-runtime-hooks";
+/// Spans of this crate (targets start with it) are exported; the HTTP stack's are not.
+const TARGET: &str = "agent_runtime_hooks";
+
+/// How spans are encoded on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `http/protobuf`, the OTLP default.
+    Protobuf,
+    /// `http/json`.
+    Json,
+}
+
+/// What the `OTEL_*` variables ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// The traces endpoint itself (spans are POSTed here).
+    pub endpoint: String,
+    pub encoding: Encoding,
+    pub service_name: String,
+}
+
+impl Settings {
+    /// Reads the standard variables through `get`. `Ok(None)`: export was not asked for (no
+    /// endpoint, `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`). `Err`: it was asked
+    /// for in a way this runtime cannot export (the message says which variable and why).
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Settings>, String> {
+        let get = |name: &str| {
+            get(name)
+                .map(|value| value.trim().to_string())
+                .filter(|value| !value.is_empty())
+        };
+        if get("OTEL_SDK_DISABLED").is_some_and(|value| value.eq_ignore_ascii_case("true")) {
+            return Ok(None);
+        }
+        match get("OTEL_TRACES_EXPORTER").as_deref() {
+            None | Some("otlp") => {}
+            Some("none") => return Ok(None),
+            Some(other) => {
+                return Err(format!(
+                    "OTEL_TRACES_EXPORTER \"{other}\" is not supported (use \"otlp\" or \"none\")"
+                ))
+            }
+        }
+        // The signal's own endpoint is used as it is; the general one gets the traces path.
+        let endpoint = match (
+            get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
+            (Some(traces), _) => traces,
+            (None, Some(base)) => format!("{}/v1/traces", base.trim_end_matches('/')),
+            (None, None) => return Ok(None),
+        };
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(format!(
+                "the OTLP endpoint must be an http:// or https:// URL (got \"{endpoint}\")"
+            ));
+        }
+        let (variable, protocol) = match get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") {
+            Some(protocol) => ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", Some(protocol)),
+            None => ("OTEL_EXPORTER_OTLP_PROTOCOL", get("OTEL_EXPORTER_OTLP_PROTOCOL")),
+        };
+        let encoding = match protocol.as_deref() {
+            None | Some("http/protobuf") => Encoding::Protobuf,
+            Some("http/json") => Encoding::Json,
+            Some(other) => {
+                return Err(format!(
+                    "{variable} \"{other}\" is not supported (use \"http/protobuf\" or \"http/json\")"
+                ))
+            }
+        };
+        Ok(Some(Settings {
+            endpoint,
+            encoding,
+            service_name: get("OTEL_SERVICE_NAME").unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string()),
+        }))
+    }
+}
+
+/// A running export: its spans are batched and sent from a thread of its own.
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+}
+
+impl Telemetry {
+    /// Starts exporting as `settings` say. Headers (`OTEL_EXPORTER_OTLP_HEADERS`), the request
+    /// timeout and the batch schedule (`OTEL_BSP_*`) are read by the exporter itself.
+    pub fn start(settings: &Settings) -> Result<Telemetry, String> {
+        let protocol = match settings.encoding {
+            Encoding::Protobuf => Protocol::HttpBinary,
+            Encoding::Json => Protocol::HttpJson,
+        };
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(protocol)
+            .with_endpoint(settings.endpoint.clone())
+            .build()
+            .map_err(|error| format!("the OTLP exporter could not be made: {error}"))?;
+        let resource = Resource::builder()
+            .with_service_name(settings.service_name.clone())
+            .build();
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource)
+            .build();
+        Ok(Telemetry { provider })
+    }
+
+    /// A subscriber that sends this crate's spans (debug level and up) to the export.
+    pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync {
+        // Only the spans' own fields: no source locations, thread ids or busy/idle counters.
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer(SCOPE))
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+            .with_filter(Targets::new().with_target(TARGET, tracing::Level::DEBUG));
+        tracing_subscriber::registry().with(layer)
+    }
+
+    /// Sends every finished span now, waiting for the endpoint's answer (or its timeout).
+    pub fn flush(&self) -> Result<(), String> {
+        self.provider
+            .force_flush()
+            .map_err(|error| format!("spans could not be exported: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(pairs: &[(&str, &str)]) -> Result<Option<Settings>, String> {
+        let env: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::from_env(|name| env.get(name).cloned())
+    }
+
+    #[test]
+    fn off_unless_an_endpoint_is_set() {
+        assert_eq!(settings(&[]), Ok(None));
+        assert_eq!(
+            settings(&[("OTEL_SERVICE_NAME", "svc"), ("OTEL_EXPORTER_OTLP_ENDPOINT", " ")]),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn the_general_endpoint_gets_the_traces_path_and_the_signal_endpoint_is_kept() {
+        let general = settings(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318/")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(general.endpoint, "http://127.0.0.1:4318/v1/traces");
+        assert_eq!(general.encoding, Encoding::Protobuf);
+        assert_eq!(general.service_name, DEFAULT_SERVICE_NAME);
+        let own = settings(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://b/custom"),
+            ("OTEL_SERVICE_NAME", "checkout"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(own.endpoint, "https://b/custom");
+        assert_eq!(own.service_name, "checkout");
+    }
+
+    #[test]
+    fn disabled_by_the_standard_switches() {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318");
+        assert_eq!(settings(&[endpoint, ("OTEL_SDK_DISABLED", "TRUE")]), Ok(None));
+        assert_eq!(settings(&[endpoint, ("OTEL_TRACES_EXPORTER", "none")]), Ok(None));
+        assert!(settings(&[endpoint, ("OTEL_SDK_DISABLED", "false")]).unwrap().is_some());
+        assert!(settings(&[endpoint, ("OTEL_TRACES_EXPORTER", "otlp")])
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn protocol_per_signal_wins_and_unsupported_ones_are_named() {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318");
+        let json = settings(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(json.encoding, Encoding::Json);
+        let own = settings(&[
+            endpoint,
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(own.encoding, Encoding::Protobuf);
+        assert_eq!(
+            settings(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]),
+            Err(
+                "OTEL_EXPORTER_OTLP_PROTOCOL \"grpc\" is not supported (use \"http/protobuf\" or \"http/json\")".into()
+            )
+        );
+        assert_eq!(
+            settings(&[endpoint, ("OTEL_TRACES_EXPORTER", "zipkin")]),
+            Err("OTEL_TRACES_EXPORTER \"zipkin\" is not supported (use \"otlp\" or \"none\")".into())
+        );
+        assert_eq!(
+            settings(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318")]),
+            Err("the OTLP endpoint must be an http:// or https:// URL (got \"collector:4318\")".into())
+        );
+    }
+}

@@ -1,0 +1,282 @@
+//! OpenTelemetry export without Node: a run's spans reach an OTLP/HTTP endpoint on 127.0.0.1 as
+//! one trace (run → model calls and tool calls → dispatches → hooks), with their fields.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use agent_runtime_hooks::telemetry::{Encoding, Settings, Telemetry};
+use common::{f, run, session as new_session, tool, FakeHost};
+use serde_json::{json, Value};
+
+/// One POST the collector received: its path, content type and body.
+struct Received {
+    path: String,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+/// A minimal OTLP/HTTP collector on 127.0.0.1 that answers every request with 200 `{}`.
+fn collector() -> (String, mpsc::Receiver<Received>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let (sender, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let sender = sender.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut headers = HashMap::new();
+                    loop {
+                        let mut line = String::new();
+                        reader.read_line(&mut line).unwrap();
+                        let line = line.trim_end();
+                        if line.is_empty() {
+                            break;
+                        }
+                        let (name, value) = line.split_once(':').unwrap();
+                        headers.insert(name.to_ascii_lowercase(), value.trim().to_string());
+                    }
+                    let length: usize = headers.get("content-length").map_or(0, |value| value.parse().unwrap());
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    let path = request_line.split(' ').nth(1).unwrap_or_default().to_string();
+                    let content_type = headers.remove("content-type").unwrap_or_default();
+                    let _ = sender.send(Received {
+                        path,
+                        content_type,
+                        body,
+                    });
+                    let _ = stream
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}");
+                }
+            });
+        }
+    });
+    (format!("http://{address}/v1/traces"), received)
+}
+
+fn settings(endpoint: &str, encoding: Encoding) -> Settings {
+    Settings {
+        endpoint: endpoint.to_string(),
+        encoding,
+        service_name: "checkout-agent".into(),
+    }
+}
+
+/// Everything received until nothing more comes.
+fn drain(received: &mpsc::Receiver<Received>) -> Vec<Received> {
+    let mut all = Vec::new();
+    while let Ok(request) = received.recv_timeout(Duration::from_millis(300)) {
+        all.push(request);
+    }
+    all
+}
+
+/// A span of an OTLP/JSON export: its name, ids, string attributes and status.
+#[derive(Debug, Clone)]
+struct Span {
+    name: String,
+    trace: String,
+    id: String,
+    parent: String,
+    attributes: HashMap<String, String>,
+    status: Value,
+}
+
+fn spans_of(requests: &[Received]) -> (Vec<Value>, Vec<Span>) {
+    let mut resources = Vec::new();
+    let mut spans = Vec::new();
+    for request in requests {
+        let export: Value = serde_json::from_slice(&request.body).unwrap();
+        for resource_spans in export["resourceSpans"].as_array().unwrap() {
+            resources.push(resource_spans["resource"].clone());
+            for scope in resource_spans["scopeSpans"].as_array().unwrap() {
+                assert_eq!(scope["scope"]["name"], "agent-runtime-hooks");
+                for span in scope["spans"].as_array().unwrap() {
+                    let attributes = span["attributes"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|attribute| {
+                            let value = &attribute["value"];
+                            let text = value["stringValue"]
+                                .as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| value["intValue"].to_string().trim_matches('"').to_string());
+                            (attribute["key"].as_str().unwrap().to_string(), text)
+                        })
+                        .collect();
+                    spans.push(Span {
+                        name: span["name"].as_str().unwrap().into(),
+                        trace: span["traceId"].as_str().unwrap().into(),
+                        id: span["spanId"].as_str().unwrap().into(),
+                        parent: span["parentSpanId"].as_str().unwrap_or_default().into(),
+                        attributes,
+                        status: span["status"].clone(),
+                    });
+                }
+            }
+        }
+    }
+    (resources, spans)
+}
+
+fn one_tool_call() -> Value {
+    json!({"kind": "scripted", "turns": [{"toolCalls": [{"id": "c1", "name": "t", "input": {}}]}, {"text": "end"}]})
+}
+
+#[tokio::test]
+async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
+    let (endpoint, received) = collector();
+    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Json)).unwrap();
+    let host = FakeHost::default()
+        .returning(1, json!({"action": "continue"}))
+        .throwing(2, "audit broke")
+        .returning(0, json!("ran"));
+    let (session, _host) = new_session(
+        json!({"model": one_tool_call(), "tools": [tool("t", 0)],
+               "advanced": {"hooks": {"PreToolUse": [f(1)], "PostToolUse": [{"id": "audit", "handler": f(2)}]}}}),
+        host,
+    );
+    {
+        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
+        run(&session, "go").await;
+    }
+    telemetry.flush().unwrap();
+    let requests = drain(&received);
+    assert!(!requests.is_empty(), "nothing was exported");
+    for request in &requests {
+        assert_eq!(request.path, "/v1/traces");
+        assert_eq!(request.content_type, "application/json");
+    }
+    let (resources, spans) = spans_of(&requests);
+    let service = resources[0]["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|attribute| attribute["key"] == "service.name")
+        .unwrap();
+    assert_eq!(service["value"]["stringValue"], "checkout-agent");
+
+    let mut names: Vec<&str> = spans.iter().map(|span| span.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "agent_run",
+            "hook",
+            "hook",
+            "hook_dispatch",
+            "hook_dispatch",
+            "model_call",
+            "model_call",
+            "tool_call"
+        ]
+    );
+    assert!(
+        spans.iter().all(|span| span.trace == spans[0].trace),
+        "one trace per run"
+    );
+    let find = |name: &str, key: &str, value: &str| {
+        spans
+            .iter()
+            .find(|span| span.name == name && span.attributes.get(key).map(String::as_str) == Some(value))
+            .unwrap_or_else(|| panic!("no {name} span with {key}={value}: {spans:#?}"))
+    };
+    let root = spans.iter().find(|span| span.name == "agent_run").unwrap();
+    assert_eq!(root.parent, "");
+    assert_eq!(root.attributes["session_id"], session.id);
+    assert_eq!(root.attributes["stop_reason"], "done");
+    assert_eq!(root.attributes["turns"], "2");
+    let tool_call = find("tool_call", "tool", "t");
+    assert_eq!(tool_call.parent, root.id);
+    assert_eq!(tool_call.attributes["tool_call_id"], "c1");
+    // A PostToolUse hook that throws fails the call (fail-closed), and the span says so.
+    assert_eq!(tool_call.attributes["status"], "error");
+    assert_eq!(find("model_call", "turn", "1").parent, root.id);
+    assert_eq!(find("model_call", "turn", "2").parent, root.id);
+    let pre = find("hook_dispatch", "event", "PreToolUse");
+    assert_eq!(pre.parent, tool_call.id);
+    assert_eq!(pre.attributes["outcome"], "ok");
+    let post = find("hook_dispatch", "event", "PostToolUse");
+    assert_eq!(post.parent, tool_call.id);
+    assert_eq!(post.attributes["outcome"], "threw");
+    let callback = find("hook", "hook", "advanced.hooks.PreToolUse[0]");
+    assert_eq!(callback.parent, pre.id);
+    assert_eq!(callback.attributes["outcome"], "ok");
+    let audit = find("hook", "hook", "audit");
+    assert_eq!(audit.parent, post.id);
+    assert_eq!(audit.attributes["outcome"], "threw");
+    for span in spans.iter().filter(|span| span.name.starts_with("hook")) {
+        let elapsed: u64 = span.attributes["elapsed_us"].parse().unwrap();
+        assert!(elapsed < 10_000_000, "{span:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_failed_run_is_an_error_span_with_the_failure() {
+    let (endpoint, received) = collector();
+    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Json)).unwrap();
+    let (session, _host) = new_session(json!({"model": {"kind": "scripted", "turns": []}}), FakeHost::default());
+    {
+        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
+        run(&session, "go").await;
+    }
+    telemetry.flush().unwrap();
+    let (_, spans) = spans_of(&drain(&received));
+    let root = spans.iter().find(|span| span.name == "agent_run").unwrap();
+    assert_eq!(root.attributes["stop_reason"], "error");
+    assert_eq!(root.status["code"], 2, "{:?}", root.status);
+    assert_eq!(
+        root.status["message"],
+        "scriptedModel ran out of turns: it has 0, and this is model call 1"
+    );
+}
+
+#[tokio::test]
+async fn protobuf_is_the_default_encoding() {
+    let (endpoint, received) = collector();
+    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Protobuf)).unwrap();
+    let (session, _host) = new_session(
+        json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}}),
+        FakeHost::default(),
+    );
+    {
+        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
+        run(&session, "go").await;
+    }
+    telemetry.flush().unwrap();
+    let requests = drain(&received);
+    assert_eq!(requests[0].path, "/v1/traces");
+    assert_eq!(requests[0].content_type, "application/x-protobuf");
+    // Protobuf keeps strings as they are: the span names and the session id are in the body.
+    let body = &requests[0].body;
+    let contains = |needle: &[u8]| body.windows(needle.len()).any(|window| window == needle);
+    assert!(contains(b"agent_run") && contains(b"model_call"));
+    assert!(contains(session.id.as_bytes()));
+}
+
+#[test]
+fn a_collector_that_is_down_is_an_error_of_flush_not_of_the_run() {
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}/v1/traces", closed.local_addr().unwrap());
+    drop(closed);
+    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Json)).unwrap();
+    {
+        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
+        tracing::info_span!(target: "agent_runtime_hooks::agent::run", "agent_run").in_scope(|| {});
+    }
+    let problem = telemetry.flush().unwrap_err();
+    assert!(problem.starts_with("spans could not be exported: "), "{problem}");
+}
