@@ -5,20 +5,10 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { defineTool, prompt, scriptedModel } from '../index.js'
+import { runScript } from './helpers/child.js'
 import { completion, sleep, useServer } from './helpers/server.js'
 
-const entry = resolve(__dirname, '..', 'index.js')
 const server = useServer()
-
-function runScript(source: string, timeoutMs = 8000): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
-  return new Promise((done) => {
-    const started = Date.now()
-    execFile(process.execPath, ['-e', source], { timeout: timeoutMs, env: { ...process.env, ENTRY: entry } }, (error, stdout, stderr) => {
-      const timedOut = Boolean(error && (error as any).killed) && Date.now() - started >= timeoutMs - 100
-      done({ code: error ? ((error as any).code ?? null) : 0, stdout, stderr, timedOut })
-    })
-  })
-}
 
 describe('the process', () => {
   it('exits on its own when an agent that ran is never closed', async () => {

@@ -1,0 +1,124 @@
+// OpenTelemetry export, opted into by the standard OTEL_* variables: each case runs an agent in a
+// child process (the variables are read once per process) against a collector on 127.0.0.1.
+import { createServer } from 'node:net'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { flushTelemetry } from '../index.js'
+import { runScript } from './helpers/child.js'
+import { useServer } from './helpers/server.js'
+
+const collector = useServer()
+// The collector takes every export.
+beforeEach(() => collector.reply((_, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{}')))
+
+/** An agent with one tool call, a PreToolUse callback and a PostToolUse hook object. */
+const AGENT = `
+  const { createAgent, scriptedModel, defineTool, flushTelemetry } = require(process.env.ENTRY)
+  async function work() {
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'lookup', input: { q: 'x' } }] }, { text: 'done' }]),
+      tools: [defineTool({ name: 'lookup', execute: async () => 'found' })],
+      advanced: { hooks: {
+        PreToolUse: [() => ({ action: 'continue' })],
+        PostToolUse: [{ id: 'audit', handler: () => {} }],
+      } },
+    })
+    const text = await (await agent.send('go')).text()
+    await agent.close()
+    return text
+  }
+`
+
+interface ExportedSpan {
+  name: string
+  traceId: string
+  spanId: string
+  parentSpanId: string
+  attributes: Record<string, string>
+}
+
+function exportedSpans(): ExportedSpan[] {
+  return collector.requests.flatMap((request) =>
+    request.body.resourceSpans.flatMap((resource: any) =>
+      resource.scopeSpans.flatMap((scope: any) =>
+        scope.spans.map((span: any) => ({
+          name: span.name,
+          traceId: span.traceId,
+          spanId: span.spanId,
+          parentSpanId: span.parentSpanId ?? '',
+          attributes: Object.fromEntries(span.attributes.map((attribute: any) => [attribute.key, String(Object.values(attribute.value)[0])])),
+        })),
+      ),
+    ),
+  )
+}
+
+function otel(extra: Record<string, string> = {}) {
+  return { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'support-bot', ...extra }
+}
+
+describe('OpenTelemetry export', () => {
+  it('sends a run as one trace when the process exits', async () => {
+    const result = await runScript(`${AGENT}; work().then((text) => console.log(text))`, { env: otel() })
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect(result.stdout.trim()).toBe('done')
+    expect(collector.requests.map((request) => [request.method, request.url, request.headers['content-type']])).toEqual(
+      collector.requests.map(() => ['POST', '/v1/traces', 'application/json']),
+    )
+    const service = collector.requests[0].body.resourceSpans[0].resource.attributes.find((attribute: any) => attribute.key === 'service.name')
+    expect(service.value.stringValue).toBe('support-bot')
+
+    const spans = exportedSpans()
+    expect(spans.map((span) => span.name).sort()).toEqual(
+      ['agent_close', 'agent_run', 'agent_start', 'hook', 'hook', 'hook_dispatch', 'hook_dispatch', 'model_call', 'model_call', 'tool_call'],
+    )
+    const run = spans.find((span) => span.name === 'agent_run')!
+    const tool = spans.find((span) => span.name === 'tool_call')!
+    const pre = spans.find((span) => span.name === 'hook_dispatch' && span.attributes.event === 'PreToolUse')!
+    const audit = spans.find((span) => span.name === 'hook' && span.attributes.hook === 'audit')!
+    expect(run.attributes).toMatchObject({ stop_reason: 'done', turns: '2' })
+    expect(tool).toMatchObject({ parentSpanId: run.spanId, traceId: run.traceId, attributes: { tool: 'lookup', tool_call_id: 'c1', status: 'success' } })
+    expect(pre).toMatchObject({ parentSpanId: tool.spanId, attributes: { outcome: 'ok' } })
+    expect(audit.attributes.outcome).toBe('ok')
+    expect(Number(audit.attributes.elapsed_us)).toBeGreaterThanOrEqual(0)
+    // The session's own spans carry the same session id as its run.
+    const start = spans.find((span) => span.name === 'agent_start')!
+    expect(start.attributes.session_id).toBe(run.attributes.session_id)
+  })
+
+  it('flushTelemetry() sends the batch now, before process.exit() would lose it', async () => {
+    // A batch that would otherwise wait a minute; process.exit() skips the flush at shutdown.
+    const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => { console.log('flushed'); process.exit(0) })`, {
+      env: otel({ OTEL_BSP_SCHEDULE_DELAY: '60000' }),
+    })
+    expect(result).toMatchObject({ code: 0, stdout: 'flushed\n' })
+    expect(exportedSpans().filter((span) => span.name === 'agent_run')).toHaveLength(1)
+  })
+
+  it('rejects flushTelemetry() with the reason when the collector is down', async () => {
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const { port } = closed.address() as import('node:net').AddressInfo
+    await new Promise((resolve) => closed.close(resolve))
+    const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => console.log('sent'), (error) => console.log(error.constructor.name, error.message))`, {
+      env: otel({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` }),
+    })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^Error spans could not be exported: /)
+  })
+
+  it('stays off, and says why on stderr, when asked for a protocol it does not speak', async () => {
+    const result = await runScript(`${AGENT}; work().then((text) => console.log(text))`, { env: otel({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }) })
+    expect(result).toMatchObject({ code: 0, stdout: 'done\n' })
+    expect(result.stderr).toBe(
+      'agent-runtime-hooks: OpenTelemetry export is off: OTEL_EXPORTER_OTLP_PROTOCOL "grpc" is not supported (use "http/protobuf" or "http/json")\n',
+    )
+    expect(collector.requests).toEqual([])
+  })
+
+  it('is off without an endpoint: nothing is sent and flushTelemetry() resolves', async () => {
+    const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => console.log('ok'))`, { env: { OTEL_SERVICE_NAME: 'x' } })
+    expect(result).toMatchObject({ code: 0, stdout: 'ok\n', stderr: '' })
+    expect(collector.requests).toEqual([])
+    await expect(flushTelemetry()).resolves.toBeUndefined()
+  })
+})
