@@ -161,6 +161,17 @@ enum Registered<'a> {
     Hook(&'a Arc<HookObject>),
 }
 
+impl Registered<'_> {
+    /// Whether a dispatch for `tool` runs it: a callback always; a hook object when its matcher
+    /// matches, unless it is a result control (those run around the tool, not in a dispatch).
+    fn applies(&self, tool: Option<&str>) -> bool {
+        match self {
+            Registered::Callback { .. } => true,
+            Registered::Hook(hook) => !hook.is_control() && hook.matches(tool),
+        }
+    }
+}
+
 impl Dispatcher {
     pub fn new(
         registry: Registry,
@@ -214,10 +225,7 @@ impl Dispatcher {
     /// Whether dispatching `event` (for `tool`) would do anything; if not, the caller builds
     /// no input at all. Matchers are tested here, in Rust, before anything crosses into JS.
     pub fn has(&self, event: HookEvent, tool: Option<&str>, context: &HookContext) -> bool {
-        self.registered(event, context).any(|entry| match entry {
-            Registered::Callback { .. } => true,
-            Registered::Hook(hook) => !hook.is_control() && hook.matches(tool),
-        })
+        self.registered(event, context).any(|entry| entry.applies(tool))
     }
 
     /// The result controls of `event` that apply to `tool`, in order.
@@ -257,7 +265,12 @@ impl Dispatcher {
 
     /// Runs `event`'s hooks in order and returns the callbacks' outputs, unapplied.
     pub async fn dispatch(&self, input: EventInput<'_>, caller: Caller<'_>) -> Result<Dispatched, HookError> {
-        if !self.has(input.event, input.tool, caller.context) {
+        // Each matcher is tested once here; the dispatch runs what applies.
+        let applicable: Vec<Registered<'_>> = self
+            .registered(input.event, caller.context)
+            .filter(|entry| entry.applies(input.tool))
+            .collect();
+        if applicable.is_empty() {
             return Ok(Dispatched::default());
         }
         let event = input.event;
@@ -268,7 +281,10 @@ impl Dispatcher {
             elapsed_us = Empty
         );
         let started = std::time::Instant::now();
-        let outcome = self.run_hooks(input, caller).instrument(span.clone()).await;
+        let outcome = self
+            .run_hooks(&applicable, input, caller)
+            .instrument(span.clone())
+            .await;
         finish_span(&span, started, outcome.as_ref().map_or_else(HookError::kind, |_| "ok"));
         if event.is_session_event() {
             return outcome;
@@ -288,14 +304,19 @@ impl Dispatcher {
         }
     }
 
-    async fn run_hooks(&self, input: EventInput<'_>, caller: Caller<'_>) -> Result<Dispatched, HookError> {
+    /// Runs `applicable` (the event's hooks that apply to its tool), in order.
+    async fn run_hooks(
+        &self,
+        applicable: &[Registered<'_>],
+        input: EventInput<'_>,
+        caller: Caller<'_>,
+    ) -> Result<Dispatched, HookError> {
         let event = input.event;
         let session_event = event.is_session_event();
-        let callbacks: Vec<Registered<'_>> = self.registered(event, caller.context).collect();
         // The last hook that calls into JS (its call may release the dispatch's signal).
-        let last_js = callbacks.iter().rposition(|entry| match entry {
+        let last_js = applicable.iter().rposition(|entry| match entry {
             Registered::Callback { .. } => true,
-            Registered::Hook(hook) => hook.handler.is_some() && hook.matches(input.tool),
+            Registered::Hook(hook) => hook.handler.is_some(),
         });
         let calls_js = last_js.is_some();
         if calls_js && self.pending.count(Owner::Hook) > 0 {
@@ -309,7 +330,7 @@ impl Dispatcher {
         let mut fields_map: Option<Map<String, Value>> = None;
         let mut dispatched = Dispatched::default();
         let mut critical: Option<(String, String)> = None;
-        for (position, entry) in callbacks.iter().enumerate() {
+        for (position, entry) in applicable.iter().enumerate() {
             if caller.cancelled() {
                 return Err(HookError::Cancelled);
             }
@@ -318,12 +339,7 @@ impl Dispatcher {
             }
             let (function, label, hook) = match entry {
                 Registered::Callback { function, path } => (Some(*function), Cow::Borrowed(*path), None),
-                Registered::Hook(hook) => {
-                    if hook.is_control() || !hook.matches(input.tool) {
-                        continue;
-                    }
-                    (hook.handler, Cow::Owned(format!("hook \"{}\"", hook.id)), Some(*hook))
-                }
+                Registered::Hook(hook) => (hook.handler, Cow::Owned(format!("hook \"{}\"", hook.id)), Some(*hook)),
             };
             // The span names a hook object by its id, a bare callback by where it was registered.
             let id = hook.map_or(label.as_ref(), |hook| hook.id.as_str());
