@@ -43,6 +43,7 @@ async fn offload_control(
         }
     })
     .await
+    // A task that did not finish is "anything else" of the error rules: network_error.
     .unwrap_or(ControlAnswer::Failed(crate::webhook::DeliveryError::Network))
 }
 

@@ -525,6 +525,8 @@ async fn offload_notify(
         }
     })
     .await
+    // A delivery task that did not finish (the runtime shutting down) is "anything else" of the
+    // error rules: network_error.
     .unwrap_or(Err(deliver::DeliveryError::Network))
 }
 
