@@ -372,8 +372,9 @@ export declare function prompt(message: UserMessageContent, options: AgentOption
 export declare function defineTool<I extends JsonObject = JsonObject>(definition: ToolDefinition<I>): ToolDefinition<I>
 export declare function scriptedModel(turns: ScriptedTurn[] | ScriptFn): ModelProvider
 /**
- * Sends the spans batched for OpenTelemetry export now (export is on when `OTEL_EXPORTER_OTLP_ENDPOINT`
- * or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set when the addon loads). Resolves at once when
- * export is off; rejects with the reason when the endpoint could not take them.
+ * Sends the spans batched for OpenTelemetry export now. Export is on when
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (and
+ * `OTEL_SDK_DISABLED` is not `true`) when the process makes its first agent. Resolves at once
+ * when export is off; rejects with the reason when the endpoint could not take them.
  */
 export declare function flushTelemetry(): Promise<void>

@@ -473,7 +473,7 @@ async function prompt(message, options) {
 /** Sends the spans batched for OpenTelemetry export now; resolves at once when export is off. */
 async function flushTelemetry() {
   const failure = await native.flushTelemetry()
-  if (failure !== null) throw new Error(failure)
+  if (failure != null) throw new Error(failure)
 }
 
 function defineTool(definition) {

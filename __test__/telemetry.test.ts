@@ -37,7 +37,7 @@ interface ExportedSpan {
 }
 
 function exportedSpans(): ExportedSpan[] {
-  return collector.requests.flatMap((request) =>
+  return collector.requests.filter((request) => request.url === '/v1/traces').flatMap((request) =>
     request.body.resourceSpans.flatMap((resource: any) =>
       resource.scopeSpans.flatMap((scope: any) =>
         scope.spans.map((span: any) => ({
@@ -92,6 +92,70 @@ describe('OpenTelemetry export', () => {
     })
     expect(result).toMatchObject({ code: 0, stdout: 'flushed\n' })
     expect(exportedSpans().filter((span) => span.name === 'agent_run')).toHaveLength(1)
+  })
+
+  it('loses the batch on process.exit() without flushTelemetry()', async () => {
+    const result = await runScript(`${AGENT}; work().then(() => { console.log('exiting'); process.exit(0) })`, {
+      env: otel({ OTEL_BSP_SCHEDULE_DELAY: '60000' }),
+    })
+    expect(result).toMatchObject({ code: 0, stdout: 'exiting\n' })
+    expect(exportedSpans()).toEqual([])
+  })
+
+  it('makes an agent made and run inside a tool the root of traces of its own', async () => {
+    const result = await runScript(
+      `
+      const { createAgent, prompt, scriptedModel, defineTool } = require(process.env.ENTRY)
+      ;(async () => {
+        const agent = await createAgent({
+          model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'delegate', input: {} }] }, { text: 'outer done' }]),
+          // The sub-agent starts while the outer tool call's span is the current one.
+          tools: [defineTool({ name: 'delegate', execute: () => prompt('inner', { model: scriptedModel([{ text: 'inner done' }]) }).then((r) => r.content) })],
+        })
+        console.log(await (await agent.send('go')).text())
+        await agent.close()
+      })()
+      `,
+      { env: otel() },
+    )
+    expect(result).toMatchObject({ code: 0, stdout: 'outer done\n' })
+    const runs = exportedSpans().filter((span) => span.name === 'agent_run')
+    expect(runs).toHaveLength(2)
+    expect(runs.map((run) => run.parentSpanId)).toEqual(['', ''])
+    expect(new Set(runs.map((run) => run.traceId)).size).toBe(2)
+    // The inner agent's SessionStart runs within the outer tool call, and is still a root.
+    const starts = exportedSpans().filter((span) => span.name === 'agent_start')
+    expect(starts.map((start) => start.parentSpanId)).toEqual(['', ''])
+  })
+
+  it('shows a result control as a hook span of its tool call, with its answer', async () => {
+    collector.reply((request, res) =>
+      request.url === '/v1/traces'
+        ? void res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+        : void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ decision: 'deny', reason: 'not today' })),
+    )
+    const result = await runScript(
+      `
+      const { createAgent, scriptedModel, defineTool } = require(process.env.ENTRY)
+      ;(async () => {
+        const agent = await createAgent({
+          model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'lookup', input: {} }] }, { text: 'done' }]),
+          tools: [defineTool({ name: 'lookup', execute: () => 'found' })],
+          advanced: { hooks: [{ id: 'policy', type: 'beforeToolCall', webhook: { url: '${collector.url}/control', responseHandling: 'toolCall' } }] },
+        })
+        console.log((await (await agent.send('go')).result()).toolCalls[0].output)
+        await agent.close()
+      })()
+      `,
+      { env: otel() },
+    )
+    expect(result).toMatchObject({ code: 0, stdout: 'not today\n' })
+    const spans = exportedSpans()
+    const tool = spans.find((span) => span.name === 'tool_call')!
+    expect(spans.find((span) => span.name === 'hook' && span.attributes.hook === 'policy')).toMatchObject({
+      parentSpanId: tool.spanId,
+      attributes: { outcome: 'deny' },
+    })
   })
 
   it('rejects flushTelemetry() with the reason when the collector is down', async () => {

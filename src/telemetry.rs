@@ -7,7 +7,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::Layer;
 
@@ -46,16 +46,21 @@ impl Settings {
                 .map(|value| value.trim().to_string())
                 .filter(|value| !value.is_empty())
         };
-        if get("OTEL_SDK_DISABLED").is_some_and(|value| value.eq_ignore_ascii_case("true")) {
+        // Enumerated values are case-insensitive.
+        let lower = |name: &str| get(name).map(|value| value.to_ascii_lowercase());
+        if lower("OTEL_SDK_DISABLED").as_deref() == Some("true") {
             return Ok(None);
         }
-        match get("OTEL_TRACES_EXPORTER").as_deref() {
-            None | Some("otlp") => {}
-            Some("none") => return Ok(None),
-            Some(other) => {
+        if let Some(exporters) = lower("OTEL_TRACES_EXPORTER") {
+            // A list: this runtime exports to "otlp" and leaves the others to the process.
+            let listed: Vec<&str> = exporters.split(',').map(str::trim).collect();
+            if !listed.contains(&"otlp") {
+                if listed == ["none"] {
+                    return Ok(None);
+                }
                 return Err(format!(
-                    "OTEL_TRACES_EXPORTER \"{other}\" is not supported (use \"otlp\" or \"none\")"
-                ))
+                    "OTEL_TRACES_EXPORTER \"{exporters}\" names no exporter this runtime has (use \"otlp\" or \"none\")"
+                ));
             }
         }
         // The signal's own endpoint is used as it is; the general one gets the traces path.
@@ -72,9 +77,9 @@ impl Settings {
                 "the OTLP endpoint must be an http:// or https:// URL (got \"{endpoint}\")"
             ));
         }
-        let (variable, protocol) = match get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") {
+        let (variable, protocol) = match lower("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") {
             Some(protocol) => ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", Some(protocol)),
-            None => ("OTEL_EXPORTER_OTLP_PROTOCOL", get("OTEL_EXPORTER_OTLP_PROTOCOL")),
+            None => ("OTEL_EXPORTER_OTLP_PROTOCOL", lower("OTEL_EXPORTER_OTLP_PROTOCOL")),
         };
         let encoding = match protocol.as_deref() {
             None | Some("http/protobuf") => Encoding::Protobuf,
@@ -85,10 +90,19 @@ impl Settings {
                 ))
             }
         };
+        // OTEL_SERVICE_NAME wins over a service.name in OTEL_RESOURCE_ATTRIBUTES.
+        let from_attributes = get("OTEL_RESOURCE_ATTRIBUTES").and_then(|attributes| {
+            attributes.split(',').find_map(|pair| {
+                let (key, value) = pair.split_once('=')?;
+                (key.trim() == "service.name" && !value.trim().is_empty()).then(|| value.trim().to_string())
+            })
+        });
         Ok(Some(Settings {
             endpoint,
             encoding,
-            service_name: get("OTEL_SERVICE_NAME").unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string()),
+            service_name: get("OTEL_SERVICE_NAME")
+                .or(from_attributes)
+                .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string()),
         }))
     }
 }
@@ -122,7 +136,8 @@ impl Telemetry {
         Ok(Telemetry { provider })
     }
 
-    /// A subscriber that sends this crate's spans (debug level and up) to the export.
+    /// A subscriber that sends this crate's spans to the export. Only spans: the crate's log
+    /// events carry what hooks threw and what deliveries failed with, which a trace must not.
     pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync {
         // Only the spans' own fields: no source locations, thread ids or busy/idle counters.
         let layer = tracing_opentelemetry::layer()
@@ -131,11 +146,14 @@ impl Telemetry {
             .with_threads(false)
             .with_target(false)
             .with_tracked_inactivity(false)
-            .with_filter(Targets::new().with_target(TARGET, tracing::Level::DEBUG));
+            .with_filter(filter_fn(|metadata| {
+                metadata.is_span() && metadata.target().starts_with(TARGET)
+            }));
         tracing_subscriber::registry().with(layer)
     }
 
-    /// Sends every finished span now, waiting for the endpoint's answer (or its timeout).
+    /// Sends every finished span now, waiting for the endpoint's answer (5 s at most: the
+    /// batch processor's own limit).
     pub fn flush(&self) -> Result<(), String> {
         self.provider
             .force_flush()
@@ -190,6 +208,31 @@ mod tests {
         assert!(settings(&[endpoint, ("OTEL_TRACES_EXPORTER", "otlp")])
             .unwrap()
             .is_some());
+        assert!(settings(&[endpoint, ("OTEL_TRACES_EXPORTER", "console, OTLP")])
+            .unwrap()
+            .is_some());
+        assert_eq!(settings(&[endpoint, ("OTEL_TRACES_EXPORTER", "None")]), Ok(None));
+        // An exporter named with no endpoint stays off: export is opted into by the endpoint.
+        assert_eq!(settings(&[("OTEL_TRACES_EXPORTER", "otlp")]), Ok(None));
+    }
+
+    #[test]
+    fn the_service_name_comes_from_otel_service_name_then_the_resource_attributes() {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318");
+        let attributes = (
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "deployment.environment=prod, service.name = billing",
+        );
+        let name = |pairs: &[(&str, &str)]| settings(pairs).unwrap().unwrap().service_name;
+        assert_eq!(name(&[endpoint, attributes]), "billing");
+        assert_eq!(
+            name(&[endpoint, attributes, ("OTEL_SERVICE_NAME", "checkout")]),
+            "checkout"
+        );
+        assert_eq!(
+            name(&[endpoint, ("OTEL_RESOURCE_ATTRIBUTES", "team=a")]),
+            DEFAULT_SERVICE_NAME
+        );
     }
 
     #[test]
@@ -215,8 +258,12 @@ mod tests {
         );
         assert_eq!(
             settings(&[endpoint, ("OTEL_TRACES_EXPORTER", "zipkin")]),
-            Err("OTEL_TRACES_EXPORTER \"zipkin\" is not supported (use \"otlp\" or \"none\")".into())
+            Err("OTEL_TRACES_EXPORTER \"zipkin\" names no exporter this runtime has (use \"otlp\" or \"none\")".into())
         );
+        let upper = settings(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "HTTP/JSON")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(upper.encoding, Encoding::Json);
         assert_eq!(
             settings(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318")]),
             Err("the OTLP endpoint must be an http:// or https:// URL (got \"collector:4318\")".into())

@@ -245,7 +245,7 @@ async fn a_failed_run_is_an_error_span_with_the_failure() {
 }
 
 #[tokio::test]
-async fn protobuf_is_the_default_encoding() {
+async fn protobuf_bodies_carry_the_spans() {
     let (endpoint, received) = collector();
     let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Protobuf)).unwrap();
     let (session, _host) = new_session(
@@ -268,7 +268,7 @@ async fn protobuf_is_the_default_encoding() {
 }
 
 #[test]
-fn a_collector_that_is_down_is_an_error_of_flush_not_of_the_run() {
+fn a_collector_that_is_down_fails_the_flush_with_its_reason() {
     let closed = TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}/v1/traces", closed.local_addr().unwrap());
     drop(closed);
@@ -279,4 +279,39 @@ fn a_collector_that_is_down_is_an_error_of_flush_not_of_the_run() {
     }
     let problem = telemetry.flush().unwrap_err();
     assert!(problem.starts_with("spans could not be exported: "), "{problem}");
+}
+
+#[tokio::test]
+async fn what_is_logged_stays_out_of_the_trace() {
+    let (endpoint, received) = collector();
+    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Json)).unwrap();
+    // An observer that throws is logged ("… the run goes on") with what it threw.
+    let host = FakeHost::default().throwing(3, "token sk-12345 leaked");
+    let (session, _host) = new_session(
+        json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]},
+               "advanced": {"hooks": [{"id": "steps", "type": "afterStep", "handler": f(3)}]}}),
+        host,
+    );
+    {
+        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
+        run(&session, "go").await;
+    }
+    telemetry.flush().unwrap();
+    let requests = drain(&received);
+    let (_, spans) = spans_of(&requests);
+    assert!(spans
+        .iter()
+        .any(|span| span.name == "hook" && span.attributes["hook"] == "steps"));
+    for request in &requests {
+        let body = String::from_utf8_lossy(&request.body);
+        assert!(!body.contains("sk-12345"), "{body}");
+        let export: Value = serde_json::from_slice(&request.body).unwrap();
+        for span in export["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array().unwrap() {
+            assert_eq!(span["events"].as_array().map_or(0, Vec::len), 0, "{span}");
+        }
+    }
+    // The run did not fail for it.
+    let root = spans.iter().find(|span| span.name == "agent_run").unwrap();
+    assert_eq!(root.attributes["stop_reason"], "done");
+    assert_ne!(root.status["code"], 2);
 }

@@ -67,6 +67,19 @@ pub enum StopReason {
     Error,
 }
 
+impl StopReason {
+    /// As it is serialized (`stopReason`), for TaskCompleted's reason and the run's span.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Done => "done",
+            StopReason::MaxTurns => "max_turns",
+            StopReason::Aborted => "aborted",
+            StopReason::Interrupted => "interrupted",
+            StopReason::Error => "error",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallRecord {

@@ -40,6 +40,9 @@ pub(crate) struct Run {
     /// The environment's hooks could not be read: the run fails with this.
     setup_error: Option<SdkError>,
     last_text: String,
+    /// The root of the run's trace: model calls, tool calls and dispatches nest in it. A root
+    /// even when `send` is called from inside another run's tool or hook.
+    span: tracing::Span,
 }
 
 type Finish = Result<(String, StopReason)>;
@@ -51,6 +54,14 @@ impl Run {
             Ok(hooks) => (hooks, None),
             Err(error) => (Vec::new(), Some(error)),
         };
+        let span = tracing::info_span!(
+            parent: None,
+            "agent_run",
+            session_id = %session.id,
+            turns = Empty,
+            stop_reason = Empty,
+            otel.status_description = Empty
+        );
         Run {
             session,
             control,
@@ -67,7 +78,12 @@ impl Run {
             },
             setup_error,
             last_text: String::new(),
+            span,
         }
+    }
+
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     fn emit(&self, event: StreamEvent) {
@@ -156,11 +172,11 @@ impl Run {
             _ => None,
         };
         self.session.finish_run(&control, aborted);
-        // The run's span (see `Session::send`): how it ended; a failure marks it as an error.
-        let span = tracing::Span::current();
+        // How the run ended; a failure marks its span as an error.
+        let span = &self.span;
         span.record("turns", self.turns);
         match &outcome {
-            Ok((_, stop)) => span.record("stop_reason", stop_name(*stop)),
+            Ok((_, stop)) => span.record("stop_reason", stop.name()),
             Err(error) if error.code == ErrorCode::Abort => span.record("stop_reason", "aborted"),
             Err(error) => span
                 .record("stop_reason", "error")
@@ -275,7 +291,7 @@ impl Run {
             return outcome;
         }
         let (success, reason, summary) = match &outcome {
-            Ok((content, stop)) => (*stop == StopReason::Done, stop_name(*stop), content.clone()),
+            Ok((content, stop)) => (*stop == StopReason::Done, stop.name(), content.clone()),
             Err(error) if error.code == ErrorCode::Abort => (false, "aborted", error.message.clone()),
             Err(error) => (false, "error", error.message.clone()),
         };
@@ -448,16 +464,6 @@ async fn model_turn(
         });
     };
     session.model.complete(request, &mut on_text).await
-}
-
-fn stop_name(stop: StopReason) -> &'static str {
-    match stop {
-        StopReason::Done => "done",
-        StopReason::MaxTurns => "max_turns",
-        StopReason::Aborted => "aborted",
-        StopReason::Interrupted => "interrupted",
-        StopReason::Error => "error",
-    }
 }
 
 /// The model's argument text as a JSON object; empty text means no arguments.

@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
-use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::config::{AgentConfig, Fields, MAX_TIMER_MS};
@@ -185,14 +184,7 @@ impl Session {
         }
         let (sender, events) = event_log();
         let run = Run::new(self.clone(), control.clone(), sender, options);
-        // The run's span is the root of its trace: model calls, tool calls and dispatches nest in it.
-        let span = tracing::info_span!(
-            "agent_run",
-            session_id = %self.id,
-            turns = Empty,
-            stop_reason = Empty,
-            otel.status_description = Empty
-        );
+        let span = run.span().clone();
         Ok((
             RunHandle { events, control },
             Box::pin(run.drive(content).instrument(span)),
@@ -216,7 +208,7 @@ impl Session {
 
     /// SessionStart, inside `createAgent`. If it fails, SessionEnd runs (once) and the session
     /// is closed; the SessionStart error is what the caller gets.
-    #[tracing::instrument(name = "agent_start", skip_all, fields(session_id = %self.id))]
+    #[tracing::instrument(name = "agent_start", parent = None, skip_all, fields(session_id = %self.id))]
     pub async fn start(&self, scope: u32, environment: Environment) -> Result<()> {
         let context = HookContext {
             extra: Vec::new(),
@@ -264,7 +256,7 @@ impl Session {
     /// Ends the session: later `send`s fail with `SESSION_CLOSED`, an active run is aborted,
     /// SessionEnd runs at most once. Concurrent calls share one attempt; after a failure,
     /// `close()` may be called again; after success it resolves at once.
-    #[tracing::instrument(name = "agent_close", skip_all, fields(session_id = %self.id))]
+    #[tracing::instrument(name = "agent_close", parent = None, skip_all, fields(session_id = %self.id))]
     pub async fn close(self: &Arc<Self>, scope: u32, environment: Environment) -> Result<()> {
         let attempt = {
             let mut state = lock(&self.state);

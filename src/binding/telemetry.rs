@@ -32,6 +32,8 @@ fn start() {
         Ok(telemetry) => telemetry,
         Err(problem) => return report(&problem),
     };
+    // The addon links its own `tracing`, whose global subscriber only this sets, once; a failure
+    // would mean that changed.
     if tracing::subscriber::set_global_default(telemetry.subscriber()).is_err() {
         return report("another tracing subscriber is already installed in this process");
     }

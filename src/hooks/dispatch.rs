@@ -505,7 +505,7 @@ impl Dispatcher {
 }
 
 /// Records how a dispatch or one of its hooks ended, and how long it took.
-fn finish_span(span: &tracing::Span, started: std::time::Instant, outcome: &str) {
+pub(crate) fn finish_span(span: &tracing::Span, started: std::time::Instant, outcome: &str) {
     span.record("outcome", outcome);
     span.record("elapsed_us", started.elapsed().as_micros() as u64);
 }
