@@ -6,9 +6,10 @@ mod common;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+use agent_runtime_hooks::agent::Session;
 use agent_runtime_hooks::telemetry::{Encoding, Settings, Telemetry};
 use common::{f, run, session as new_session, tool, FakeHost};
 use serde_json::{json, Value};
@@ -132,29 +133,37 @@ fn spans_of(requests: &[Received]) -> (Vec<Value>, Vec<Span>) {
     (resources, spans)
 }
 
+/// Runs a session made from `options` once, with export on, and returns it with what the
+/// collector received.
+async fn traced_run(options: Value, host: FakeHost, encoding: Encoding) -> (Arc<Session>, Vec<Received>) {
+    let (endpoint, received) = collector();
+    let telemetry = Telemetry::start(&settings(&endpoint, encoding)).unwrap();
+    let (session, _host) = new_session(options, host);
+    {
+        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
+        run(&session, "go").await;
+    }
+    telemetry.flush().unwrap();
+    (session, drain(&received))
+}
+
 fn one_tool_call() -> Value {
     json!({"kind": "scripted", "turns": [{"toolCalls": [{"id": "c1", "name": "t", "input": {}}]}, {"text": "end"}]})
 }
 
 #[tokio::test]
 async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
-    let (endpoint, received) = collector();
-    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Json)).unwrap();
     let host = FakeHost::default()
         .returning(1, json!({"action": "continue"}))
         .throwing(2, "audit broke")
         .returning(0, json!("ran"));
-    let (session, _host) = new_session(
+    let (session, requests) = traced_run(
         json!({"model": one_tool_call(), "tools": [tool("t", 0)],
                "advanced": {"hooks": {"PreToolUse": [f(1)], "PostToolUse": [{"id": "audit", "handler": f(2)}]}}}),
         host,
-    );
-    {
-        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
-        run(&session, "go").await;
-    }
-    telemetry.flush().unwrap();
-    let requests = drain(&received);
+        Encoding::Json,
+    )
+    .await;
     assert!(!requests.is_empty(), "nothing was exported");
     for request in &requests {
         assert_eq!(request.path, "/v1/traces");
@@ -194,6 +203,15 @@ async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
             .find(|span| span.name == name && span.attributes.get(key).map(String::as_str) == Some(value))
             .unwrap_or_else(|| panic!("no {name} span with {key}={value}: {spans:#?}"))
     };
+    // A dispatch or hook span: where it nests and how it ended.
+    let nested = |name: &str, key: &str, value: &str, parent: &Span, outcome: &str| {
+        let span = find(name, key, value);
+        assert_eq!(
+            (span.parent.as_str(), span.attributes["outcome"].as_str()),
+            (parent.id.as_str(), outcome)
+        );
+        span
+    };
     let root = spans.iter().find(|span| span.name == "agent_run").unwrap();
     assert_eq!(root.parent, "");
     assert_eq!(root.attributes["session_id"], session.id);
@@ -206,18 +224,10 @@ async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
     assert_eq!(tool_call.attributes["status"], "error");
     assert_eq!(find("model_call", "turn", "1").parent, root.id);
     assert_eq!(find("model_call", "turn", "2").parent, root.id);
-    let pre = find("hook_dispatch", "event", "PreToolUse");
-    assert_eq!(pre.parent, tool_call.id);
-    assert_eq!(pre.attributes["outcome"], "ok");
-    let post = find("hook_dispatch", "event", "PostToolUse");
-    assert_eq!(post.parent, tool_call.id);
-    assert_eq!(post.attributes["outcome"], "threw");
-    let callback = find("hook", "hook", "advanced.hooks.PreToolUse[0]");
-    assert_eq!(callback.parent, pre.id);
-    assert_eq!(callback.attributes["outcome"], "ok");
-    let audit = find("hook", "hook", "audit");
-    assert_eq!(audit.parent, post.id);
-    assert_eq!(audit.attributes["outcome"], "threw");
+    let pre = nested("hook_dispatch", "event", "PreToolUse", tool_call, "ok");
+    let post = nested("hook_dispatch", "event", "PostToolUse", tool_call, "threw");
+    nested("hook", "hook", "advanced.hooks.PreToolUse[0]", pre, "ok");
+    nested("hook", "hook", "audit", post, "threw");
     for span in spans.iter().filter(|span| span.name.starts_with("hook")) {
         let elapsed: u64 = span.attributes["elapsed_us"].parse().unwrap();
         assert!(elapsed < 10_000_000, "{span:?}");
@@ -226,15 +236,13 @@ async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
 
 #[tokio::test]
 async fn a_failed_run_is_an_error_span_with_the_failure() {
-    let (endpoint, received) = collector();
-    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Json)).unwrap();
-    let (session, _host) = new_session(json!({"model": {"kind": "scripted", "turns": []}}), FakeHost::default());
-    {
-        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
-        run(&session, "go").await;
-    }
-    telemetry.flush().unwrap();
-    let (_, spans) = spans_of(&drain(&received));
+    let (_, requests) = traced_run(
+        json!({"model": {"kind": "scripted", "turns": []}}),
+        FakeHost::default(),
+        Encoding::Json,
+    )
+    .await;
+    let (_, spans) = spans_of(&requests);
     let root = spans.iter().find(|span| span.name == "agent_run").unwrap();
     assert_eq!(root.attributes["stop_reason"], "error");
     assert_eq!(root.status["code"], 2, "{:?}", root.status);
@@ -246,18 +254,12 @@ async fn a_failed_run_is_an_error_span_with_the_failure() {
 
 #[tokio::test]
 async fn protobuf_bodies_carry_the_spans() {
-    let (endpoint, received) = collector();
-    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Protobuf)).unwrap();
-    let (session, _host) = new_session(
+    let (session, requests) = traced_run(
         json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}}),
         FakeHost::default(),
-    );
-    {
-        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
-        run(&session, "go").await;
-    }
-    telemetry.flush().unwrap();
-    let requests = drain(&received);
+        Encoding::Protobuf,
+    )
+    .await;
     assert_eq!(requests[0].path, "/v1/traces");
     assert_eq!(requests[0].content_type, "application/x-protobuf");
     // Protobuf keeps strings as they are: the span names and the session id are in the body.
@@ -283,21 +285,14 @@ fn a_collector_that_is_down_fails_the_flush_with_its_reason() {
 
 #[tokio::test]
 async fn what_is_logged_stays_out_of_the_trace() {
-    let (endpoint, received) = collector();
-    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Json)).unwrap();
     // An observer that throws is logged ("… the run goes on") with what it threw.
-    let host = FakeHost::default().throwing(3, "token sk-12345 leaked");
-    let (session, _host) = new_session(
+    let (_, requests) = traced_run(
         json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]},
                "advanced": {"hooks": [{"id": "steps", "type": "afterStep", "handler": f(3)}]}}),
-        host,
-    );
-    {
-        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
-        run(&session, "go").await;
-    }
-    telemetry.flush().unwrap();
-    let requests = drain(&received);
+        FakeHost::default().throwing(3, "token sk-12345 leaked"),
+        Encoding::Json,
+    )
+    .await;
     let (_, spans) = spans_of(&requests);
     assert!(spans
         .iter()
