@@ -1,10 +1,11 @@
-// Every TypeScript example of the README type-checks under strict against index.d.ts, each as a
-// module of its own, as a user would paste it. Names an example takes from an earlier one (a
-// tool, jest's `expect`) are declared once, below.
+// Every TypeScript example of the README and docs/ type-checks under strict against index.d.ts,
+// each as a module of its own, as a user would paste it. Names a README example takes from an
+// earlier one (a tool, jest's `expect`) are declared once, below. Blocks fenced as `ts shape`
+// show a type's shape or a fragment of options, and are not checked.
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import ts from 'typescript'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 
 const root = resolve(__dirname, '..')
 const CONTINUED = `
@@ -18,9 +19,18 @@ function examples(file: string): string[] {
   return [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1])
 }
 
-function typeErrors(file: string): string[] {
+const FILES = [
+  ['README.md', 6],
+  ['docs/hooks.md', 8],
+  ['docs/webhooks.md', 1],
+] as const
+
+/** Type errors of every example, as `<file>_<n>.ts:<line> <message>`, from one program. */
+function typeErrors(): string[] {
   const sources = new Map<string, string>([[join(root, '__examples__', 'continued.d.ts'), CONTINUED]])
-  examples(file).forEach((source, index) => sources.set(join(root, '__examples__', `${file.replace(/\W/g, '_')}_${index + 1}.ts`), source))
+  for (const [file] of FILES) {
+    examples(file).forEach((source, index) => sources.set(join(root, '__examples__', `${file.replace(/\W/g, '_')}_${index + 1}.ts`), source))
+  }
   const options: ts.CompilerOptions = {
     strict: true,
     noEmit: true,
@@ -45,8 +55,17 @@ function typeErrors(file: string): string[] {
 }
 
 describe('documentation examples', () => {
-  it('README.md: every TypeScript example type-checks', () => {
-    expect(examples('README.md').length).toBeGreaterThanOrEqual(6)
-    expect(typeErrors('README.md')).toEqual([])
+  let errors: string[]
+  beforeAll(() => {
+    errors = typeErrors()
+  })
+  for (const [file, count] of FILES) {
+    it(`${file}: every TypeScript example type-checks`, () => {
+      expect(examples(file).length).toBeGreaterThanOrEqual(count)
+      expect(errors.filter((error) => error.startsWith(`${file.replace(/\W/g, '_')}_`))).toEqual([])
+    })
+  }
+  it('nothing else fails to type-check', () => {
+    expect(errors.filter((error) => !FILES.some(([file]) => error.startsWith(`${file.replace(/\W/g, '_')}_`)))).toEqual([])
   })
 })
