@@ -212,6 +212,20 @@ mod tests {
         waiting
     }
 
+    /// A log holding one turn, and a pull waiting on it that the turn did not wake.
+    async fn a_text_reader_waiting_after_a_turn() -> (
+        EventSender,
+        Arc<EventReader>,
+        tokio::task::JoinHandle<Option<Vec<StreamEvent>>>,
+    ) {
+        let (sender, reader) = event_log();
+        let reader = Arc::new(reader);
+        sender.send(StreamEvent::Turn { index: 1 });
+        let waiting = pull(&reader).await;
+        assert!(!waiting.is_finished(), "a turn alone must not wake a text reader");
+        (sender, reader, waiting)
+    }
+
     #[tokio::test]
     async fn batches_gather_what_arrives_within_the_window_and_end_at_the_last_event() {
         let (sender, reader) = event_log();
@@ -242,11 +256,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_text_reader_sleeps_through_tool_events_and_gets_them_with_the_next_text() {
-        let (sender, reader) = event_log();
-        let reader = Arc::new(reader);
-        sender.send(StreamEvent::Turn { index: 1 });
-        let waiting = pull(&reader).await;
-        assert!(!waiting.is_finished(), "a turn alone must not wake a text reader");
+        let (sender, _reader, waiting) = a_text_reader_waiting_after_a_turn().await;
         sender.send(StreamEvent::Turn { index: 2 });
         sender.send(content("hi"));
         let batch = waiting.await.unwrap().unwrap();
@@ -309,11 +319,7 @@ mod tests {
 
     #[tokio::test]
     async fn asking_for_every_event_wakes_a_reader_already_waiting() {
-        let (sender, reader) = event_log();
-        let reader = Arc::new(reader);
-        sender.send(StreamEvent::Turn { index: 1 });
-        let waiting = pull(&reader).await;
-        assert!(!waiting.is_finished());
+        let (sender, reader, waiting) = a_text_reader_waiting_after_a_turn().await;
         reader.want_every_event();
         let batch = tokio::time::timeout(Duration::from_secs(1), waiting).await.unwrap();
         assert_eq!(batch.unwrap().unwrap(), vec![StreamEvent::Turn { index: 1 }]);
