@@ -237,7 +237,7 @@ impl Call<'_> {
                     session_id: &session.id,
                     scope: self.site.caller.scope,
                 };
-                tools::execute(&session.host, tool, input.clone(), context).await
+                tools::execute(&session.host, tool, &input, context).await
             }
         };
         self.finish(input, result, None).await

@@ -172,16 +172,15 @@ impl Run {
             _ => None,
         };
         self.session.finish_run(&control, aborted);
-        // How the run ended; a failure marks its span as an error.
-        let span = &self.span;
-        span.record("turns", self.turns);
+        // How the run ended; a failure (not an abort) marks its span as an error.
+        self.span.record("turns", self.turns);
+        self.span.record("stop_reason", reason(&outcome));
         match &outcome {
-            Ok((_, stop)) => span.record("stop_reason", stop.name()),
-            Err(error) if error.code == ErrorCode::Abort => span.record("stop_reason", "aborted"),
-            Err(error) => span
-                .record("stop_reason", "error")
-                .record("otel.status_description", error.message.as_str()),
-        };
+            Err(error) if error.code != ErrorCode::Abort => {
+                self.span.record("otel.status_description", error.message.as_str());
+            }
+            _ => {}
+        }
         match outcome {
             Ok((content, stop_reason)) => {
                 self.emit(StreamEvent::Usage { usage: self.usage });
@@ -290,11 +289,11 @@ impl Run {
         if !self.has(HookEvent::TaskCompleted) {
             return outcome;
         }
-        let (success, reason, summary) = match &outcome {
-            Ok((content, stop)) => (*stop == StopReason::Done, stop.name(), content.clone()),
-            Err(error) if error.code == ErrorCode::Abort => (false, "aborted", error.message.clone()),
-            Err(error) => (false, "error", error.message.clone()),
+        let (success, summary) = match &outcome {
+            Ok((content, stop)) => (*stop == StopReason::Done, content.clone()),
+            Err(error) => (false, error.message.clone()),
         };
+        let reason = reason(&outcome);
         let mut payload = Map::new();
         payload.insert("event".into(), json!("TaskCompleted"));
         payload.insert("sessionId".into(), json!(self.session.id));
@@ -464,6 +463,15 @@ async fn model_turn(
         });
     };
     session.model.complete(request, &mut on_text).await
+}
+
+/// How a run ended, as TaskCompleted's `reason` and the run span's `stop_reason` say it.
+fn reason(outcome: &Finish) -> &'static str {
+    match outcome {
+        Ok((_, stop)) => stop.name(),
+        Err(error) if error.code == ErrorCode::Abort => "aborted",
+        Err(_) => "error",
+    }
 }
 
 /// The model's argument text as a JSON object; empty text means no arguments.

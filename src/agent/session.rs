@@ -105,7 +105,10 @@ impl SendOptions {
             .and_then(|options| options.positive_integer("maxTurns", MAX_TIMER_MS));
         match read {
             Ok(turns) => Ok(turns.map(|n| n as u32)),
-            Err(error) => Err(SdkError::new(ErrorCode::InvalidInput, error.message)),
+            Err(error) => Err(SdkError {
+                code: ErrorCode::InvalidInput,
+                ..error
+            }),
         }
     }
 }

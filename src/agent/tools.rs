@@ -151,10 +151,10 @@ pub struct ToolContext<'a> {
 pub async fn execute(
     host: &Arc<dyn Host>,
     tool: &ToolSpec,
-    input: Map<String, Value>,
+    input: &Map<String, Value>,
     context: ToolContext<'_>,
 ) -> CallResult {
-    let mut call = HostCall::new(tool.execute, Args::of(&(&input, &context)), context.scope);
+    let mut call = HostCall::new(tool.execute, Args::of(&(input, &context)), context.scope);
     call.signal = Some(SignalSlot {
         arg: 1,
         key: "signal",

@@ -374,10 +374,14 @@ impl Dispatcher {
                     Err(error) => return Err(error),
                 };
                 if event == HookEvent::PreToolUse {
-                    let wrapped = returned.take().unwrap_or(Value::Null);
-                    returned = wrapped.get("returned").cloned();
-                    if let Some(mocked) = wrapped.get("mocked") {
-                        dispatched.mocked = Some(mocked.clone());
+                    // `{ returned, mocked? }`: both are taken out of the reply, not copied.
+                    let mut wrapped = match returned.take() {
+                        Some(Value::Object(wrapped)) => wrapped,
+                        _ => Map::new(),
+                    };
+                    returned = wrapped.remove("returned");
+                    if let Some(mocked) = wrapped.remove("mocked") {
+                        dispatched.mocked = Some(mocked);
                     }
                 }
                 if session_event {

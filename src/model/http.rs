@@ -88,19 +88,20 @@ fn retryable(status: StatusCode) -> bool {
 /// The wait before attempt `attempt + 1`: what the server asked for (`retry-after-ms`,
 /// `retry-after` in seconds), else exponential backoff from 250 ms, never over 60 s.
 fn backoff(response: &Response, attempt: u32) -> Duration {
-    let header = |name: &str| {
+    const LONGEST: Duration = Duration::from_secs(60);
+    // Seconds, capped before they become a Duration (a huge value would not fit in one).
+    let header = |name: &str, per_second: f64| {
         response
             .headers()
             .get(name)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<f64>().ok())
             .filter(|value| value.is_finite() && *value >= 0.0)
+            .map(|value| Duration::from_secs_f64((value / per_second).min(LONGEST.as_secs_f64())))
     };
-    let asked = header("retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-        .or_else(|| header(RETRY_AFTER.as_str()).map(Duration::from_secs_f64));
+    let asked = header("retry-after-ms", 1000.0).or_else(|| header(RETRY_AFTER.as_str(), 1.0));
     let wait = asked.unwrap_or_else(|| Duration::from_millis(250u64 << attempt.min(5)));
-    wait.min(Duration::from_secs(60))
+    wait.min(LONGEST)
 }
 
 /// Sends a JSON POST, retrying 429/5xx answers; any other non-2xx is an error.
@@ -237,6 +238,12 @@ mod tests {
             Duration::from_millis(20)
         );
         assert_eq!(backoff(&answer(&[("retry-after", "999")]), 0), Duration::from_secs(60));
+        // Larger than any Duration: capped, not a panic.
+        assert_eq!(backoff(&answer(&[("retry-after", "1e20")]), 0), Duration::from_secs(60));
+        assert_eq!(
+            backoff(&answer(&[("retry-after-ms", "1e300")]), 0),
+            Duration::from_secs(60)
+        );
         assert_eq!(
             backoff(&answer(&[("retry-after", "soon")]), 1),
             Duration::from_millis(500)
