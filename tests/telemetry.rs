@@ -310,3 +310,37 @@ async fn what_is_logged_stays_out_of_the_trace() {
     assert_eq!(root.attributes["stop_reason"], "done");
     assert_ne!(root.status["code"], 2);
 }
+
+#[tokio::test]
+async fn a_hook_span_keeps_its_first_failure_and_hooks_that_do_not_run_have_none() {
+    // "steps" throws in its handler, then its webhook cannot be delivered either (nothing
+    // listens on port 9): the handler's failure names the span. After "fixture" mocks the
+    // call, "never" does not run and gets no span.
+    let host = FakeHost::default()
+        .throwing(3, "steps broke")
+        .returning(1, json!({"$mock": "canned", "$returned": {"action": "continue"}}))
+        .returning(2, json!({"action": "continue"}))
+        .returning(0, json!("ran"));
+    let (_, requests) = traced_run(
+        json!({"model": one_tool_call(), "tools": [tool("t", 0)],
+               "advanced": {"hooks": [
+                   {"id": "steps", "type": "afterStep", "handler": f(3), "webhook": {"url": "http://127.0.0.1:9/hooks"}},
+                   {"id": "fixture", "type": "beforeToolCall", "handler": f(1)},
+                   {"id": "never", "type": "beforeToolCall", "handler": f(2)}]}}),
+        host,
+        Encoding::Json,
+    )
+    .await;
+    let (_, spans) = spans_of(&requests);
+    let outcomes = |id: &str| -> Vec<String> {
+        spans
+            .iter()
+            .filter(|span| span.name == "hook" && span.attributes["hook"] == id)
+            .map(|span| span.attributes["outcome"].clone())
+            .collect()
+    };
+    // One StepEnd per model turn: two turns.
+    assert_eq!(outcomes("steps"), ["threw", "threw"]);
+    assert_eq!(outcomes("fixture"), ["ok"]);
+    assert!(outcomes("never").is_empty(), "{spans:#?}");
+}

@@ -4,12 +4,12 @@
 //! not stop later controls, and errors follow each hook's `onError`.
 
 use serde_json::{json, Map, Value};
-use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::dispatch::{finish_span, Caller};
+use super::dispatch::Caller;
 use super::event::HookEvent;
 use super::registry::HookObject;
+use super::span::HookSpan;
 use crate::log::Log;
 use crate::offload::offload;
 use crate::webhook::decision::Decision;
@@ -60,24 +60,22 @@ pub async fn evaluate(
         let Some(webhook) = &hook.webhook else { continue };
         let body = payload::build(payload, webhook, &hook.id, &hook.type_name, false);
         // A control is a hook span of its own, like the hooks of a dispatch.
-        let span = tracing::debug_span!("hook", hook = hook.id.as_str(), outcome = Empty, elapsed_us = Empty);
-        let started = std::time::Instant::now();
+        let mut span = HookSpan::new(&hook.id);
         let answer = tokio::select! {
             biased;
-            answer = offload_control(hook, body, &caller.context.environment).instrument(span.clone()) => answer,
+            answer = offload_control(hook, body, &caller.context.environment).instrument(span.span()) => answer,
             // Cancellation never grants permission.
             _ = caller.wait_cancelled() => {
-                finish_span(&span, started, "cancelled");
+                span.failed("cancelled");
                 return Verdict::Failed;
             }
         };
-        let outcome = match &answer {
-            ControlAnswer::Decision(Decision::Allow) => "allow",
-            ControlAnswer::Decision(Decision::Deny(_)) => "deny",
-            ControlAnswer::Notification => "delivered",
-            ControlAnswer::Failed(error) => error.code(),
-        };
-        finish_span(&span, started, outcome);
+        match &answer {
+            ControlAnswer::Decision(Decision::Allow) => span.succeeded("allow"),
+            ControlAnswer::Decision(Decision::Deny(_)) => span.succeeded("deny"),
+            ControlAnswer::Notification => span.succeeded("delivered"),
+            ControlAnswer::Failed(error) => span.failed(error.code()),
+        }
         match answer {
             ControlAnswer::Decision(Decision::Allow) | ControlAnswer::Notification => {}
             ControlAnswer::Decision(Decision::Deny(reason)) => {

@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::span::{finish_span, HookSpan};
+
 use super::event::HookEvent;
 use super::fields::Fields;
 use super::output::HookOutput;
@@ -341,25 +343,24 @@ impl Dispatcher {
                 Registered::Callback { function, path } => (Some(*function), Cow::Borrowed(*path), None),
                 Registered::Hook(hook) => (hook.handler, Cow::Owned(format!("hook \"{}\"", hook.id)), Some(*hook)),
             };
-            // The span names a hook object by its id, a bare callback by where it was registered.
-            let id = hook.map_or(label.as_ref(), |hook| hook.id.as_str());
-            let hook_span = tracing::debug_span!("hook", hook = id, outcome = Empty, elapsed_us = Empty);
-            let hook_started = std::time::Instant::now();
             // After a mock, later PreToolUse callbacks do not run.
-            if let Some(function) = function.filter(|_| dispatched.mocked.is_none()) {
+            let function = function.filter(|_| dispatched.mocked.is_none());
+            let webhook = hook.and_then(|hook| hook.webhook.as_ref());
+            if function.is_none() && webhook.is_none() {
+                continue;
+            }
+            // The span names a hook object by its id, a bare callback by where it was registered.
+            let mut hook_span = HookSpan::new(hook.map_or(label.as_ref(), |hook| hook.id.as_str()));
+            if let Some(function) = function {
                 let mut call = HostCall::new(function, Args::object(input.payload.json()), caller.scope);
                 call.signal = Some(timeout.signal("abortSignal", Some(position) == last_js, caller.cancel.is_some()));
                 call.error = input.error.clone();
                 call.mock = event == HookEvent::PreToolUse;
                 let called = self
                     .call_guarded(call, &timeout, caller, Owner::Hook)
-                    .instrument(hook_span.clone())
+                    .instrument(hook_span.span())
                     .await;
-                finish_span(
-                    &hook_span,
-                    hook_started,
-                    called.as_ref().map_or_else(HookError::kind, |_| "ok"),
-                );
+                hook_span.called(&called);
                 let mut returned = match called {
                     Ok(returned) => returned,
                     // On lifecycle events a handler that throws is logged and the next one runs;
@@ -393,23 +394,27 @@ impl Dispatcher {
                     dispatched.outputs.push(output);
                 }
             }
-            let Some(hook) = hook else { continue };
-            let Some(webhook) = &hook.webhook else { continue };
+            let (Some(hook), Some(webhook)) = (hook, webhook) else {
+                continue;
+            };
             let fields = fields_map.get_or_insert_with(|| input.payload.to_map());
             let body = crate::webhook::payload::build(fields, webhook, &hook.id, &hook.type_name, true);
             let delivered = tokio::select! {
                 biased;
-                delivered = offload_notify(hook, body, &caller.context.environment).instrument(hook_span.clone()) => delivered,
+                delivered = offload_notify(hook, body, &caller.context.environment).instrument(hook_span.span()) => delivered,
                 _ = tokio::time::sleep_until(timeout.deadline) => {
+                    hook_span.failed("timeout");
                     return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
                 }
-                _ = caller.wait_cancelled() => return Err(HookError::Cancelled),
+                _ = caller.wait_cancelled() => {
+                    hook_span.failed("cancelled");
+                    return Err(HookError::Cancelled);
+                }
             };
-            finish_span(
-                &hook_span,
-                hook_started,
-                delivered.as_ref().map_or_else(|error| error.code(), |()| "delivered"),
-            );
+            match &delivered {
+                Ok(()) => hook_span.succeeded("delivered"),
+                Err(error) => hook_span.failed(error.code()),
+            }
             if let Err(error) = delivered {
                 if webhook.critical {
                     self.log.error(
@@ -509,11 +514,6 @@ impl Dispatcher {
 }
 
 /// Records how a dispatch or one of its hooks ended, and how long it took.
-pub(crate) fn finish_span(span: &tracing::Span, started: std::time::Instant, outcome: &str) {
-    span.record("outcome", outcome);
-    span.record("elapsed_us", started.elapsed().as_micros() as u64);
-}
-
 /// Delivers a notification on the runtime's workers, never on the thread polling the run.
 async fn offload_notify(
     hook: &Arc<HookObject>,

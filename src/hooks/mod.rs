@@ -11,6 +11,7 @@ pub mod fields;
 pub mod output;
 pub mod pending;
 pub mod registry;
+mod span;
 
 pub use dispatch::{Dispatcher, HookError};
 pub use event::HookEvent;
