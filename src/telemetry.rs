@@ -18,21 +18,13 @@ const SCOPE: &str = "agent-runtime-hooks";
 /// Spans of this crate (targets start with it) are exported; the HTTP stack's are not.
 const TARGET: &str = "agent_runtime_hooks";
 
-/// How spans are encoded on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
-    /// `http/protobuf`, the OTLP default.
-    Protobuf,
-    /// `http/json`.
-    Json,
-}
-
 /// What the `OTEL_*` variables ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// The traces endpoint itself (spans are POSTed here).
     pub endpoint: String,
-    pub encoding: Encoding,
+    /// How spans are encoded: `http/protobuf` (the OTLP default) or `http/json`.
+    pub protocol: Protocol,
     pub service_name: String,
 }
 
@@ -64,26 +56,30 @@ impl Settings {
             }
         }
         // The signal's own endpoint is used as it is; the general one gets the traces path.
-        let endpoint = match (
+        let (variable, given) = match (
             get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
             get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         ) {
-            (Some(traces), _) => traces,
-            (None, Some(base)) => format!("{}/v1/traces", base.trim_end_matches('/')),
+            (Some(traces), _) => ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces),
+            (None, Some(base)) => ("OTEL_EXPORTER_OTLP_ENDPOINT", base),
             (None, None) => return Ok(None),
         };
-        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        if !(given.starts_with("http://") || given.starts_with("https://")) {
             return Err(format!(
-                "the OTLP endpoint must be an http:// or https:// URL (got \"{endpoint}\")"
+                "{variable} must be an http:// or https:// URL (got \"{given}\")"
             ));
         }
+        let endpoint = match variable {
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => format!("{}/v1/traces", given.trim_end_matches('/')),
+            _ => given,
+        };
         let (variable, protocol) = match lower("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") {
             Some(protocol) => ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", Some(protocol)),
             None => ("OTEL_EXPORTER_OTLP_PROTOCOL", lower("OTEL_EXPORTER_OTLP_PROTOCOL")),
         };
-        let encoding = match protocol.as_deref() {
-            None | Some("http/protobuf") => Encoding::Protobuf,
-            Some("http/json") => Encoding::Json,
+        let protocol = match protocol.as_deref() {
+            None | Some("http/protobuf") => Protocol::HttpBinary,
+            Some("http/json") => Protocol::HttpJson,
             Some(other) => {
                 return Err(format!(
                     "{variable} \"{other}\" is not supported (use \"http/protobuf\" or \"http/json\")"
@@ -99,7 +95,7 @@ impl Settings {
         });
         Ok(Some(Settings {
             endpoint,
-            encoding,
+            protocol,
             service_name: get("OTEL_SERVICE_NAME")
                 .or(from_attributes)
                 .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string()),
@@ -116,13 +112,9 @@ impl Telemetry {
     /// Starts exporting as `settings` say. Headers (`OTEL_EXPORTER_OTLP_HEADERS`), the request
     /// timeout and the batch schedule (`OTEL_BSP_*`) are read by the exporter itself.
     pub fn start(settings: &Settings) -> Result<Telemetry, String> {
-        let protocol = match settings.encoding {
-            Encoding::Protobuf => Protocol::HttpBinary,
-            Encoding::Json => Protocol::HttpJson,
-        };
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_protocol(protocol)
+            .with_protocol(settings.protocol)
             .with_endpoint(settings.endpoint.clone())
             .build()
             .map_err(|error| format!("the OTLP exporter could not be made: {error}"))?;
@@ -186,7 +178,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(general.endpoint, "http://127.0.0.1:4318/v1/traces");
-        assert_eq!(general.encoding, Encoding::Protobuf);
+        assert_eq!(general.protocol, Protocol::HttpBinary);
         assert_eq!(general.service_name, DEFAULT_SERVICE_NAME);
         let own = settings(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318"),
@@ -241,7 +233,7 @@ mod tests {
         let json = settings(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])
             .unwrap()
             .unwrap();
-        assert_eq!(json.encoding, Encoding::Json);
+        assert_eq!(json.protocol, Protocol::HttpJson);
         let own = settings(&[
             endpoint,
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
@@ -249,7 +241,7 @@ mod tests {
         ])
         .unwrap()
         .unwrap();
-        assert_eq!(own.encoding, Encoding::Protobuf);
+        assert_eq!(own.protocol, Protocol::HttpBinary);
         assert_eq!(
             settings(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]),
             Err(
@@ -263,10 +255,17 @@ mod tests {
         let upper = settings(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "HTTP/JSON")])
             .unwrap()
             .unwrap();
-        assert_eq!(upper.encoding, Encoding::Json);
+        assert_eq!(upper.protocol, Protocol::HttpJson);
         assert_eq!(
             settings(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318")]),
-            Err("the OTLP endpoint must be an http:// or https:// URL (got \"collector:4318\")".into())
+            Err(
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:// or https:// URL (got \"collector:4318\")".into()
+            )
+        );
+        // The value as it was given, not with the traces path added.
+        assert_eq!(
+            settings(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")]),
+            Err("OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (got \"collector:4318\")".into())
         );
     }
 }

@@ -10,8 +10,9 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use agent_runtime_hooks::agent::Session;
-use agent_runtime_hooks::telemetry::{Encoding, Settings, Telemetry};
+use agent_runtime_hooks::telemetry::{Settings, Telemetry};
 use common::{f, run, session as new_session, tool, FakeHost};
+use opentelemetry_otlp::Protocol;
 use serde_json::{json, Value};
 
 /// One POST the collector received: its path, content type and body.
@@ -67,10 +68,10 @@ fn collector() -> (String, mpsc::Receiver<Received>) {
     (format!("http://{address}/v1/traces"), received)
 }
 
-fn settings(endpoint: &str, encoding: Encoding) -> Settings {
+fn settings(endpoint: &str, protocol: Protocol) -> Settings {
     Settings {
         endpoint: endpoint.to_string(),
-        encoding,
+        protocol,
         service_name: "checkout-agent".into(),
     }
 }
@@ -135,9 +136,9 @@ fn spans_of(requests: &[Received]) -> (Vec<Value>, Vec<Span>) {
 
 /// Runs a session made from `options` once, with export on, and returns it with what the
 /// collector received.
-async fn traced_run(options: Value, host: FakeHost, encoding: Encoding) -> (Arc<Session>, Vec<Received>) {
+async fn traced_run(options: Value, host: FakeHost, protocol: Protocol) -> (Arc<Session>, Vec<Received>) {
     let (endpoint, received) = collector();
-    let telemetry = Telemetry::start(&settings(&endpoint, encoding)).unwrap();
+    let telemetry = Telemetry::start(&settings(&endpoint, protocol)).unwrap();
     let (session, _host) = new_session(options, host);
     {
         let _guard = tracing::subscriber::set_default(telemetry.subscriber());
@@ -161,7 +162,7 @@ async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
         json!({"model": one_tool_call(), "tools": [tool("t", 0)],
                "advanced": {"hooks": {"PreToolUse": [f(1)], "PostToolUse": [{"id": "audit", "handler": f(2)}]}}}),
         host,
-        Encoding::Json,
+        Protocol::HttpJson,
     )
     .await;
     assert!(!requests.is_empty(), "nothing was exported");
@@ -239,7 +240,7 @@ async fn a_failed_run_is_an_error_span_with_the_failure() {
     let (_, requests) = traced_run(
         json!({"model": {"kind": "scripted", "turns": []}}),
         FakeHost::default(),
-        Encoding::Json,
+        Protocol::HttpJson,
     )
     .await;
     let (_, spans) = spans_of(&requests);
@@ -257,7 +258,7 @@ async fn protobuf_bodies_carry_the_spans() {
     let (session, requests) = traced_run(
         json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}}),
         FakeHost::default(),
-        Encoding::Protobuf,
+        Protocol::HttpBinary,
     )
     .await;
     assert_eq!(requests[0].path, "/v1/traces");
@@ -274,7 +275,7 @@ fn a_collector_that_is_down_fails_the_flush_with_its_reason() {
     let closed = TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}/v1/traces", closed.local_addr().unwrap());
     drop(closed);
-    let telemetry = Telemetry::start(&settings(&endpoint, Encoding::Json)).unwrap();
+    let telemetry = Telemetry::start(&settings(&endpoint, Protocol::HttpJson)).unwrap();
     {
         let _guard = tracing::subscriber::set_default(telemetry.subscriber());
         tracing::info_span!(target: "agent_runtime_hooks::agent::run", "agent_run").in_scope(|| {});
@@ -290,7 +291,7 @@ async fn what_is_logged_stays_out_of_the_trace() {
         json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]},
                "advanced": {"hooks": [{"id": "steps", "type": "afterStep", "handler": f(3)}]}}),
         FakeHost::default().throwing(3, "token sk-12345 leaked"),
-        Encoding::Json,
+        Protocol::HttpJson,
     )
     .await;
     let (_, spans) = spans_of(&requests);
@@ -328,7 +329,7 @@ async fn a_hook_span_keeps_its_first_failure_and_hooks_that_do_not_run_have_none
                    {"id": "fixture", "type": "beforeToolCall", "handler": f(1)},
                    {"id": "never", "type": "beforeToolCall", "handler": f(2)}]}}),
         host,
-        Encoding::Json,
+        Protocol::HttpJson,
     )
     .await;
     let (_, spans) = spans_of(&requests);

@@ -14,7 +14,7 @@ use crate::hooks::apply::{self, PostVerdict, PreVerdict};
 use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
-use crate::hooks::{Fields, HookEvent};
+use crate::hooks::{EventFields, HookEvent};
 use crate::host::{Args, ErrorSlot, HostCall};
 use crate::model::ToolCallRequest;
 use crate::text::describe;
@@ -182,7 +182,7 @@ impl Call<'_> {
     fn input(&self, event: HookEvent, fields: &ToolFields<'_>, error: Option<ErrorSlot>) -> EventInput<'_> {
         EventInput {
             event,
-            payload: Fields::of(fields),
+            payload: EventFields::of(fields),
             tool: Some(self.name()),
             error,
         }

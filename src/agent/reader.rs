@@ -99,9 +99,8 @@ impl Drop for EventSender {
     fn drop(&mut self) {
         if self.0.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.0.state().ended = true;
-            // Every waiting pull, and one still to come.
+            // Every waiting pull; a later one finds `ended` set.
             self.0.arrived.notify_waiters();
-            self.0.arrived.notify_one();
         }
     }
 }

@@ -8,7 +8,7 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use super::host::{AbortArgs, InvokeArgs, JsHost, Returned};
-use super::local;
+use super::{local, telemetry};
 use crate::agent::config::ENV_VARS;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
@@ -68,7 +68,9 @@ pub fn create_session(
         Ok(config) => config,
         Err(error) => return Ok(Either::B(error_json(&error))),
     };
-    local::init(env, wake)?;
+    if local::init(env, wake)? {
+        telemetry::start_for(env)?;
+    }
     let host = JsHost::new(env, invoke.create_ref()?, abort_dispatch.create_ref()?)?;
     let session = Session::new(config, Arc::new(host));
     Ok(Either::A(NativeAgent {
@@ -112,17 +114,23 @@ impl NativeAgent {
         options: String,
         environment: Object,
     ) -> Either<NativeRun, String> {
-        let message: Value = match serde_json::from_str(&message) {
-            Ok(message) => message,
-            Err(error) => {
-                return Either::B(error_json(&SdkError::new(
+        let read = |what: &str, text: &str| {
+            serde_json::from_str::<Value>(text).map_err(|error| {
+                Either::B(error_json(&SdkError::new(
                     ErrorCode::InvalidInput,
-                    format!("message could not be read: {error}"),
+                    format!("{what} could not be read: {error}"),
                 )))
-            }
+            })
+        };
+        let message = match read("message", &message) {
+            Ok(message) => message,
+            Err(refused) => return refused,
         };
         // Options are JSON as `createAgent`'s are: NaN, bigints and functions arrive marked.
-        let options: Value = serde_json::from_str(&options).unwrap_or_default();
+        let options = match read("send options", &options) {
+            Ok(options) => options,
+            Err(refused) => return refused,
+        };
         let max_turns = match SendOptions::max_turns(&options) {
             Ok(max_turns) => max_turns,
             Err(error) => return Either::B(error_json(&error)),

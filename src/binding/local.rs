@@ -120,12 +120,12 @@ pub fn current_env() -> Option<sys::napi_env> {
     CURRENT_ENV.with(Cell::get)
 }
 
-/// Makes this thread's scheduler, once per env; `wake` is a JS function that does nothing (the
-/// threadsafe function's callback does the polling). The scheduler never keeps Node alive by
-/// itself: see [`KeepAlive`].
-pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
+/// Makes this thread's scheduler, once per env (`true` when this call made it); `wake` is a JS
+/// function that does nothing (the threadsafe function's callback does the polling). The
+/// scheduler never keeps Node alive by itself: see [`KeepAlive`].
+pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<bool> {
     if driver(env.raw()).is_some() {
-        return Ok(());
+        return Ok(false);
     }
     let poll: PollFn = wake
         .build_threadsafe_function::<Job>()
@@ -141,9 +141,6 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
             }
             Ok(())
         })?;
-    super::telemetry::start_from_env();
-    // Spans batched for export are sent before the environment is gone.
-    env.add_env_cleanup_hook((), |()| super::telemetry::flush_at_exit())?;
     let driver = Driver {
         key: NEXT_DRIVER_KEY.fetch_add(1, Ordering::Relaxed),
         env: env.raw(),
@@ -156,7 +153,7 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<()> {
         drivers.retain(|driver| !driver.poll.aborted());
         drivers.push(Rc::new(driver));
     });
-    Ok(())
+    Ok(true)
 }
 
 /// `env`'s scheduler; one whose env shut down is never returned (a new env may reuse the address).

@@ -6,6 +6,7 @@
 
 use std::sync::{Once, OnceLock};
 
+use napi::Env;
 use napi_derive::napi;
 
 use crate::telemetry::{Settings, Telemetry};
@@ -16,10 +17,13 @@ fn report(problem: &str) {
     eprintln!("agent-runtime-hooks: OpenTelemetry export is off: {problem}");
 }
 
-/// Once per process; later calls do nothing.
-pub(crate) fn start_from_env() {
+/// Starts the export (once per process) and has it flushed when `env` shuts down; called once
+/// per JS environment, when it makes its first agent.
+pub(crate) fn start_for(env: &Env) -> napi::Result<()> {
     static STARTED: Once = Once::new();
     STARTED.call_once(start);
+    env.add_env_cleanup_hook((), |()| flush_at_exit())?;
+    Ok(())
 }
 
 fn start() {
@@ -58,6 +62,7 @@ pub(crate) fn flush_at_exit() {
 pub async fn flush_telemetry() -> Option<String> {
     match tokio::task::spawn_blocking(flush).await {
         Ok(outcome) => outcome.err(),
-        Err(error) => Some(format!("spans could not be exported: {error}")),
+        // The flush itself failed (a panic), not the export.
+        Err(error) => Some(format!("the flush of spans failed: {error}")),
     }
 }

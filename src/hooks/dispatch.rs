@@ -18,7 +18,7 @@ use tracing::Instrument;
 use super::span::{finish_span, HookSpan};
 
 use super::event::HookEvent;
-use super::fields::Fields;
+use super::fields::EventFields;
 use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
@@ -112,7 +112,7 @@ pub struct HookContext {
 /// it concerns (for matchers), and an `Error` to hand callbacks (PostToolUseFailure).
 pub struct EventInput<'a> {
     pub event: HookEvent,
-    pub payload: Fields,
+    pub payload: EventFields,
     pub tool: Option<&'a str>,
     pub error: Option<ErrorSlot>,
 }
@@ -443,7 +443,11 @@ impl Dispatcher {
     }
 
     /// SessionEnd runs at most once per session, whatever its outcome.
-    pub async fn dispatch_session_end(&self, payload: Fields, caller: Caller<'_>) -> Result<Dispatched, HookError> {
+    pub async fn dispatch_session_end(
+        &self,
+        payload: EventFields,
+        caller: Caller<'_>,
+    ) -> Result<Dispatched, HookError> {
         if self.session_end_attempted.swap(true, Ordering::SeqCst) {
             return Ok(Dispatched::default());
         }

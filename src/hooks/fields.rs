@@ -7,18 +7,18 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 #[derive(Debug, Clone)]
-pub struct Fields(String);
+pub struct EventFields(String);
 
 /// Room for a tool event's fields with a small input, written without growing the buffer.
 const TYPICAL_LEN: usize = 512;
 
-impl Fields {
+impl EventFields {
     /// `value` must serialize as a JSON object (a struct or a map).
     pub fn of(value: &impl Serialize) -> Self {
         let mut text = Vec::with_capacity(TYPICAL_LEN);
         match serde_json::to_writer(&mut text, value).map(|()| String::from_utf8(text)) {
-            Ok(Ok(text)) if text.starts_with('{') => Fields(text),
-            _ => Fields::default(),
+            Ok(Ok(text)) if text.starts_with('{') => EventFields(text),
+            _ => EventFields::default(),
         }
     }
 
@@ -32,15 +32,15 @@ impl Fields {
     }
 }
 
-impl Default for Fields {
+impl Default for EventFields {
     fn default() -> Self {
-        Fields("{}".into())
+        EventFields("{}".into())
     }
 }
 
-impl From<Map<String, Value>> for Fields {
+impl From<Map<String, Value>> for EventFields {
     fn from(map: Map<String, Value>) -> Self {
-        Fields::of(&map)
+        EventFields::of(&map)
     }
 }
 
@@ -59,7 +59,7 @@ mod tests {
             tool_input: &'a Map<String, Value>,
         }
         let input = json!({"b": 1, "a": [true]}).as_object().unwrap().clone();
-        let fields = Fields::of(&Sample {
+        let fields = EventFields::of(&Sample {
             event: "PreToolUse",
             session_id: "s",
             tool_input: &input,
@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn what_is_not_an_object_becomes_an_empty_one() {
-        assert_eq!(Fields::of(&[1, 2]).json(), "{}");
-        assert_eq!(Fields::from(Map::new()).json(), "{}");
+        assert_eq!(EventFields::of(&[1, 2]).json(), "{}");
+        assert_eq!(EventFields::from(Map::new()).json(), "{}");
     }
 }

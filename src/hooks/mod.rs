@@ -15,5 +15,5 @@ mod span;
 
 pub use dispatch::{Dispatcher, HookError};
 pub use event::HookEvent;
-pub use fields::Fields;
+pub use fields::EventFields;
 pub use output::{Action, HookOutput};
