@@ -15,6 +15,7 @@ import {
   SdkError,
 } from '../index.js'
 import * as esm from '../index.mjs'
+import { childEnv } from './helpers/child.js'
 
 describe('error classes', () => {
   it('SdkError carries code, name, cause and a toJSON without an undefined cause', () => {
@@ -74,7 +75,7 @@ describe('error classes', () => {
   it("Node's own ESM loader finds every export of the CommonJS entry by name", () => {
     const entry = pathToFileURL(resolve(__dirname, '..', 'index.mjs')).href
     const script = `import * as esm from '${entry}'; import { createRequire } from 'node:module'; const cjs = createRequire(import.meta.url)('${resolve(__dirname, '..', 'index.js')}'); console.log(JSON.stringify(Object.keys(cjs).map((name) => [name, esm[name] === cjs[name]]).concat([['default', esm.default === cjs]])))`
-    const pairs = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }))
+    const pairs = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: childEnv() }))
     expect(pairs.length).toBeGreaterThan(9)
     expect(pairs.filter(([, same]: [string, boolean]) => !same)).toEqual([])
   })

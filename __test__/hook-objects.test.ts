@@ -266,6 +266,8 @@ describe('this', () => {
       },
     }
     await prompt('go', { model: scriptedModel([{ toolCalls: [{ name: 'fs/read', input: { path: 'x' } }] }, { text: 'end' }]), tools, advanced })
+    // All three ran (a bare callback's `this` is undefined, so its key alone says it ran).
+    expect(Object.keys(seen).sort()).toEqual(['bare', 'handler', 'permission'])
     expect(seen.bare).toBeUndefined()
     expect(seen.handler).toBe(hookObject)
     expect(seen.permission).toBe(advanced)

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { defineTool, prompt, scriptedModel } from '../index.js'
-import { runScript } from './helpers/child.js'
+import { childEnv, runScript } from './helpers/child.js'
 import { completion, sleep, useServer } from './helpers/server.js'
 
 const server = useServer()
@@ -77,8 +77,7 @@ describe('the process', () => {
 describe('the demo', () => {
   it('explores this project with its scripted model and prints each step', async () => {
     const output = await new Promise<string>((done, fail) => {
-      const env = { ...process.env }
-      delete env.OPENAI_API_KEY
+      const env = childEnv({ OPENAI_API_KEY: undefined })
       execFile(process.execPath, [resolve(__dirname, '..', 'examples', 'demo.mjs')], { timeout: 15000, env }, (error, stdout) => (error ? fail(error) : done(stdout)))
     })
     expect(output).toContain('(scripted model)')

@@ -56,9 +56,10 @@ function typeErrors(): string[] {
 
 describe('documentation examples', () => {
   let errors: string[]
+  // One program for every example: a few seconds on an idle machine, more on a busy one.
   beforeAll(() => {
     errors = typeErrors()
-  })
+  }, 60_000)
   for (const [file, count] of FILES) {
     it(`${file}: every TypeScript example type-checks`, () => {
       expect(examples(file).length).toBeGreaterThanOrEqual(count)

@@ -10,7 +10,8 @@ const collector = useServer()
 // The collector takes every export.
 beforeEach(() => collector.reply((_, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{}')))
 
-/** An agent with one tool call, a PreToolUse callback and a PostToolUse hook object. */
+/** An agent with one tool call, a PreToolUse callback, a PostToolUse hook object, and
+ * SessionStart and SessionEnd callbacks. */
 const AGENT = `
   const { createAgent, scriptedModel, defineTool, flushTelemetry } = require(process.env.ENTRY)
   async function work() {
@@ -18,8 +19,10 @@ const AGENT = `
       model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'lookup', input: { q: 'x' } }] }, { text: 'done' }]),
       tools: [defineTool({ name: 'lookup', execute: async () => 'found' })],
       advanced: { hooks: {
+        SessionStart: [() => ({ action: 'continue' })],
         PreToolUse: [() => ({ action: 'continue' })],
         PostToolUse: [{ id: 'audit', handler: () => {} }],
+        SessionEnd: [() => ({ action: 'continue' })],
       } },
     })
     const text = await (await agent.send('go')).text()
@@ -61,6 +64,7 @@ describe('OpenTelemetry export', () => {
     const result = await runScript(`${AGENT}; work().then((text) => console.log(text))`, { env: otel() })
     expect(result).toMatchObject({ code: 0, stderr: '' })
     expect(result.stdout.trim()).toBe('done')
+    expect(collector.requests.length).toBeGreaterThan(0)
     expect(collector.requests.map((request) => [request.method, request.url, request.headers['content-type']])).toEqual(
       collector.requests.map(() => ['POST', '/v1/traces', 'application/json']),
     )
@@ -68,9 +72,20 @@ describe('OpenTelemetry export', () => {
     expect(service.value.stringValue).toBe('support-bot')
 
     const spans = exportedSpans()
-    expect(spans.map((span) => span.name).sort()).toEqual(
-      ['agent_close', 'agent_run', 'agent_start', 'hook', 'hook', 'hook_dispatch', 'hook_dispatch', 'model_call', 'model_call', 'tool_call'],
-    )
+    expect(spans.map((span) => span.name).sort()).toEqual([
+      'agent_close',
+      'agent_run',
+      'agent_start',
+      ...Array(4).fill('hook'),
+      ...Array(4).fill('hook_dispatch'),
+      'model_call',
+      'model_call',
+      'tool_call',
+    ])
+    // Neither the tool's input nor its output is an attribute.
+    const exported = JSON.stringify(collector.requests.map((request) => request.body))
+    expect(exported).not.toContain('found')
+    expect(exported).not.toContain('\\"q\\"')
     const run = spans.find((span) => span.name === 'agent_run')!
     const tool = spans.find((span) => span.name === 'tool_call')!
     const pre = spans.find((span) => span.name === 'hook_dispatch' && span.attributes.event === 'PreToolUse')!
@@ -80,9 +95,15 @@ describe('OpenTelemetry export', () => {
     expect(pre).toMatchObject({ parentSpanId: tool.spanId, attributes: { outcome: 'ok' } })
     expect(audit.attributes.outcome).toBe('ok')
     expect(Number(audit.attributes.elapsed_us)).toBeGreaterThanOrEqual(0)
-    // The session's own spans carry the same session id as its run.
+    // The session's own spans carry the same session id as its run, are roots, and hold the
+    // SessionStart and SessionEnd dispatches.
     const start = spans.find((span) => span.name === 'agent_start')!
+    const close = spans.find((span) => span.name === 'agent_close')!
     expect(start.attributes.session_id).toBe(run.attributes.session_id)
+    expect(close.attributes.session_id).toBe(run.attributes.session_id)
+    expect([start.parentSpanId, close.parentSpanId]).toEqual(['', ''])
+    expect(spans.find((span) => span.attributes.event === 'SessionStart')!.parentSpanId).toBe(start.spanId)
+    expect(spans.find((span) => span.attributes.event === 'SessionEnd')!.parentSpanId).toBe(close.spanId)
   })
 
   it('flushTelemetry() sends the batch now, before process.exit() would lose it', async () => {
@@ -159,19 +180,35 @@ describe('OpenTelemetry export', () => {
   })
 
   it('rejects flushTelemetry() with the reason when the collector is down', async () => {
-    const closed = createServer()
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
-    const { port } = closed.address() as import('node:net').AddressInfo
-    await new Promise((resolve) => closed.close(resolve))
-    const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => console.log('sent'), (error) => console.log(error.constructor.name, error.message))`, {
-      env: otel({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` }),
-    })
-    expect(result.code).toBe(0)
-    expect(result.stdout).toMatch(/^Error spans could not be exported: /)
+    // A port of ours that drops every connection (a freed port could be taken by another test).
+    const down = createServer((socket) => socket.destroy())
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve))
+    const { port } = down.address() as import('node:net').AddressInfo
+    try {
+      const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => console.log('sent'), (error) => console.log(error.constructor.name, error.message))`, {
+        env: otel({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` }),
+      })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toMatch(/^Error spans could not be exported: /)
+    } finally {
+      await new Promise((resolve) => down.close(resolve))
+    }
   })
 
-  it('stays off, and says why on stderr, when asked for a protocol it does not speak', async () => {
-    const result = await runScript(`${AGENT}; work().then((text) => console.log(text))`, { env: otel({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }) })
+  it('sends the headers and the compression the variables ask for', async () => {
+    const result = await runScript(`${AGENT}; work().then((text) => console.log(text))`, {
+      env: otel({ OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=acme', OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' }),
+    })
+    expect(result).toMatchObject({ code: 0, stdout: 'done\n', stderr: '' })
+    expect(collector.requests.length).toBeGreaterThan(0)
+    for (const request of collector.requests) {
+      expect([request.url, request.headers['x-tenant'], request.headers['content-encoding']]).toEqual(['/v1/traces', 'acme', 'gzip'])
+    }
+  })
+
+  it('stays off, and says why on stderr once, when asked for a protocol it does not speak', async () => {
+    // Two agents: the variables are read, and the problem reported, once per process.
+    const result = await runScript(`${AGENT}; work().then(work).then((text) => console.log(text))`, { env: otel({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }) })
     expect(result).toMatchObject({ code: 0, stdout: 'done\n' })
     expect(result.stderr).toBe(
       'agent-runtime-hooks: OpenTelemetry export is off: OTEL_EXPORTER_OTLP_PROTOCOL "grpc" is not supported (use "http/protobuf" or "http/json")\n',
@@ -179,8 +216,14 @@ describe('OpenTelemetry export', () => {
     expect(collector.requests).toEqual([])
   })
 
-  it('is off without an endpoint: nothing is sent and flushTelemetry() resolves', async () => {
-    const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => console.log('ok'))`, { env: { OTEL_SERVICE_NAME: 'x' } })
+  it.each([
+    ['without an endpoint', null],
+    ['with OTEL_SDK_DISABLED=true', { OTEL_SDK_DISABLED: 'true' }],
+    ['with OTEL_TRACES_EXPORTER=none', { OTEL_TRACES_EXPORTER: 'none' }],
+  ])('is off %s: nothing is sent and flushTelemetry() resolves', async (_, switches) => {
+    // The last two point at the collector, and switch export off.
+    const env = switches === null ? { OTEL_SERVICE_NAME: 'x' } : otel(switches)
+    const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => console.log('ok'))`, { env })
     expect(result).toMatchObject({ code: 0, stdout: 'ok\n', stderr: '' })
     expect(collector.requests).toEqual([])
     await expect(flushTelemetry()).resolves.toBeUndefined()

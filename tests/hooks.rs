@@ -14,16 +14,8 @@ use agent_runtime_hooks::hooks::dispatch::{Caller, EventInput, HookContext, Hook
 use agent_runtime_hooks::hooks::pending::Owner;
 use agent_runtime_hooks::hooks::HookEvent;
 use agent_runtime_hooks::host::AbortReason;
-use common::{f, result, run, session as new_session, tool, FakeHost};
+use common::{f, one_call, result, run, scripted, session as new_session, tool, FakeHost};
 use serde_json::{json, Value};
-
-fn scripted(turns: Value) -> Value {
-    json!({"kind": "scripted", "turns": turns})
-}
-
-fn one_call(name: &str, input: Value) -> Value {
-    scripted(json!([{"toolCalls": [{"id": "c1", "name": name, "input": input}]}, {"text": "end"}]))
-}
 
 fn error_of(events: &[StreamEvent]) -> &agent_runtime_hooks::error::SdkError {
     match events.last() {

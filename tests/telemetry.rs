@@ -7,11 +7,10 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
 
-use agent_runtime_hooks::agent::Session;
+use agent_runtime_hooks::agent::{SendOptions, Session, StreamEvent};
 use agent_runtime_hooks::telemetry::{Settings, Telemetry};
-use common::{f, run, session as new_session, tool, FakeHost};
+use common::{f, one_call, run, scripted, session as new_session, tool, FakeHost};
 use opentelemetry_otlp::Protocol;
 use serde_json::{json, Value};
 
@@ -76,13 +75,10 @@ fn settings(endpoint: &str, protocol: Protocol) -> Settings {
     }
 }
 
-/// Everything received until nothing more comes.
+/// Everything received so far: after a flush, every export (the collector queues a request
+/// before it answers, and the flush waits for the answer).
 fn drain(received: &mpsc::Receiver<Received>) -> Vec<Received> {
-    let mut all = Vec::new();
-    while let Ok(request) = received.recv_timeout(Duration::from_millis(300)) {
-        all.push(request);
-    }
-    all
+    received.try_iter().collect()
 }
 
 /// A span of an OTLP/JSON export: its name, ids, string attributes and status.
@@ -148,10 +144,6 @@ async fn traced_run(options: Value, host: FakeHost, protocol: Protocol) -> (Arc<
     (session, drain(&received))
 }
 
-fn one_tool_call() -> Value {
-    json!({"kind": "scripted", "turns": [{"toolCalls": [{"id": "c1", "name": "t", "input": {}}]}, {"text": "end"}]})
-}
-
 #[tokio::test]
 async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
     let host = FakeHost::default()
@@ -159,7 +151,7 @@ async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
         .throwing(2, "audit broke")
         .returning(0, json!("ran"));
     let (session, requests) = traced_run(
-        json!({"model": one_tool_call(), "tools": [tool("t", 0)],
+        json!({"model": one_call("t", json!({})), "tools": [tool("t", 0)],
                "advanced": {"hooks": {"PreToolUse": [f(1)], "PostToolUse": [{"id": "audit", "handler": f(2)}]}}}),
         host,
         Protocol::HttpJson,
@@ -238,7 +230,7 @@ async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
 #[tokio::test]
 async fn a_failed_run_is_an_error_span_with_the_failure() {
     let (_, requests) = traced_run(
-        json!({"model": {"kind": "scripted", "turns": []}}),
+        json!({"model": scripted(json!([]))}),
         FakeHost::default(),
         Protocol::HttpJson,
     )
@@ -256,7 +248,7 @@ async fn a_failed_run_is_an_error_span_with_the_failure() {
 #[tokio::test]
 async fn protobuf_bodies_carry_the_spans() {
     let (session, requests) = traced_run(
-        json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]}}),
+        json!({"model": scripted(json!([{"text": "hi"}]))}),
         FakeHost::default(),
         Protocol::HttpBinary,
     )
@@ -272,9 +264,10 @@ async fn protobuf_bodies_carry_the_spans() {
 
 #[test]
 fn a_collector_that_is_down_fails_the_flush_with_its_reason() {
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
-    let endpoint = format!("http://{}/v1/traces", closed.local_addr().unwrap());
-    drop(closed);
+    // A port of ours that drops every connection (a freed port could be taken meanwhile).
+    let down = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}/v1/traces", down.local_addr().unwrap());
+    std::thread::spawn(move || down.incoming().for_each(drop));
     let telemetry = Telemetry::start(&settings(&endpoint, Protocol::HttpJson)).unwrap();
     {
         let _guard = tracing::subscriber::set_default(telemetry.subscriber());
@@ -288,7 +281,7 @@ fn a_collector_that_is_down_fails_the_flush_with_its_reason() {
 async fn what_is_logged_stays_out_of_the_trace() {
     // An observer that throws is logged ("… the run goes on") with what it threw.
     let (_, requests) = traced_run(
-        json!({"model": {"kind": "scripted", "turns": [{"text": "hi"}]},
+        json!({"model": scripted(json!([{"text": "hi"}])),
                "advanced": {"hooks": [{"id": "steps", "type": "afterStep", "handler": f(3)}]}}),
         FakeHost::default().throwing(3, "token sk-12345 leaked"),
         Protocol::HttpJson,
@@ -323,7 +316,7 @@ async fn a_hook_span_keeps_its_first_failure_and_hooks_that_do_not_run_have_none
         .returning(2, json!({"action": "continue"}))
         .returning(0, json!("ran"));
     let (_, requests) = traced_run(
-        json!({"model": one_tool_call(), "tools": [tool("t", 0)],
+        json!({"model": one_call("t", json!({})), "tools": [tool("t", 0)],
                "advanced": {"hooks": [
                    {"id": "steps", "type": "afterStep", "handler": f(3), "webhook": {"url": "http://127.0.0.1:9/hooks"}},
                    {"id": "fixture", "type": "beforeToolCall", "handler": f(1)},
@@ -344,4 +337,28 @@ async fn a_hook_span_keeps_its_first_failure_and_hooks_that_do_not_run_have_none
     assert_eq!(outcomes("steps"), ["threw", "threw"]);
     assert_eq!(outcomes("fixture"), ["ok"]);
     assert!(outcomes("never").is_empty(), "{spans:#?}");
+}
+
+#[tokio::test]
+async fn an_aborted_run_says_so_and_is_not_an_error() {
+    let (endpoint, received) = collector();
+    let telemetry = Telemetry::start(&settings(&endpoint, Protocol::HttpJson)).unwrap();
+    let host = FakeHost::default().with(0, |_| Box::pin(futures::future::pending()));
+    let (session, _host) = new_session(
+        json!({"model": one_call("hang", json!({})), "tools": [tool("hang", 0)]}),
+        host,
+    );
+    {
+        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
+        let (handle, drive) = session.send(&json!("go"), SendOptions::default()).unwrap();
+        tokio::spawn(drive);
+        while !matches!(handle.events.recv().await, Some(StreamEvent::ToolUse { .. }) | None) {}
+        handle.control.abort("stop".into());
+        while handle.events.recv().await.is_some() {}
+    }
+    telemetry.flush().unwrap();
+    let (_, spans) = spans_of(&drain(&received));
+    let root = spans.iter().find(|span| span.name == "agent_run").unwrap();
+    assert_eq!(root.attributes["stop_reason"], "aborted");
+    assert_ne!(root.status["code"], 2, "{:?}", root.status);
 }

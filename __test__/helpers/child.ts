@@ -12,12 +12,17 @@ export interface ChildResult {
   timedOut: boolean
 }
 
+/** The test process's environment without its OTEL_* variables (a child decides from them
+ * whether it exports spans: only what a test gives counts), plus `env`. */
+export function childEnv(env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('OTEL_')))
+  return { ...inherited, ...env }
+}
+
 export function runScript(source: string, { timeoutMs = 8000, env = {} }: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<ChildResult> {
   return new Promise((done) => {
     const started = Date.now()
-    // A child decides from OTEL_* whether it exports spans: only what the test gives counts.
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('OTEL_')))
-    execFile(process.execPath, ['-e', source], { timeout: timeoutMs, env: { ...inherited, ...env, ENTRY: entry } }, (error, stdout, stderr) => {
+    execFile(process.execPath, ['-e', source], { timeout: timeoutMs, env: childEnv({ ...env, ENTRY: entry }) }, (error, stdout, stderr) => {
       const timedOut = Boolean(error && (error as any).killed) && Date.now() - started >= timeoutMs - 100
       done({ code: error ? ((error as any).code ?? null) : 0, stdout, stderr, timedOut })
     })

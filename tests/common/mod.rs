@@ -124,3 +124,13 @@ pub fn tool(name: &str, function: u32) -> Value {
 pub fn f(id: u32) -> Value {
     json!({"$function": id})
 }
+
+/// A scripted model of `turns`.
+pub fn scripted(turns: Value) -> Value {
+    json!({"kind": "scripted", "turns": turns})
+}
+
+/// A scripted model that calls tool `name` once (call id `c1`), then answers "end".
+pub fn one_call(name: &str, input: Value) -> Value {
+    scripted(json!([{"toolCalls": [{"id": "c1", "name": name, "input": input}]}, {"text": "end"}]))
+}
