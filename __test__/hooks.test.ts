@@ -13,7 +13,7 @@ import {
   type HookInput,
   type HookOutput,
 } from '../index.js'
-import { openaiChunks, rawStream, sleep, sse, until, untilAborted, useServer } from './helpers/server.js'
+import { onceSettled, openaiChunks, rawStream, sleep, sse, until, untilAborted, useServer } from './helpers/server.js'
 
 const server = useServer()
 
@@ -597,8 +597,7 @@ describe('deadlines and cancellation', () => {
     expect(blocked.message).toBe('An inline hook callback is still cleaning up')
     await expect(agent.close()).rejects.toThrow(`Session runtime ${agent.sessionId} still has an inline hook callback cleaning up`)
     release()
-    await sleep(20)
-    expect(await (await agent.send('three')).text()).toBe('first')
+    expect(await onceSettled(async () => (await agent.send('three')).text())).toBe('first')
     await agent.close()
     expect(agent.isClosed).toBe(true)
   })
@@ -622,8 +621,7 @@ describe('deadlines and cancellation', () => {
     ])
     expect(executed).toBe(0)
     release()
-    await sleep(20)
-    await agent.close()
+    await onceSettled(() => agent.close())
   })
 
   it('a PermissionRequest hook that outlives the budget fails the call with the timeout text', async () => {

@@ -2,7 +2,7 @@
 // combines with PermissionRequest hooks.
 import { describe, expect, it } from 'vitest'
 import { createAgent, defineTool, HookTimeoutError, prompt, scriptedModel, type AgentOptions, type AgentPermissionRequest, type ScriptedToolCall } from '../index.js'
-import { sleep, untilAborted } from './helpers/server.js'
+import { onceSettled, sleep, untilAborted } from './helpers/server.js'
 
 const ran: string[] = []
 const tools = [
@@ -139,8 +139,7 @@ describe('fail closed', () => {
     ])
     expect([asked, ran.length]).toEqual([1, 0])
     release()
-    await sleep(20)
-    await agent.close()
+    await onceSettled(() => agent.close())
   })
 })
 

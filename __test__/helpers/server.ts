@@ -99,6 +99,22 @@ export async function until(condition: () => boolean, timeoutMs = 2000): Promise
   }
 }
 
+/**
+ * Runs `attempt` until it is not refused because a released callback is still cleaning up (it
+ * settles within a turn or two of its release); fails the test after `timeoutMs`.
+ */
+export async function onceSettled<T>(attempt: () => Promise<T>, timeoutMs = 2000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      return await attempt()
+    } catch (error) {
+      if (!/cleaning up/.test(String((error as Error)?.message)) || Date.now() > deadline) throw error
+      await sleep(1)
+    }
+  }
+}
+
 /** A promise that rejects with the signal's reason once it aborts (a hook or tool that waits for its deadline). */
 export function untilAborted(signal: AbortSignal): Promise<never> {
   return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
