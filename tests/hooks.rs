@@ -14,7 +14,7 @@ use agent_runtime_hooks::hooks::dispatch::{Caller, EventInput, HookContext, Hook
 use agent_runtime_hooks::hooks::pending::Owner;
 use agent_runtime_hooks::hooks::HookEvent;
 use agent_runtime_hooks::host::AbortReason;
-use common::{f, one_call, result, run, scripted, session as new_session, tool, FakeHost};
+use common::{audited_tool_call, f, one_call, result, run, scripted, session as new_session, tool, FakeHost};
 use serde_json::{json, Value};
 
 fn error_of(events: &[StreamEvent]) -> &agent_runtime_hooks::error::SdkError {
@@ -510,15 +510,8 @@ impl tracing::Subscriber for SpanLog {
 async fn every_dispatch_and_hook_is_a_span_with_its_outcome_and_duration() {
     let spans = SpanLog::default();
     let _guard = tracing::subscriber::set_default(spans.clone());
-    let host = FakeHost::default()
-        .returning(1, json!({"action": "continue"}))
-        .throwing(2, "post broke")
-        .returning(0, json!("ran"));
-    let (session, _host) = new_session(
-        json!({"model": one_call("t", json!({})), "tools": [tool("t", 0)],
-               "advanced": {"hooks": {"PreToolUse": [f(1)], "PostToolUse": [{"id": "audit", "handler": f(2)}]}}}),
-        host,
-    );
+    let (options, host) = audited_tool_call();
+    let (session, _host) = new_session(options, host);
     run(&session, "go").await;
     let spans = spans.0.lock().unwrap().clone();
     let field = |fields: &[(String, String)], name: &str| {

@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 
 use agent_runtime_hooks::agent::{SendOptions, Session, StreamEvent};
 use agent_runtime_hooks::telemetry::{Settings, Telemetry};
-use common::{f, one_call, run, scripted, session as new_session, tool, FakeHost};
+use common::{audited_tool_call, f, one_call, run, scripted, session as new_session, tool, FakeHost};
 use opentelemetry_otlp::Protocol;
 use serde_json::{json, Value};
 
@@ -146,17 +146,8 @@ async fn traced_run(options: Value, host: FakeHost, protocol: Protocol) -> (Arc<
 
 #[tokio::test]
 async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
-    let host = FakeHost::default()
-        .returning(1, json!({"action": "continue"}))
-        .throwing(2, "audit broke")
-        .returning(0, json!("ran"));
-    let (session, requests) = traced_run(
-        json!({"model": one_call("t", json!({})), "tools": [tool("t", 0)],
-               "advanced": {"hooks": {"PreToolUse": [f(1)], "PostToolUse": [{"id": "audit", "handler": f(2)}]}}}),
-        host,
-        Protocol::HttpJson,
-    )
-    .await;
+    let (options, host) = audited_tool_call();
+    let (session, requests) = traced_run(options, host, Protocol::HttpJson).await;
     assert!(!requests.is_empty(), "nothing was exported");
     for request in &requests {
         assert_eq!(request.path, "/v1/traces");

@@ -134,3 +134,15 @@ pub fn scripted(turns: Value) -> Value {
 pub fn one_call(name: &str, input: Value) -> Value {
     scripted(json!([{"toolCalls": [{"id": "c1", "name": name, "input": input}]}, {"text": "end"}]))
 }
+
+/// One call of tool `t` with a PreToolUse callback that continues and a PostToolUse hook object
+/// `audit` whose handler throws: the options, and the host that plays them.
+pub fn audited_tool_call() -> (Value, FakeHost) {
+    let host = FakeHost::default()
+        .returning(1, json!({"action": "continue"}))
+        .throwing(2, "audit broke")
+        .returning(0, json!("ran"));
+    let options = json!({"model": one_call("t", json!({})), "tools": [tool("t", 0)],
+                         "advanced": {"hooks": {"PreToolUse": [f(1)], "PostToolUse": [{"id": "audit", "handler": f(2)}]}}});
+    (options, host)
+}
