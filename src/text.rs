@@ -29,6 +29,27 @@ pub fn describe(value: &Value) -> String {
     }
 }
 
+/// What kind of value this is, without showing it (for secrets): `a number`, `a string`, …
+pub fn kind(value: &Value) -> &'static str {
+    if let Value::Object(object) = value {
+        match object.iter().next().filter(|_| object.len() == 1) {
+            Some((key, Value::Number(_))) if key == FUNCTION_KEY => return "a function",
+            Some((key, Value::String(text))) if key == JS_VALUE_KEY => {
+                return if text.ends_with('n') { "a bigint" } else { "a number" }
+            }
+            _ => {}
+        }
+    }
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// The start of `text`, at most `limit` characters, cut on a character boundary.
 pub fn excerpt(text: &str, limit: usize) -> String {
     let text = text.trim();
@@ -55,5 +76,8 @@ mod tests {
         assert_eq!(describe(&json!("x")), "\"x\"");
         assert_eq!(describe(&json!([1])), "an array");
         assert_eq!(describe(&json!({})), "an object");
+        assert_eq!(kind(&json!(12345)), "a number");
+        assert_eq!(kind(&json!({"$js": "123n"})), "a bigint");
+        assert_eq!(kind(&json!({"$function": 1})), "a function");
     }
 }

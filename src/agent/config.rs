@@ -16,8 +16,8 @@ use crate::log::Sink;
 use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
 use crate::model::scripted::{parse_turns, Script, ScriptedModel};
-use crate::model::{Connection, HttpSettings, Model, ToolSchema};
-use crate::text::{describe, FUNCTION_KEY};
+use crate::model::{display_url, Connection, HttpSettings, Model, ToolSchema};
+use crate::text::{describe, kind, FUNCTION_KEY};
 
 /// Environment variables the options may fall back on; the binding reads exactly these.
 pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
@@ -27,6 +27,8 @@ pub const DEFAULT_HOOK_TIMEOUT_MS: u32 = 600_000;
 pub const DEFAULT_SESSION_END_HOOK_TIMEOUT_MS: u32 = 3_000;
 /// The largest delay a JS timer takes; also the bound of counts such as `maxTurns`.
 pub const MAX_TIMER_MS: u64 = 2_147_483_647;
+/// The largest integer a JS number holds exactly.
+const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -133,6 +135,7 @@ impl AgentConfig {
             "requestTimeoutMs",
             "maxRetries",
             "stream",
+            "maxResponseBytes",
         ])?;
 
         let model = read_model(&options, &connection, env)?;
@@ -249,7 +252,9 @@ fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, Strin
     let base_url = match (options.string("baseUrl")?, options.string("baseURL")?) {
         (Some(a), Some(b)) if a != b => {
             return Err(SdkError::config(format!(
-                "baseUrl and baseURL are both set and differ (\"{a}\" and \"{b}\"): pass only one"
+                "baseUrl and baseURL are both set and differ (\"{}\" and \"{}\"): pass only one",
+                display_url(&a),
+                display_url(&b)
             )))
         }
         (a, b) => a.or(b),
@@ -276,7 +281,7 @@ fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, Strin
                 check_http_url(url, field)?;
             }
             let api_key = options
-                .string("apiKey")?
+                .secret("apiKey")?
                 .or_else(|| env.get(provider.key_variable()).cloned())
                 .filter(|key| !key.is_empty());
             if api_key.is_none() && base_url.is_none() {
@@ -289,11 +294,11 @@ fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, Strin
             Ok(ModelChoice::Http {
                 provider,
                 model: id.clone(),
-                connection: Connection {
-                    base_url: base_url.unwrap_or_else(|| provider.default_base_url().to_string()),
+                connection: Connection::new(
+                    base_url.unwrap_or_else(|| provider.default_base_url().to_string()),
                     api_key,
-                    settings: http_settings(connection)?,
-                },
+                    http_settings(connection)?,
+                ),
                 organization: connection.string("organization")?,
                 project: connection.string("projectId")?,
             })
@@ -315,11 +320,13 @@ fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, Strin
 }
 
 fn check_http_url(url: &str, field: &str) -> Result<()> {
+    // Shown without user-info and query: they may hold a key.
+    let shown = display_url(url);
     let parsed = reqwest::Url::parse(url)
-        .map_err(|error| SdkError::config(format!("{field} must be an http(s) URL (\"{url}\": {error})")))?;
+        .map_err(|error| SdkError::config(format!("{field} must be an http(s) URL (\"{shown}\": {error})")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(SdkError::config(format!(
-            "{field} must be an http(s) URL (\"{url}\" uses {})",
+            "{field} must be an http(s) URL (\"{shown}\" uses {})",
             parsed.scheme()
         )));
     }
@@ -337,21 +344,19 @@ fn http_settings(connection: &Fields) -> Result<HttpSettings> {
                 "an object of header names to strings",
             )?;
             let mut pairs = Vec::new();
-            for (name, value) in headers.map {
-                let Value::String(text) = value else {
-                    return Err(headers.invalid(name, "a string", value));
-                };
+            for name in headers.map.keys() {
+                let Some(text) = headers.secret(name)? else { continue };
                 if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     return Err(SdkError::config(format!(
                         "advanced.connection.headers has \"{name}\", which is not a valid header name"
                     )));
                 }
-                if reqwest::header::HeaderValue::from_str(text).is_err() {
+                if reqwest::header::HeaderValue::from_str(&text).is_err() {
                     return Err(SdkError::config(format!(
                         "advanced.connection.headers.{name} is not a valid header value"
                     )));
                 }
-                pairs.push((name.clone(), text.clone()));
+                pairs.push((name.clone(), text));
             }
             pairs
         }
@@ -373,6 +378,11 @@ fn http_settings(connection: &Fields) -> Result<HttpSettings> {
             Some(Value::Bool(flag)) => *flag,
             Some(other) => return Err(connection.invalid("stream", "a boolean", other)),
         },
+        max_response_bytes: connection
+            .positive_integer("maxResponseBytes", MAX_SAFE_INTEGER)?
+            .map_or(defaults.max_response_bytes, |bytes| {
+                usize::try_from(bytes).unwrap_or(usize::MAX)
+            }),
     })
 }
 
@@ -499,6 +509,19 @@ impl<'a> Fields<'a> {
         Ok(())
     }
 
+    /// A string that may be a secret: a wrong value is named by its kind, never shown.
+    fn secret(&self, name: &str) -> Result<Option<String>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(SdkError::config(format!(
+                "{} must be a string (got {})",
+                self.field(name),
+                kind(other)
+            ))),
+        }
+    }
+
     fn string(&self, name: &str) -> Result<Option<String>> {
         match self.get(name) {
             None => Ok(None),
@@ -588,7 +611,13 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "tools": [tool("a"), tool("a")]}), "tools[1].name \"a\" is already the name of another tool"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "a", "kind": "admin", "execute": {"$function": 0}}]}), "tools[0].kind must be one of readonly, write, execute (got \"admin\")"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "a", "parameters": "x", "execute": {"$function": 0}}]}), "tools[0].parameters must be a JSON Schema object (got \"x\")"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"headers": {"x": 1}}}}), "advanced.connection.headers.x must be a string (got 1)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"headers": {"x": 1}}}}), "advanced.connection.headers.x must be a string (got a number)"),
+            (json!({"model": "m", "apiKey": 918273645}), "apiKey must be a string (got a number)"),
+            (json!({"model": "m", "apiKey": {"$js": "918273645n"}}), "apiKey must be a string (got a bigint)"),
+            (json!({"model": "m", "baseUrl": "ftp://me:pw@h/?key=918273645"}), "baseUrl must be an http(s) URL (\"ftp://h/\" uses ftp)"),
+            (json!({"model": "m", "baseUrl": "http://a?k=918273645", "baseURL": "http://a?k=1"}), "baseUrl and baseURL are both set and differ (\"http://a\" and \"http://a\"): pass only one"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),

@@ -1,13 +1,17 @@
 //! Anthropic Messages (`POST {baseUrl}/v1/messages`): `tool_use` / `tool_result` blocks, SSE.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Connection};
-use super::sse::{parse_data, SseReader};
+use super::fragments::{decode, finish_text, push_string, push_text, Fragments};
+use super::http::{self, Assembler, Connection};
+use super::secrets::Secrets;
+use super::sse::parse_data;
 use super::{ContentPart, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage, UserContent};
 use crate::error::{Result, SdkError};
 use crate::ids;
@@ -99,43 +103,174 @@ struct WireUsage {
 }
 
 #[derive(Deserialize)]
-struct MessageResponse {
-    #[serde(default)]
-    content: Vec<Value>,
+struct MessageResponse<'a> {
+    #[serde(default, borrow)]
+    content: Vec<Block<'a>>,
     #[serde(default)]
     usage: WireUsage,
 }
 
+/// A content block, its text read raw (see `Fragments`).
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum StreamEvent {
-    MessageStart {
-        message: StartedMessage,
-    },
-    ContentBlockStart {
-        index: usize,
-        content_block: Value,
-    },
-    ContentBlockDelta {
-        index: usize,
-        delta: Value,
-    },
-    ContentBlockStop {},
-    MessageDelta {
-        #[serde(default)]
-        usage: WireUsage,
-    },
-    MessageStop {},
-    Ping {},
-    Error {
-        error: Value,
-    },
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    id: Option<String>,
+    name: Option<String>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    input: Option<Value>,
+}
+
+/// One stream event. A struct rather than an enum tagged by `type`: serde buffers a tagged
+/// enum's fields, and raw values do not survive that.
+#[derive(Deserialize)]
+struct StreamEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    index: Option<usize>,
+    message: Option<StartedMessage>,
+    #[serde(borrow)]
+    content_block: Option<Block<'a>>,
+    #[serde(borrow)]
+    delta: Option<EventDelta<'a>>,
+    usage: Option<WireUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct EventDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    partial_json: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
 struct StartedMessage {
     #[serde(default)]
     usage: WireUsage,
+}
+
+/// A streamed message being put together from its events.
+pub(crate) struct StreamAssembler {
+    reply: ModelReply,
+    text: Fragments,
+    input_tokens: u64,
+    output_tokens: u64,
+    tool_calls: BTreeMap<usize, (ToolCallRequest, Fragments)>,
+    stopped: bool,
+    max: usize,
+}
+
+impl Assembler for StreamAssembler {
+    fn new(max: usize) -> Self {
+        StreamAssembler {
+            reply: ModelReply::default(),
+            text: Fragments::default(),
+            input_tokens: 0,
+            output_tokens: 0,
+            tool_calls: BTreeMap::new(),
+            stopped: false,
+            max,
+        }
+    }
+
+    /// `Ok(true)` at `message_stop`.
+    fn event(&mut self, data: &str, secrets: &Secrets, on_text: TextSink<'_>) -> Result<bool> {
+        if data.trim().is_empty() {
+            return Ok(false);
+        }
+        let event: StreamEvent = parse_data(data, secrets)?;
+        let index = event.index.unwrap_or(0);
+        match event.kind.as_ref() {
+            "message_start" => {
+                let usage = event.message.map(|message| message.usage).unwrap_or_default();
+                self.input_tokens = usage.input_tokens.unwrap_or(0);
+                self.output_tokens = usage.output_tokens.unwrap_or(0);
+            }
+            "content_block_start" => {
+                let Some(block) = event.content_block else {
+                    return Ok(false);
+                };
+                if block.kind == "tool_use" {
+                    let call = ToolCallRequest {
+                        id: block.id.filter(|id| !id.is_empty()).unwrap_or_else(ids::call_id),
+                        name: block.name.unwrap_or_default(),
+                        arguments: String::new(),
+                    };
+                    self.tool_calls.insert(index, (call, Fragments::default()));
+                } else {
+                    push_text(&mut self.text, block.text, &mut self.reply.text, on_text)?;
+                }
+            }
+            "content_block_delta" => {
+                let Some(delta) = event.delta else { return Ok(false) };
+                match delta.kind.as_deref() {
+                    Some("text_delta") => push_text(&mut self.text, delta.text, &mut self.reply.text, on_text)?,
+                    Some("input_json_delta") => {
+                        let Some((call, arguments)) = self.tool_calls.get_mut(&index) else {
+                            return Err(SdkError::model(format!(
+                                "Model stream is malformed: input for content block {index}, which is not a tool_use block"
+                            )));
+                        };
+                        push_string(arguments, delta.partial_json, &mut call.arguments)?;
+                        if call.arguments.len() > self.max {
+                            return Err(http::too_large("a tool call's arguments", self.max));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                let usage = event.usage.unwrap_or_default();
+                if let Some(tokens) = usage.output_tokens {
+                    self.output_tokens = tokens;
+                }
+                if let Some(tokens) = usage.input_tokens {
+                    self.input_tokens = tokens;
+                }
+            }
+            "message_stop" => {
+                self.stopped = true;
+                return Ok(true);
+            }
+            "error" => {
+                let error = event.error.unwrap_or(Value::Null);
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| error.to_string());
+                return Err(SdkError::model(format!("Model stream reported an error: {message}")));
+            }
+            // content_block_stop, ping, and event types added after this was written.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn finish(mut self, on_text: TextSink<'_>) -> Result<ModelReply> {
+        if !self.stopped {
+            return Err(SdkError::model("Model stream ended before the response was complete"));
+        }
+        finish_text(&mut self.text, &mut self.reply.text, on_text);
+        self.reply.usage = Usage::new(self.input_tokens, self.output_tokens);
+        self.reply.tool_calls = self
+            .tool_calls
+            .into_values()
+            .map(|(mut call, mut arguments)| {
+                arguments.finish(&mut call.arguments);
+                if call.arguments.trim().is_empty() {
+                    call.arguments = "{}".into();
+                }
+                call
+            })
+            .collect();
+        Ok(self.reply)
+    }
 }
 
 impl AnthropicClient {
@@ -178,26 +313,17 @@ impl AnthropicClient {
         }
         body.insert("stream".into(), json!(settings.stream));
         let body = serde_json::to_vec(&body).map_err(|error| SdkError::model(error.to_string()))?;
-        let opened = http::post(&url, headers, body, settings).await?;
-        if settings.stream {
-            read_stream(SseReader::new(opened), on_text).await
-        } else {
-            let bytes = tokio::time::timeout_at(opened.deadline, opened.response.bytes())
-                .await
-                .map_err(|_| http::timed_out(opened.timeout))?
-                .map_err(|error| SdkError::model(format!("Model response broke off: {}", http::chain(&error))))?;
-            let reply = parse_message(&bytes)?;
-            if !reply.text.is_empty() {
-                on_text(&reply.text);
-            }
-            Ok(reply)
-        }
+        let opened = http::post(&url, headers, body, &self.connection).await?;
+        http::read_answer::<StreamAssembler>(opened, &self.connection, on_text, parse_message).await
     }
 }
 
 impl Model for AnthropicClient {
     fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        Box::pin(self.complete_inner(request, on_text))
+        Box::pin(async move {
+            let reply = self.complete_inner(request, on_text).await;
+            reply.map_err(|error| self.connection.seal(error))
+        })
     }
 
     fn is_remote(&self) -> bool {
@@ -205,13 +331,14 @@ impl Model for AnthropicClient {
     }
 }
 
-fn parse_message(bytes: &[u8]) -> Result<ModelReply> {
-    let response: MessageResponse = serde_json::from_slice(bytes).map_err(|error| {
+fn parse_message(bytes: &[u8], secrets: &Secrets) -> Result<ModelReply> {
+    let malformed = |error: String| {
         SdkError::model(format!(
             "Model response is not a message: {error} in {}",
-            http::excerpt(&String::from_utf8_lossy(bytes), 200)
+            secrets.excerpt(&String::from_utf8_lossy(bytes), 200)
         ))
-    })?;
+    };
+    let response: MessageResponse = serde_json::from_slice(bytes).map_err(|error| malformed(error.to_string()))?;
     let mut reply = ModelReply {
         usage: Usage::new(
             response.usage.input_tokens.unwrap_or(0),
@@ -220,18 +347,19 @@ fn parse_message(bytes: &[u8]) -> Result<ModelReply> {
         ..ModelReply::default()
     };
     for block in response.content {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => reply
-                .text
-                .push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
-            Some("tool_use") => reply.tool_calls.push(ToolCallRequest {
-                id: block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .unwrap_or_else(ids::call_id),
-                name: block.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                arguments: block.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
+        match block.kind.as_ref() {
+            "text" => {
+                if let Some(raw) = block.text.filter(|raw| raw.get() != "null") {
+                    reply.text.push_str(&decode(raw).map_err(malformed)?);
+                }
+            }
+            "tool_use" => reply.tool_calls.push(ToolCallRequest {
+                id: block.id.unwrap_or_else(ids::call_id),
+                name: block.name.unwrap_or_default(),
+                arguments: block
+                    .input
+                    .map(|input| input.to_string())
+                    .unwrap_or_else(|| "{}".into()),
             }),
             _ => {}
         }
@@ -239,114 +367,138 @@ fn parse_message(bytes: &[u8]) -> Result<ModelReply> {
     Ok(reply)
 }
 
-async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<ModelReply> {
-    let mut reply = ModelReply::default();
-    let mut input_tokens = 0;
-    let mut output_tokens = 0;
-    let mut tool_calls: BTreeMap<usize, ToolCallRequest> = BTreeMap::new();
-    let mut stopped = false;
-    while let Some(event) = reader.next().await? {
-        if event.data.trim().is_empty() {
-            continue;
-        }
-        match parse_data::<StreamEvent>(&event)? {
-            StreamEvent::MessageStart { message } => {
-                input_tokens = message.usage.input_tokens.unwrap_or(0);
-                output_tokens = message.usage.output_tokens.unwrap_or(0);
-            }
-            StreamEvent::ContentBlockStart { index, content_block } => {
-                if content_block.get("type").and_then(Value::as_str) == Some("tool_use") {
-                    let field = |name: &str| {
-                        content_block
-                            .get(name)
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string()
-                    };
-                    let id = Some(field("id"))
-                        .filter(|id| !id.is_empty())
-                        .unwrap_or_else(ids::call_id);
-                    tool_calls.insert(
-                        index,
-                        ToolCallRequest {
-                            id,
-                            name: field("name"),
-                            arguments: String::new(),
-                        },
-                    );
-                } else if let Some(text) = content_block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    on_text(text);
-                    reply.text.push_str(text);
-                }
-            }
-            StreamEvent::ContentBlockDelta { index, delta } => match delta.get("type").and_then(Value::as_str) {
-                Some("text_delta") => {
-                    if let Some(text) = delta.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                        on_text(text);
-                        reply.text.push_str(text);
-                    }
-                }
-                Some("input_json_delta") => {
-                    let fragment = delta.get("partial_json").and_then(Value::as_str).unwrap_or("");
-                    match tool_calls.get_mut(&index) {
-                        Some(call) => call.arguments.push_str(fragment),
-                        None => {
-                            return Err(SdkError::model(format!(
-                            "Model stream is malformed: input for content block {index}, which is not a tool_use block"
-                        )))
-                        }
-                    }
-                }
-                _ => {}
-            },
-            StreamEvent::MessageDelta { usage } => {
-                if let Some(tokens) = usage.output_tokens {
-                    output_tokens = tokens;
-                }
-                if let Some(tokens) = usage.input_tokens {
-                    input_tokens = tokens;
-                }
-            }
-            StreamEvent::MessageStop {} => {
-                stopped = true;
-                break;
-            }
-            StreamEvent::ContentBlockStop {} | StreamEvent::Ping {} => {}
-            StreamEvent::Error { error } => {
-                let message = error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .unwrap_or_else(|| error.to_string());
-                return Err(SdkError::model(format!("Model stream reported an error: {message}")));
-            }
-        }
-    }
-    if !stopped {
-        return Err(SdkError::model("Model stream ended before the response was complete"));
-    }
-    reply.usage = Usage::new(input_tokens, output_tokens);
-    reply.tool_calls = tool_calls
-        .into_values()
-        .map(|mut call| {
-            if call.arguments.trim().is_empty() {
-                call.arguments = "{}".into();
-            }
-            call
-        })
-        .collect();
-    Ok(reply)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::fragments::{literal, utf16_pieces};
+    use crate::model::sse::testing::{self, cut};
     use crate::model::AssistantToolCall;
+    use proptest::prelude::*;
     use std::sync::Arc;
+
+    fn assemble(datas: &[String], max: usize) -> (Result<ModelReply>, Vec<String>) {
+        testing::assemble::<StreamAssembler>(datas, max)
+    }
+
+    fn text_delta(literal: &str) -> String {
+        format!(r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":{literal}}}}}"#)
+    }
+
+    fn json_delta(index: usize, literal: &str) -> String {
+        format!(
+            r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"input_json_delta","partial_json":{literal}}}}}"#
+        )
+    }
+
+    fn tool_start(index: usize, name: &str) -> String {
+        format!(
+            r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"tool_use","id":"tu{index}","name":"{name}","input":{{}}}}}}"#
+        )
+    }
+
+    const START: &str = r#"{"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1}}}"#;
+    const STOP: &str = r#"{"type":"message_stop"}"#;
+
+    #[test]
+    fn a_surrogate_pair_split_across_events_is_joined_in_text_and_input() {
+        let (reply, deltas) = assemble(
+            &[
+                START.into(),
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#.into(),
+                text_delta(r#""a\ud83d""#),
+                text_delta(r#""\ude00""#),
+                text_delta(r#""\ude00""#),
+                tool_start(1, "ls"),
+                json_delta(1, r#""{\"q\":\"\ud83d""#),
+                json_delta(1, r#""\ude00\"}""#),
+                r#"{"type":"future_event_type"}"#.into(),
+                STOP.into(),
+            ],
+            100,
+        );
+        let reply = reply.unwrap();
+        assert_eq!(deltas, ["a", "😀", "\u{FFFD}"]);
+        assert_eq!(reply.text, "a😀\u{FFFD}");
+        assert_eq!(reply.tool_calls[0].arguments, "{\"q\":\"😀\"}");
+        assert_eq!(reply.usage, Usage::new(3, 1));
+    }
+
+    #[test]
+    fn input_over_the_cap_fails_the_turn_and_input_without_a_tool_block_is_malformed() {
+        let (reply, _) = assemble(&[tool_start(0, "ls"), json_delta(0, r#""{\"k\":\"0123456789\"}""#)], 16);
+        assert_eq!(
+            reply.unwrap_err().message,
+            "Model answer is too large: a tool call's arguments is longer than 16 bytes (advanced.connection.maxResponseBytes)"
+        );
+        let (reply, _) = assemble(&[json_delta(2, r#""{}""#)], 16);
+        assert_eq!(
+            reply.unwrap_err().message,
+            "Model stream is malformed: input for content block 2, which is not a tool_use block"
+        );
+    }
+
+    /// The SSE body of a message whose text and each call's input come in the given pieces.
+    fn body(text: &[Vec<u16>], calls: &[(String, Vec<Vec<u16>>)]) -> String {
+        let mut events = vec![START.to_string()];
+        events.extend(text.iter().map(|piece| text_delta(&literal(piece))));
+        for (n, (name, pieces)) in calls.iter().enumerate() {
+            events.push(tool_start(n + 1, name));
+            events.extend(pieces.iter().map(|piece| json_delta(n + 1, &literal(piece))));
+        }
+        events
+            .push(r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#.into());
+        events.push(STOP.into());
+        events
+            .iter()
+            .map(|event| format!("event: x\ndata: {event}\n\n"))
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_events_and_bytes_never_panic_the_assembler(
+            datas in proptest::collection::vec(
+                prop_oneof![
+                    Just(START.to_string()),
+                    Just(STOP.to_string()),
+                    Just(tool_start(1, "t")),
+                    Just(text_delta(r#""\ud83d""#)),
+                    Just(json_delta(1, r#""\ude00""#)),
+                    Just(json_delta(1, "7")),
+                    Just(r#"{"type":"error","error":{"message":"overloaded"}}"#.to_string()),
+                    "[ -~]{0,30}",
+                ],
+                0..8,
+            ),
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+            splits in proptest::collection::vec(any::<usize>(), 0..6),
+        ) {
+            let _ = assemble(&datas, 64);
+            let _ = testing::assemble_bytes::<StreamAssembler>(&cut(&bytes, &splits), 64);
+        }
+
+        #[test]
+        fn cutting_a_valid_stream_anywhere_changes_nothing(
+            text in utf16_pieces(),
+            calls in proptest::collection::vec(("[a-z]{1,5}", utf16_pieces()), 0..3),
+            splits in proptest::collection::vec(any::<usize>(), 0..12),
+        ) {
+            let body = body(&text, &calls);
+            let whole = testing::assemble_bytes::<StreamAssembler>(&[body.as_bytes()], 1 << 16).unwrap();
+            prop_assert_eq!(&whole.text, &String::from_utf16_lossy(&text.concat()));
+            prop_assert_eq!(whole.tool_calls.len(), calls.len());
+            for (call, (name, pieces)) in whole.tool_calls.iter().zip(&calls) {
+                let input = String::from_utf16_lossy(&pieces.concat());
+                prop_assert_eq!(&call.name, name);
+                prop_assert_eq!(call.arguments.as_str(), if input.trim().is_empty() { "{}" } else { &input });
+            }
+            prop_assert_eq!(whole.usage, Usage::new(3, 9));
+            let cut_up = testing::assemble_bytes::<StreamAssembler>(&cut(body.as_bytes(), &splits), 1 << 16).unwrap();
+            prop_assert_eq!(cut_up, whole);
+        }
+    }
 
     #[test]
     fn conversation_maps_to_alternating_anthropic_turns() {
@@ -402,6 +554,7 @@ mod tests {
     fn a_message_response_is_parsed() {
         let reply = parse_message(
             br#"{"content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"tu","name":"ls","input":{"a":1}}],"usage":{"input_tokens":3,"output_tokens":4}}"#,
+            &Secrets::default(),
         )
         .unwrap();
         assert_eq!(reply.text, "hi");

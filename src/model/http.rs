@@ -1,15 +1,23 @@
-//! What the HTTP model clients share: one process-wide `reqwest` client (connection reuse),
-//! per-attempt deadlines, retries with backoff on 429/5xx, and readable errors.
+//! What the HTTP model clients share: one process-wide `reqwest` client (connection reuse, no
+//! redirects), per-attempt deadlines, retries with backoff on 429/5xx, bounded bodies, and
+//! readable errors that show no secret.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{Response, StatusCode};
 use tokio::time::Instant;
 
+use super::secrets::{display_url, Secrets};
+use super::sse::SseReader;
+use super::{ModelReply, TextSink};
 use crate::error::{Result, SdkError};
-pub(crate) use crate::text::excerpt;
+
+/// The default cap of a non-streamed body, one SSE line and one tool call's arguments.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// How much of an error answer's body is read: enough for its message, not a flood.
+const ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// How a client reaches its server.
 #[derive(Debug, Clone)]
@@ -17,6 +25,34 @@ pub struct Connection {
     pub base_url: String,
     pub api_key: Option<String>,
     pub settings: HttpSettings,
+    /// What errors must not show: made from the three fields above.
+    pub secrets: Secrets,
+}
+
+impl Connection {
+    pub fn new(base_url: String, api_key: Option<String>, settings: HttpSettings) -> Self {
+        let secrets = Secrets::new(
+            Some(&base_url),
+            api_key
+                .iter()
+                .map(String::as_str)
+                .chain(settings.headers.iter().map(|(_, value)| value.as_str())),
+        );
+        Connection {
+            base_url,
+            api_key,
+            settings,
+            secrets,
+        }
+    }
+
+    /// Every model error leaves its client through here: what it says is masked.
+    pub(crate) fn seal(&self, mut error: SdkError) -> SdkError {
+        if let std::borrow::Cow::Owned(masked) = self.secrets.mask(&error.message) {
+            error.message = masked;
+        }
+        error
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -29,6 +65,8 @@ pub struct HttpSettings {
     pub max_retries: u32,
     /// Ask for a streamed (SSE) answer.
     pub stream: bool,
+    /// Cap of a non-streamed body, one SSE line (or event) and one tool call's arguments.
+    pub max_response_bytes: usize,
 }
 
 impl Default for HttpSettings {
@@ -38,6 +76,7 @@ impl Default for HttpSettings {
             request_timeout: Duration::from_millis(600_000),
             max_retries: 2,
             stream: true,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -54,6 +93,9 @@ fn client() -> &'static reqwest::Client {
     CLIENT.get_or_init(|| {
         reqwest::Client::builder()
             .pool_idle_timeout(Duration::from_secs(90))
+            // A redirect would carry the key and headers to wherever it points: a 3xx is an
+            // answer like any other non-2xx (MODEL_ERROR with its status).
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("the HTTP client has a fixed, valid configuration")
     })
@@ -105,7 +147,8 @@ fn backoff(response: &Response, attempt: u32) -> Duration {
 }
 
 /// Sends a JSON POST, retrying 429/5xx answers; any other non-2xx is an error.
-pub(crate) async fn post(url: &str, headers: HeaderMap, body: Vec<u8>, settings: &HttpSettings) -> Result<Opened> {
+pub(crate) async fn post(url: &str, headers: HeaderMap, body: Vec<u8>, connection: &Connection) -> Result<Opened> {
+    let settings = &connection.settings;
     let mut attempt = 0;
     loop {
         let deadline = Instant::now() + settings.request_timeout;
@@ -114,8 +157,9 @@ pub(crate) async fn post(url: &str, headers: HeaderMap, body: Vec<u8>, settings:
             Err(_) => return Err(timed_out(settings.request_timeout)),
             Ok(Err(error)) => {
                 return Err(SdkError::model(format!(
-                    "Model request to {url} failed: {}",
-                    chain(&error)
+                    "Model request to {} failed: {}",
+                    display_url(url),
+                    chain(&error.without_url())
                 )))
             }
             Ok(Ok(response)) => response,
@@ -136,13 +180,111 @@ pub(crate) async fn post(url: &str, headers: HeaderMap, body: Vec<u8>, settings:
             attempt += 1;
             continue;
         }
-        let body = tokio::time::timeout_at(deadline, response.bytes())
+        let opened = Opened {
+            response,
+            deadline,
+            timeout: settings.request_timeout,
+        };
+        // What could be read of it in time: the status is the error either way.
+        let body = read_body(opened, ERROR_BODY_BYTES, &connection.secrets, true)
             .await
-            .ok()
-            .and_then(|body| body.ok())
             .unwrap_or_default();
-        return Err(status_error(status, &body));
+        return Err(status_error(status, &body, &connection.secrets));
     }
+}
+
+/// The body of `opened`, at most `max` bytes, by its deadline. Past `max` it is an error, or,
+/// with `truncate`, the first `max` bytes.
+pub(crate) async fn read_body(mut opened: Opened, max: usize, secrets: &Secrets, truncate: bool) -> Result<Vec<u8>> {
+    let declared = opened
+        .response
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > max) && !truncate {
+        return Err(too_large("the response body", max));
+    }
+    let mut body = Vec::with_capacity(declared.unwrap_or(0).min(max));
+    loop {
+        // Checked before each chunk: a body whose bytes are always ready never lets a timer fire.
+        if Instant::now() >= opened.deadline {
+            return Err(timed_out(opened.timeout));
+        }
+        // A body that is always ready never returns `Pending`; spending the task's budget makes
+        // it yield now and then, so an abort lands at once.
+        tokio::task::coop::consume_budget().await;
+        let chunk = match tokio::time::timeout_at(opened.deadline, opened.response.chunk()).await {
+            Err(_) => return Err(timed_out(opened.timeout)),
+            Ok(Err(error)) => {
+                return Err(SdkError::model(format!(
+                    "Model response broke off: {}",
+                    secrets.mask(&chain(&error.without_url()))
+                )))
+            }
+            Ok(Ok(None)) => return Ok(body),
+            Ok(Ok(Some(chunk))) => chunk,
+        };
+        if body.len() + chunk.len() > max {
+            if truncate {
+                body.extend_from_slice(&chunk[..max - body.len()]);
+                return Ok(body);
+            }
+            return Err(too_large("the response body", max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+}
+
+/// Puts a streamed reply together from its events (one per wire format).
+pub(crate) trait Assembler: Sized {
+    fn new(max: usize) -> Self;
+    /// One event's data; `Ok(true)` when it ends the reply.
+    fn event(&mut self, data: &str, secrets: &Secrets, on_text: TextSink<'_>) -> Result<bool>;
+    /// The end of the body.
+    fn finish(self, on_text: TextSink<'_>) -> Result<ModelReply>;
+}
+
+/// Reads the answer to a request: a stream event by event with `A`, a whole body with
+/// `parse`. Whatever goes wrong once the answer came has its status (2xx included).
+pub(crate) async fn read_answer<A: Assembler>(
+    opened: Opened,
+    connection: &Connection,
+    on_text: TextSink<'_>,
+    parse: fn(&[u8], &Secrets) -> Result<ModelReply>,
+) -> Result<ModelReply> {
+    let status = opened.response.status().as_u16();
+    let max = connection.settings.max_response_bytes;
+    let secrets = &connection.secrets;
+    let read = async {
+        if !connection.settings.stream {
+            let bytes = read_body(opened, max, secrets, false).await?;
+            let reply = parse(&bytes, secrets)?;
+            if !reply.text.is_empty() {
+                on_text(&reply.text);
+            }
+            return Ok(reply);
+        }
+        let mut reader = SseReader::open(opened, max, secrets).await?;
+        let mut assembler = A::new(max);
+        while let Some(data) = reader.next().await? {
+            if assembler.event(data, secrets, on_text)? {
+                break;
+            }
+        }
+        assembler.finish(on_text)
+    };
+    read.await.map_err(|error| match error.status {
+        None => error.with_status(status),
+        Some(_) => error,
+    })
+}
+
+/// `Model answer is too large: <what> is longer than <max> bytes (advanced.connection.maxResponseBytes)`.
+pub(crate) fn too_large(what: &str, max: usize) -> SdkError {
+    SdkError::model(format!(
+        "Model answer is too large: {what} is longer than {max} bytes (advanced.connection.maxResponseBytes)"
+    ))
 }
 
 pub(crate) fn timed_out(timeout: Duration) -> SdkError {
@@ -150,8 +292,8 @@ pub(crate) fn timed_out(timeout: Duration) -> SdkError {
 }
 
 /// `Model request failed with status 429 Too Many Requests: <the body's error message>`.
-pub(crate) fn status_error(status: StatusCode, body: &[u8]) -> SdkError {
-    let detail = error_message(body);
+pub(crate) fn status_error(status: StatusCode, body: &[u8], secrets: &Secrets) -> SdkError {
+    let detail = error_message(body, secrets);
     let mut message = format!("Model request failed with status {status}");
     if !detail.is_empty() {
         message.push_str(": ");
@@ -161,8 +303,8 @@ pub(crate) fn status_error(status: StatusCode, body: &[u8]) -> SdkError {
 }
 
 /// The `error.message` (or `message`, or string `error`) of a JSON error body; otherwise the
-/// start of the body as text.
-pub(crate) fn error_message(body: &[u8]) -> String {
+/// start of the body as text. Masked: a server may echo the key it was sent.
+pub(crate) fn error_message(body: &[u8], secrets: &Secrets) -> String {
     if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
         let found = json
             .pointer("/error/message")
@@ -170,10 +312,10 @@ pub(crate) fn error_message(body: &[u8]) -> String {
             .or_else(|| json.get("error"))
             .and_then(|value| value.as_str());
         if let Some(message) = found {
-            return message.to_string();
+            return secrets.mask(message).into_owned();
         }
     }
-    excerpt(&String::from_utf8_lossy(body), 500)
+    secrets.excerpt(&String::from_utf8_lossy(body), 500)
 }
 
 /// An error and its sources, `: `-joined (reqwest's own message alone says little).
@@ -209,13 +351,19 @@ mod tests {
 
     #[test]
     fn error_message_prefers_the_json_error_message() {
+        let none = Secrets::default();
         assert_eq!(
-            error_message(br#"{"error":{"message":"Rate limit reached","type":"x"}}"#),
+            error_message(br#"{"error":{"message":"Rate limit reached","type":"x"}}"#, &none),
             "Rate limit reached"
         );
-        assert_eq!(error_message(br#"{"message":"bad"}"#), "bad");
-        assert_eq!(error_message(br#"{"error":"nope"}"#), "nope");
-        assert_eq!(error_message(b"  plain failure \n"), "plain failure");
+        assert_eq!(error_message(br#"{"message":"bad"}"#, &none), "bad");
+        assert_eq!(error_message(br#"{"error":"nope"}"#, &none), "nope");
+        assert_eq!(error_message(b"  plain failure \n", &none), "plain failure");
+        let key = Secrets::new(None, ["sk-echoed-key"]);
+        assert_eq!(
+            error_message(br#"{"error":{"message":"Incorrect API key: sk-echoed-key"}}"#, &key),
+            "Incorrect API key: ***"
+        );
     }
 
     #[test]
@@ -252,7 +400,11 @@ mod tests {
 
     #[test]
     fn status_error_carries_status_and_body_message() {
-        let error = status_error(StatusCode::INTERNAL_SERVER_ERROR, br#"{"error":{"message":"boom"}}"#);
+        let error = status_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            br#"{"error":{"message":"boom"}}"#,
+            &Secrets::default(),
+        );
         assert_eq!(
             error.message,
             "Model request failed with status 500 Internal Server Error: boom"

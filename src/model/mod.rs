@@ -2,10 +2,12 @@
 //! and know nothing of hooks or tools' execution.
 
 pub mod anthropic;
+mod fragments;
 mod http;
 pub mod messages;
 pub mod openai;
 pub mod scripted;
+mod secrets;
 mod sse;
 
 use std::sync::Arc;
@@ -15,8 +17,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
-pub use http::{Connection, HttpSettings};
+pub use http::{Connection, HttpSettings, DEFAULT_MAX_RESPONSE_BYTES};
 pub use messages::{AssistantToolCall, ContentPart, Message, UserContent};
+pub use secrets::{display_url, Secrets};
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, Serialize, PartialEq)]

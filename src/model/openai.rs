@@ -6,8 +6,12 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, Connection};
-use super::sse::{parse_data, SseReader};
+use serde_json::value::RawValue;
+
+use super::fragments::{decode, finish_text, push_string, push_text, Fragments};
+use super::http::{self, Assembler, Connection};
+use super::secrets::Secrets;
+use super::sse::parse_data;
 use super::{Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolSchema, Usage};
 use crate::error::{Result, SdkError};
 use crate::ids;
@@ -71,86 +75,105 @@ impl From<WireUsage> for Usage {
     }
 }
 
+// Text and arguments are read raw and decoded by `Fragments`: a stream may cut a surrogate
+// pair between two chunks, which serde_json would refuse.
 #[derive(Deserialize)]
-struct Completion {
-    #[serde(default)]
-    choices: Vec<CompletionChoice>,
+struct Completion<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<CompletionChoice<'a>>,
     usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
-struct CompletionChoice {
-    message: CompletionMessage,
+struct CompletionChoice<'a> {
+    #[serde(borrow)]
+    message: CompletionMessage<'a>,
 }
 
 #[derive(Deserialize)]
-struct CompletionMessage {
-    content: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<CompletionToolCall>>,
+struct CompletionMessage<'a> {
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<CompletionToolCall<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct CompletionToolCall {
+struct CompletionToolCall<'a> {
     id: Option<String>,
-    function: CompletionFunction,
+    #[serde(borrow)]
+    function: CompletionFunction<'a>,
 }
 
 #[derive(Deserialize)]
-struct CompletionFunction {
+struct CompletionFunction<'a> {
     name: String,
-    #[serde(default)]
-    arguments: Option<String>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<ChunkChoice>,
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<ChunkChoice<'a>>,
     usage: Option<WireUsage>,
     error: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
-struct ChunkChoice {
-    #[serde(default)]
-    delta: Option<Delta>,
+struct ChunkChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
     finish_reason: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
-struct Delta {
-    content: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<DeltaToolCall>>,
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<DeltaToolCall<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct DeltaToolCall {
+struct DeltaToolCall<'a> {
     index: Option<usize>,
     id: Option<String>,
-    function: Option<DeltaFunction>,
+    #[serde(borrow)]
+    function: Option<DeltaFunction<'a>>,
 }
 
 #[derive(Deserialize)]
-struct DeltaFunction {
+struct DeltaFunction<'a> {
     name: Option<String>,
-    arguments: Option<String>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
 }
 
-/// Tool calls streamed in fragments, assembled by their `index`.
-#[derive(Default)]
+/// Tool calls streamed in fragments, assembled by their `index`; each call's arguments are
+/// capped.
 pub(crate) struct ToolCallAssembler {
-    calls: BTreeMap<usize, ToolCallRequest>,
+    calls: BTreeMap<usize, (ToolCallRequest, Fragments)>,
+    max: usize,
 }
 
 impl ToolCallAssembler {
-    fn push(&mut self, position: usize, fragment: DeltaToolCall) {
+    pub fn new(max: usize) -> Self {
+        ToolCallAssembler {
+            calls: BTreeMap::new(),
+            max,
+        }
+    }
+
+    fn push(&mut self, position: usize, fragment: DeltaToolCall<'_>) -> Result<()> {
         let index = fragment.index.unwrap_or(position);
-        let call = self.calls.entry(index).or_insert_with(|| ToolCallRequest {
-            id: String::new(),
-            name: String::new(),
-            arguments: String::new(),
+        let (call, arguments) = self.calls.entry(index).or_insert_with(|| {
+            let call = ToolCallRequest {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            };
+            (call, Fragments::default())
         });
         if let Some(id) = fragment.id.filter(|id| !id.is_empty()) {
             call.id = id;
@@ -159,22 +182,88 @@ impl ToolCallAssembler {
             if let Some(name) = function.name {
                 call.name.push_str(&name);
             }
-            if let Some(arguments) = function.arguments {
-                call.arguments.push_str(&arguments);
+            push_string(arguments, function.arguments, &mut call.arguments)?;
+            if call.arguments.len() > self.max {
+                return Err(http::too_large("a tool call's arguments", self.max));
             }
         }
+        Ok(())
     }
 
     fn finish(self) -> Vec<ToolCallRequest> {
         self.calls
             .into_values()
-            .map(|mut call| {
+            .map(|(mut call, mut arguments)| {
+                arguments.finish(&mut call.arguments);
                 if call.id.is_empty() {
                     call.id = ids::call_id();
                 }
                 call
             })
             .collect()
+    }
+}
+
+/// A streamed completion being put together from its events.
+pub(crate) struct StreamAssembler {
+    reply: ModelReply,
+    text: Fragments,
+    tool_calls: ToolCallAssembler,
+    finished: bool,
+}
+
+impl Assembler for StreamAssembler {
+    fn new(max: usize) -> Self {
+        StreamAssembler {
+            reply: ModelReply::default(),
+            text: Fragments::default(),
+            tool_calls: ToolCallAssembler::new(max),
+            finished: false,
+        }
+    }
+
+    /// `Ok(true)` at `[DONE]`.
+    fn event(&mut self, data: &str, secrets: &Secrets, on_text: TextSink<'_>) -> Result<bool> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.finished = true;
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let chunk: Chunk = parse_data(data, secrets)?;
+        if let Some(error) = chunk.error {
+            let message = error
+                .get("message")
+                .and_then(|message| message.as_str())
+                .map(str::to_string)
+                .unwrap_or_else(|| error.to_string());
+            return Err(SdkError::model(format!("Model stream reported an error: {message}")));
+        }
+        if let Some(usage) = chunk.usage {
+            self.reply.usage = usage.into();
+        }
+        for choice in chunk.choices {
+            if choice.finish_reason.is_some() {
+                self.finished = true;
+            }
+            let Some(delta) = choice.delta else { continue };
+            push_text(&mut self.text, delta.content, &mut self.reply.text, on_text)?;
+            for (position, fragment) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
+                self.tool_calls.push(position, fragment)?;
+            }
+        }
+        Ok(false)
+    }
+
+    fn finish(mut self, on_text: TextSink<'_>) -> Result<ModelReply> {
+        if !self.finished {
+            return Err(SdkError::model("Model stream ended before the response was complete"));
+        }
+        finish_text(&mut self.text, &mut self.reply.text, on_text);
+        self.reply.tool_calls = self.tool_calls.finish();
+        Ok(self.reply)
     }
 }
 
@@ -227,26 +316,17 @@ impl OpenAiClient {
         }
         let headers = http::header_map(&own, &self.connection.settings.headers)?;
         let body = serde_json::to_vec(&self.body(&request)).map_err(|error| SdkError::model(error.to_string()))?;
-        let opened = http::post(&url, headers, body, &self.connection.settings).await?;
-        if self.connection.settings.stream {
-            read_stream(SseReader::new(opened), on_text).await
-        } else {
-            let bytes = tokio::time::timeout_at(opened.deadline, opened.response.bytes())
-                .await
-                .map_err(|_| http::timed_out(opened.timeout))?
-                .map_err(|error| SdkError::model(format!("Model response broke off: {}", http::chain(&error))))?;
-            let reply = parse_completion(&bytes)?;
-            if !reply.text.is_empty() {
-                on_text(&reply.text);
-            }
-            Ok(reply)
-        }
+        let opened = http::post(&url, headers, body, &self.connection).await?;
+        http::read_answer::<StreamAssembler>(opened, &self.connection, on_text, parse_completion).await
     }
 }
 
 impl Model for OpenAiClient {
     fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        Box::pin(self.complete_inner(request, on_text))
+        Box::pin(async move {
+            let reply = self.complete_inner(request, on_text).await;
+            reply.map_err(|error| self.connection.seal(error))
+        })
     }
 
     fn is_remote(&self) -> bool {
@@ -254,151 +334,233 @@ impl Model for OpenAiClient {
     }
 }
 
-fn parse_completion(bytes: &[u8]) -> Result<ModelReply> {
-    let completion: Completion = serde_json::from_slice(bytes).map_err(|error| {
+fn parse_completion(bytes: &[u8], secrets: &Secrets) -> Result<ModelReply> {
+    let malformed = |error: String| {
         SdkError::model(format!(
             "Model response is not a chat completion: {error} in {}",
-            http::excerpt(&String::from_utf8_lossy(bytes), 200)
+            secrets.excerpt(&String::from_utf8_lossy(bytes), 200)
         ))
-    })?;
+    };
+    let completion: Completion = serde_json::from_slice(bytes).map_err(|error| malformed(error.to_string()))?;
     let usage = completion.usage.map(Usage::from).unwrap_or_default();
     let Some(choice) = completion.choices.into_iter().next() else {
         return Err(SdkError::model("Model response has no choices"));
     };
-    let tool_calls = choice
-        .message
-        .tool_calls
-        .unwrap_or_default()
-        .into_iter()
-        .map(|call| ToolCallRequest {
+    let text = |raw: Option<&RawValue>| match raw {
+        Some(raw) if raw.get() != "null" => decode(raw).map_err(malformed),
+        _ => Ok(String::new()),
+    };
+    let mut tool_calls = Vec::new();
+    for call in choice.message.tool_calls.unwrap_or_default() {
+        tool_calls.push(ToolCallRequest {
             id: call.id.filter(|id| !id.is_empty()).unwrap_or_else(ids::call_id),
             name: call.function.name,
-            arguments: call.function.arguments.unwrap_or_default(),
-        })
-        .collect();
+            arguments: text(call.function.arguments)?,
+        });
+    }
     Ok(ModelReply {
-        text: choice.message.content.unwrap_or_default(),
+        text: text(choice.message.content)?,
         tool_calls,
         usage,
     })
 }
 
-async fn read_stream(mut reader: SseReader, on_text: TextSink<'_>) -> Result<ModelReply> {
-    let mut reply = ModelReply::default();
-    let mut tool_calls = ToolCallAssembler::default();
-    let mut finished = false;
-    while let Some(event) = reader.next().await? {
-        if event.data.trim() == "[DONE]" {
-            finished = true;
-            break;
-        }
-        if event.data.trim().is_empty() {
-            continue;
-        }
-        let chunk: Chunk = parse_data(&event)?;
-        if let Some(error) = chunk.error {
-            let message = error
-                .get("message")
-                .and_then(|message| message.as_str())
-                .map(str::to_string)
-                .unwrap_or_else(|| error.to_string());
-            return Err(SdkError::model(format!("Model stream reported an error: {message}")));
-        }
-        if let Some(usage) = chunk.usage {
-            reply.usage = usage.into();
-        }
-        for choice in chunk.choices {
-            if choice.finish_reason.is_some() {
-                finished = true;
-            }
-            let Some(delta) = choice.delta else { continue };
-            if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
-                on_text(&text);
-                reply.text.push_str(&text);
-            }
-            for (position, fragment) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
-                tool_calls.push(position, fragment);
-            }
-        }
-    }
-    if !finished {
-        return Err(SdkError::model("Model stream ended before the response was complete"));
-    }
-    reply.tool_calls = tool_calls.finish();
-    Ok(reply)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::fragments::{literal, utf16_pieces};
+    use crate::model::sse::testing::{self, cut};
+    use proptest::prelude::*;
     use serde_json::json;
 
-    fn fragment(value: serde_json::Value) -> DeltaToolCall {
-        serde_json::from_value(value).unwrap()
+    fn assemble(datas: &[String], max: usize) -> (Result<ModelReply>, Vec<String>) {
+        testing::assemble::<StreamAssembler>(datas, max)
+    }
+
+    fn assemble_bytes(pieces: &[&[u8]], max: usize) -> Result<ModelReply> {
+        testing::assemble_bytes::<StreamAssembler>(pieces, max)
+    }
+
+    fn tool_delta(value: serde_json::Value) -> String {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [value]}}]}).to_string()
+    }
+
+    fn stop() -> String {
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string()
     }
 
     #[test]
     fn tool_call_fragments_are_assembled_by_index() {
-        let mut assembler = ToolCallAssembler::default();
-        assembler.push(
-            0,
-            fragment(json!({"index": 0, "id": "a", "function": {"name": "read", "arguments": "{\"pa"}})),
+        let (reply, _) = assemble(
+            &[
+                tool_delta(json!({"index": 0, "id": "a", "function": {"name": "read", "arguments": "{\"pa"}})),
+                tool_delta(json!({"index": 1, "id": "b", "function": {"name": "list", "arguments": ""}})),
+                tool_delta(json!({"index": 0, "function": {"arguments": "th\":\"x\"}"}})),
+                tool_delta(json!({"index": 1, "function": {"arguments": "{}"}})),
+                stop(),
+            ],
+            1000,
         );
-        assembler.push(
-            0,
-            fragment(json!({"index": 1, "id": "b", "function": {"name": "list", "arguments": ""}})),
-        );
-        assembler.push(
-            0,
-            fragment(json!({"index": 0, "function": {"arguments": "th\":\"x\"}"}})),
-        );
-        assembler.push(0, fragment(json!({"index": 1, "function": {"arguments": "{}"}})));
-        let calls = assembler.finish();
-        assert_eq!(calls.len(), 2);
-        assert_eq!(
-            (
-                calls[0].id.as_str(),
-                calls[0].name.as_str(),
-                calls[0].arguments.as_str()
-            ),
-            ("a", "read", "{\"path\":\"x\"}")
-        );
-        assert_eq!(
-            (
-                calls[1].id.as_str(),
-                calls[1].name.as_str(),
-                calls[1].arguments.as_str()
-            ),
-            ("b", "list", "{}")
-        );
+        let calls = reply.unwrap().tool_calls;
+        let calls: Vec<_> = calls
+            .iter()
+            .map(|call| (call.id.as_str(), call.name.as_str(), call.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("a", "read", "{\"path\":\"x\"}"), ("b", "list", "{}")]);
     }
 
     #[test]
     fn a_call_without_an_id_gets_one() {
-        let mut assembler = ToolCallAssembler::default();
-        assembler.push(0, fragment(json!({"function": {"name": "read", "arguments": "{}"}})));
-        let calls = assembler.finish();
-        assert!(calls[0].id.starts_with("call_"));
+        let (reply, _) = assemble(
+            &[
+                tool_delta(json!({"function": {"name": "read", "arguments": "{}"}})),
+                stop(),
+            ],
+            100,
+        );
+        assert!(reply.unwrap().tool_calls[0].id.starts_with("call_"));
+    }
+
+    #[test]
+    fn a_surrogate_pair_split_across_events_is_joined_in_text_and_arguments() {
+        let content = |literal: &str| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{literal}}}}}]}}"#);
+        let arguments = |literal: &str| {
+            format!(
+                r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"name":"","arguments":{literal}}}}}]}}}}]}}"#
+            )
+        };
+        let (reply, deltas) = assemble(
+            &[
+                content(r#""a\ud83d""#),
+                content(r#""\ude00""#),
+                content(r#""\ud83d""#),
+                arguments(r#""{\"q\":\"\ud83d""#),
+                arguments(r#""\ude00\"}""#),
+                stop(),
+            ],
+            100,
+        );
+        let reply = reply.unwrap();
+        assert_eq!(deltas, ["a", "😀", "\u{FFFD}"]);
+        assert_eq!(reply.text, "a😀\u{FFFD}");
+        assert_eq!(reply.tool_calls[0].arguments, "{\"q\":\"😀\"}");
+    }
+
+    #[test]
+    fn arguments_over_the_cap_fail_the_turn() {
+        let (reply, _) = assemble(
+            &[
+                tool_delta(json!({"index": 0, "id": "a", "function": {"name": "n", "arguments": "{\"k\":\""}})),
+                tool_delta(json!({"index": 0, "function": {"arguments": "0123456789\"}"}})),
+            ],
+            16,
+        );
+        assert_eq!(
+            reply.unwrap_err().message,
+            "Model answer is too large: a tool call's arguments is longer than 16 bytes (advanced.connection.maxResponseBytes)"
+        );
     }
 
     #[test]
     fn a_completion_is_parsed_with_usage_and_tool_calls() {
         let reply = parse_completion(
             br#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{}"}}]}}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}"#,
+            &Secrets::default(),
         )
         .unwrap();
         assert_eq!(reply.text, "");
         assert_eq!(reply.tool_calls[0].name, "read");
         assert_eq!(reply.usage, Usage::new(5, 7));
+        let lone = parse_completion(
+            br#"{"choices":[{"message":{"content":"x\ud83d"}}]}"#,
+            &Secrets::default(),
+        );
+        assert_eq!(lone.unwrap().text, "x\u{FFFD}");
     }
 
     #[test]
     fn a_body_that_is_not_a_completion_is_a_model_error() {
-        let error = parse_completion(b"<html>").unwrap_err();
+        let error = parse_completion(b"<html>", &Secrets::default()).unwrap_err();
         assert!(
             error.message.starts_with("Model response is not a chat completion"),
             "{}",
             error.message
         );
+    }
+
+    /// The SSE body of a reply whose text and each call's arguments are sent in the given
+    /// UTF-16 pieces (a piece may end inside a surrogate pair).
+    fn body(text: &[Vec<u16>], calls: &[(String, Vec<Vec<u16>>)]) -> String {
+        let mut out = String::new();
+        for piece in text {
+            out += &format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}}}}]}}\n\n",
+                literal(piece)
+            );
+        }
+        for (index, (name, pieces)) in calls.iter().enumerate() {
+            for (n, piece) in pieces.iter().enumerate() {
+                let head = if n == 0 {
+                    format!("\"id\":\"id{index}\",")
+                } else {
+                    String::new()
+                };
+                out += &format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{index},{head}\"function\":{{\"name\":{},\"arguments\":{}}}}}]}}}}]}}\n\n",
+                    if n == 0 { serde_json::to_string(name).unwrap() } else { "null".into() },
+                    literal(piece)
+                );
+            }
+        }
+        out + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_bytes_never_panic_the_assembler(
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+            splits in proptest::collection::vec(any::<usize>(), 0..6),
+        ) {
+            let mut body = b"data: ".to_vec();
+            body.extend_from_slice(&bytes);
+            body.extend_from_slice(b"\n\n");
+            let _ = assemble_bytes(&cut(&body, &splits), 1 << 16);
+        }
+
+        #[test]
+        fn arbitrary_json_events_never_panic_the_assembler(
+            datas in proptest::collection::vec(
+                prop_oneof![
+                    Just(r#"{"choices":[{"delta":{"content":"\ud83d"}}]}"#.to_string()),
+                    Just(r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"\ude00"}}]}}]}"#.to_string()),
+                    Just(r#"{"choices":[{"finish_reason":"stop"}]}"#.to_string()),
+                    Just(r#"{"choices":[{"delta":{"content":5}}]}"#.to_string()),
+                    "[ -~]{0,30}",
+                ],
+                0..8,
+            ),
+        ) {
+            let _ = assemble(&datas, 64);
+        }
+
+        #[test]
+        fn cutting_a_valid_stream_anywhere_changes_nothing(
+            text in utf16_pieces(),
+            calls in proptest::collection::vec(("[a-z]{1,5}", utf16_pieces()), 0..3),
+            splits in proptest::collection::vec(any::<usize>(), 0..12),
+        ) {
+            let body = body(&text, &calls);
+            let whole = assemble_bytes(&[body.as_bytes()], 1 << 16).unwrap();
+            let expected: Vec<u16> = text.concat();
+            prop_assert_eq!(&whole.text, &String::from_utf16_lossy(&expected));
+            for (call, (name, pieces)) in whole.tool_calls.iter().zip(&calls) {
+                prop_assert_eq!(&call.name, name);
+                prop_assert_eq!(&call.arguments, &String::from_utf16_lossy(&pieces.concat()));
+            }
+            prop_assert_eq!(whole.usage, Usage::new(3, 4));
+            prop_assert_eq!(assemble_bytes(&cut(body.as_bytes(), &splits), 1 << 16).unwrap(), whole);
+        }
     }
 }
