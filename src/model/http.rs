@@ -101,9 +101,18 @@ fn client() -> &'static reqwest::Client {
     })
 }
 
-/// Joins the base URL and a path without doubling or losing the slash.
+/// Joins the base URL and a path without doubling or losing the slash; a query of the base
+/// URL (a gateway's key) stays a query, after the path.
 pub(crate) fn endpoint(base_url: &str, path: &str) -> String {
-    format!("{}/{}", base_url.trim_end_matches('/'), path.trim_start_matches('/'))
+    let path = path.trim_start_matches('/');
+    match reqwest::Url::parse(base_url) {
+        Ok(mut url) => {
+            let joined = format!("{}/{path}", url.path().trim_end_matches('/'));
+            url.set_path(&joined);
+            url.into()
+        }
+        Err(_) => format!("{}/{path}", base_url.trim_end_matches('/')),
+    }
 }
 
 pub(crate) fn header_map(own: &[(&str, String)], extra: &[(String, String)]) -> Result<HeaderMap> {
@@ -347,6 +356,11 @@ mod tests {
             endpoint("http://h/v1", "chat/completions"),
             "http://h/v1/chat/completions"
         );
+        assert_eq!(
+            endpoint("http://u:p@h/v1/?api-key=k", "chat/completions"),
+            "http://u:p@h/v1/chat/completions?api-key=k"
+        );
+        assert_eq!(endpoint("http://h", "v1/messages"), "http://h/v1/messages");
     }
 
     #[test]

@@ -38,7 +38,7 @@ impl Secrets {
                 self.values.push(form.to_string());
             }
         }
-        self.values.sort_by(|a, b| b.len().cmp(&a.len()));
+        self.values.sort_by_key(|value| std::cmp::Reverse(value.len()));
     }
 
     /// Adds the user name, password and query values of `url` (text, parsed or not).
