@@ -117,6 +117,11 @@ export interface ConnectionOptions {
   maxRetries?: number
   /** Stream answers over SSE; default true. */
   stream?: boolean
+  /**
+   * Cap, in bytes, of a non-streamed answer's body, of one SSE line (or event) and of one tool
+   * call's arguments; past it the run fails with MODEL_ERROR. Default 16 MiB (16777216).
+   */
+  maxResponseBytes?: number
 }
 
 /** What every hook callback receives; the fields present depend on the event. */

@@ -11,6 +11,8 @@ use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::Layer;
 
+use crate::model::{display_url, Secrets};
+
 /// The service name when `OTEL_SERVICE_NAME` is not set.
 pub const DEFAULT_SERVICE_NAME: &str = "agent-runtime-hooks";
 /// The instrumentation scope the spans are reported under.
@@ -26,6 +28,9 @@ pub struct Settings {
     /// How spans are encoded: `http/protobuf` (the OTLP default) or `http/json`.
     pub protocol: Protocol,
     pub service_name: String,
+    /// What errors about the export must not show: the endpoint's user-info and query values,
+    /// and the values of the OTLP headers variables.
+    pub secrets: Secrets,
 }
 
 impl Settings {
@@ -66,8 +71,15 @@ impl Settings {
         };
         if !(given.starts_with("http://") || given.starts_with("https://")) {
             return Err(format!(
-                "{variable} must be an http:// or https:// URL (got \"{given}\")"
+                "{variable} must be an http:// or https:// URL (got \"{}\")",
+                display_url(&given)
             ));
+        }
+        let mut secrets = Secrets::new(Some(&given), []);
+        for variable in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
+            for pair in get(variable).unwrap_or_default().split(',') {
+                secrets.add(pair.split_once('=').map_or(pair, |(_, value)| value));
+            }
         }
         let endpoint = match variable {
             "OTEL_EXPORTER_OTLP_ENDPOINT" => format!("{}/v1/traces", given.trim_end_matches('/')),
@@ -99,6 +111,7 @@ impl Settings {
             service_name: get("OTEL_SERVICE_NAME")
                 .or(from_attributes)
                 .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string()),
+            secrets,
         }))
     }
 }
@@ -106,6 +119,7 @@ impl Settings {
 /// A running export: its spans are batched and sent from a thread of its own.
 pub struct Telemetry {
     provider: SdkTracerProvider,
+    secrets: Secrets,
 }
 
 impl Telemetry {
@@ -117,7 +131,10 @@ impl Telemetry {
             .with_protocol(settings.protocol)
             .with_endpoint(settings.endpoint.clone())
             .build()
-            .map_err(|error| format!("the OTLP exporter could not be made: {error}"))?;
+            .map_err(|error| {
+                let error = error.to_string();
+                format!("the OTLP exporter could not be made: {}", settings.secrets.mask(&error))
+            })?;
         let resource = Resource::builder()
             .with_service_name(settings.service_name.clone())
             .build();
@@ -125,7 +142,10 @@ impl Telemetry {
             .with_batch_exporter(exporter)
             .with_resource(resource)
             .build();
-        Ok(Telemetry { provider })
+        Ok(Telemetry {
+            provider,
+            secrets: settings.secrets.clone(),
+        })
     }
 
     /// A subscriber that sends this crate's spans to the export. Only spans: the crate's log
@@ -147,9 +167,11 @@ impl Telemetry {
     /// Sends every finished span now, waiting for the endpoint's answer (5 s at most: the
     /// batch processor's own limit).
     pub fn flush(&self) -> Result<(), String> {
-        self.provider
-            .force_flush()
-            .map_err(|error| format!("spans could not be exported: {error}"))
+        // The exporter's error may quote the endpoint, query and user-info included.
+        self.provider.force_flush().map_err(|error| {
+            let error = error.to_string();
+            format!("spans could not be exported: {}", self.secrets.mask(&error))
+        })
     }
 }
 
@@ -266,6 +288,17 @@ mod tests {
         assert_eq!(
             settings(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")]),
             Err("OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (got \"collector:4318\")".into())
+        );
+        // But never its user-info or query.
+        assert_eq!(
+            settings(&[(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "tcp://me:MARK-pw@collector:4318/x?key=MARK-q"
+            )]),
+            Err(
+                "OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (got \"tcp://collector:4318/x\")"
+                    .into()
+            )
         );
     }
 }

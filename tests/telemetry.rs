@@ -9,6 +9,7 @@ use std::net::TcpListener;
 use std::sync::{mpsc, Arc};
 
 use agent_runtime_hooks::agent::{SendOptions, Session, StreamEvent};
+use agent_runtime_hooks::model::Secrets;
 use agent_runtime_hooks::telemetry::{Settings, Telemetry};
 use common::{audited_tool_call, f, one_call, run, scripted, session as new_session, tool, FakeHost};
 use opentelemetry_otlp::Protocol;
@@ -72,6 +73,7 @@ fn settings(endpoint: &str, protocol: Protocol) -> Settings {
         endpoint: endpoint.to_string(),
         protocol,
         service_name: "checkout-agent".into(),
+        secrets: Secrets::new(Some(endpoint), []),
     }
 }
 
@@ -266,6 +268,29 @@ fn a_collector_that_is_down_fails_the_flush_with_its_reason() {
     }
     let problem = telemetry.flush().unwrap_err();
     assert!(problem.starts_with("spans could not be exported: "), "{problem}");
+}
+
+#[test]
+fn a_failed_flush_shows_no_user_info_query_or_header_value_of_the_endpoint() {
+    let down = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = down.local_addr().unwrap();
+    std::thread::spawn(move || down.incoming().for_each(drop));
+    let endpoint = format!("http://otel:MARK-pass@{address}/v1/traces?token=MARK-token");
+    let env = |name: &str| match name {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" => Some(endpoint.clone()),
+        "OTEL_EXPORTER_OTLP_HEADERS" => Some("x-tenant=MARK-header".into()),
+        _ => None,
+    };
+    let settings = Settings::from_env(env).unwrap().unwrap();
+    let telemetry = Telemetry::start(&settings).unwrap();
+    {
+        let _guard = tracing::subscriber::set_default(telemetry.subscriber());
+        tracing::info_span!(target: "agent_runtime_hooks::agent::run", "agent_run").in_scope(|| {});
+    }
+    let problem = telemetry.flush().unwrap_err();
+    println!("{problem}");
+    assert!(problem.starts_with("spans could not be exported: "), "{problem}");
+    assert!(!problem.contains("MARK"), "{problem}");
 }
 
 #[tokio::test]
