@@ -276,6 +276,15 @@ async fn an_answer_that_is_not_what_was_asked_for_names_its_status_and_quotes_it
     );
     assert_eq!(error.status, Some(203));
 
+    // A real stream under a wrong content-type is still read.
+    let mislabelled = serve(|_, socket| {
+        let body = "\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+        reply(socket, answer("200 OK", "application/json", body))
+    })
+    .await;
+    let events = run(model(&mislabelled.url, "openai", json!({}))).await;
+    assert_eq!(common::result(&events).content, "ok");
+
     // Not streamed: the page is quoted with the status too.
     let error = failure(&run(model(&html.url, "openai", json!({"stream": false}))).await).clone();
     assert_eq!(

@@ -75,7 +75,7 @@ impl SseParser {
                     continue;
                 }
             }
-            let Some(end) = rest.iter().position(|&byte| byte == b'\n' || byte == b'\r') else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
                 if self.line.len() + rest.len() > self.max {
                     return Err(SseError::TooLong);
                 }
@@ -179,7 +179,9 @@ impl<'a> SseReader<'a> {
         if content_type.as_deref() == Some("text/event-stream") {
             return Ok(reader);
         }
-        // Some servers stream without the header (or with a wrong one): their first bytes decide.
+        // Without the header, or with another (servers that stream under a wrong one exist),
+        // the first bytes decide: a page or a JSON body starts with `<`, `{` or `[`, which no
+        // event-stream field does in practice.
         let mut head = Vec::new();
         while head.iter().all(u8::is_ascii_whitespace) && head.len() <= max {
             match reader.chunk().await? {
@@ -188,10 +190,7 @@ impl<'a> SseReader<'a> {
             }
         }
         let first = head.iter().find(|byte| !byte.is_ascii_whitespace());
-        let declared_other = content_type
-            .as_deref()
-            .is_some_and(|kind| kind == "text/html" || kind.contains("json") || kind.contains("xml"));
-        if declared_other || matches!(first, Some(b'<' | b'{' | b'[')) {
+        if matches!(first, Some(b'<' | b'{' | b'[')) {
             // Enough of the body to quote: what came, and a little more if it is quick.
             const QUOTED: usize = 64 * 1024;
             while head.len() < QUOTED {
