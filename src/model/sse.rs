@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::{Response, StatusCode};
+use reqwest::Response;
 use tokio::time::Instant;
 
 use super::http::{chain, timed_out, too_large, Opened};
@@ -145,7 +145,6 @@ impl SseParser {
 /// An SSE body being read: the parser, the chunk it is in, and the answer's deadline.
 pub(crate) struct SseReader<'a> {
     response: Response,
-    status: StatusCode,
     parser: SseParser,
     chunk: Bytes,
     at: usize,
@@ -157,10 +156,9 @@ pub(crate) struct SseReader<'a> {
 
 impl<'a> SseReader<'a> {
     /// Starts reading an answer to a request that asked for a stream; an answer that is not one
-    /// (an HTML page, a JSON body) is a `MODEL_ERROR` with its status and an excerpt.
+    /// (an HTML page, a JSON body) is a `MODEL_ERROR` quoting it (`read_answer` adds the status).
     pub async fn open(opened: Opened, max: usize, secrets: &'a Secrets) -> Result<SseReader<'a>> {
         let mut reader = SseReader {
-            status: opened.response.status(),
             response: opened.response,
             parser: SseParser::new(max),
             chunk: Bytes::new(),
@@ -203,8 +201,7 @@ impl<'a> SseReader<'a> {
             let detail = super::http::error_message(&head, reader.secrets);
             return Err(SdkError::model(format!(
                 "Model answer is not the event stream that was asked for ({kind}): {detail}"
-            ))
-            .with_status(reader.status.as_u16()));
+            )));
         }
         reader.chunk = Bytes::from(head);
         Ok(reader)
