@@ -94,15 +94,17 @@ function toError(info, scope) {
 }
 
 /**
- * Replaces every function in the options with `{ "$function": n }`, so the options cross into
- * Rust as JSON; the functions stay here and are called by number (with their object as `this`).
- * Values JSON would silently change (NaN, Infinity, bigints, symbols) become `{ "$js": text }`.
+ * Replaces every function in `value` with `{ "$function": n }`, so options cross into Rust as
+ * JSON; the functions stay here and are called by number (with their object as `this`).
+ * Values JSON would silently change (NaN, Infinity, bigints, symbols) become `{ "$js": text }`,
+ * for Rust to name. A cycle, or a getter that throws, is refused with `refuse(message)`'s
+ * error, naming where it is (`root` names `value` itself).
  */
-function splitFunctions(options) {
+function splitFunctions(value, root = 'the options', refuse = (message) => new ConfigError(message)) {
   const functions = []
-  /** The objects being walked, with where they are (`''` for the options themselves). */
+  /** The objects being walked, with where they are (`''` for the value itself). */
   const open = new Map()
-  const describe = (path) => (path === '' ? 'the options' : path)
+  const describe = (path) => (path === '' ? root : path)
   const walk = (value, owner, path) => {
     if (typeof value === 'function') {
       functions.push({ fn: value, owner })
@@ -113,15 +115,28 @@ function splitFunctions(options) {
     }
     if (value === null || typeof value !== 'object') return value
     if (open.has(value)) {
-      throw new ConfigError(`options contain a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
+      throw refuse(`${root} contain${root.startsWith('the options') ? '' : 's'} a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
     }
     open.set(value, path)
-    const copy = Array.isArray(value) ? value.map((item, index) => walk(item, undefined, `${path}[${index}]`)) : {}
-    if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value, path === '' ? key : `${path}.${key}`)
+    let copy
+    try {
+      copy = Array.isArray(value) ? value.map((item, index) => walk(item, undefined, `${path}[${index}]`)) : {}
+      if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value, path === '' ? key : `${path}.${key}`)
+    } catch (error) {
+      if (error instanceof SdkError) throw error
+      throw refuse(`${describe(path)} could not be read: ${messageOf(error)}`)
+    }
     open.delete(value)
     return copy
   }
-  return { data: walk(options, undefined, ''), functions }
+  return { data: walk(value, undefined, ''), functions }
+}
+
+const invalidInput = (message) => new SdkError('INVALID_INPUT', message)
+
+/** An AbortSignal of any realm (Jest's VM realm has its own class). */
+function isSignal(value) {
+  return value !== null && typeof value === 'object' && typeof value.aborted === 'boolean' && typeof value.addEventListener === 'function'
 }
 
 const NEVER_ABORTED = new AbortController().signal
@@ -140,6 +155,15 @@ class Scope {
     this.thrown = new Map()
     this.dispatches = new Map()
     this.reasons = new Map()
+    this.generators = new Map()
+    this.nextGenerator = 1
+  }
+
+  /** Keeps a generator a tool returned, for `stepGenerator`. */
+  keepGenerator(generator) {
+    const id = this.nextGenerator++
+    this.generators.set(id, generator)
+    return id
   }
 
   keep(error) {
@@ -160,9 +184,10 @@ class Scope {
     return entry.signal
   }
 
-  /** Rust's clock ran out for dispatch `id`: abort its signal with a HookTimeoutError. */
+  /** Rust's clock ran out for dispatch `id`: abort its signal with a HookTimeoutError (a
+   * tool's, event `''`: with the tool timeout's error). */
   timeOut(id, event, timeoutMs) {
-    const reason = new HookTimeoutError(event, timeoutMs)
+    const reason = event === '' ? new SdkError('TOOL_TIMEOUT', `Tool execution timeout after ${timeoutMs}ms`) : new HookTimeoutError(event, timeoutMs)
     this.reasons.set(id, reason)
     this.dispatches.get(id)?.controller.abort(reason)
     this.dispatches.delete(id)
@@ -199,23 +224,110 @@ function defineLazySignal(target, key, scope, dispatch, linked) {
   Object.defineProperty(target, key, lazySignalDescriptor(key))
 }
 
+/** How Rust wants a function's return read (`Reply` in src/host.rs). */
+const REPLY_DATA = 0
+const REPLY_DATA_WITH_MOCK = 1
+const REPLY_TOOL = 3
+
+/** A value that is not plain data, found by `plainData`. */
+class NotData extends Error {}
+
+/**
+ * A copy of `value` made of its own enumerable data properties only, for decisions and hook
+ * outputs: what was checked is what is used. A getter (it could answer differently on each
+ * read, or throw), a `toJSON` (it could replace what was checked), a function, a symbol, a
+ * bigint or a cycle is not data and throws `NotData` naming where it is.
+ */
+function plainData(value, path = 'the value', seen = new Set()) {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'undefined':
+      return value
+    case 'number':
+      return Number.isFinite(value) ? value : null
+    case 'object':
+      break
+    default:
+      throw new NotData(`${path} is ${describeValue(value)}`)
+  }
+  if (value === null) return null
+  if (seen.has(value)) throw new NotData(`${path} is circular`)
+  if (typeof value.toJSON === 'function') throw new NotData(`${path} has a toJSON method`)
+  seen.add(value)
+  const array = Array.isArray(value)
+  const copy = array ? [] : {}
+  const descriptors = Object.getOwnPropertyDescriptors(value)
+  for (const key of array ? Array.from({ length: value.length }, (_, index) => String(index)) : Object.keys(descriptors)) {
+    const descriptor = descriptors[key]
+    const at = array ? `${path}[${key}]` : `${path}.${key}`
+    if (descriptor === undefined) {
+      copy.push(null)
+      continue
+    }
+    if (!descriptor.enumerable && !array) continue
+    if (!('value' in descriptor)) throw new NotData(`${at} is a getter`)
+    const item = plainData(descriptor.value, at, seen)
+    if (array) copy.push(item === undefined ? null : item)
+    else if (item !== undefined) copy[key] = item
+  }
+  seen.delete(value)
+  return copy
+}
+
+function describeValue(value) {
+  if (typeof value === 'function') return 'a function'
+  if (typeof value === 'symbol') return 'a symbol'
+  if (typeof value === 'bigint') return 'a bigint'
+  return typeof value
+}
+
+const GENERATOR_TAGS = new Set(['[object Generator]', '[object AsyncGenerator]'])
+
+/**
+ * What a tool returned that JSON would flatten to `{}` or drop: a function, a symbol, an
+ * iterator or iterable that is not an array or a generator. `undefined` when it is JSON.
+ */
+function notJson(value) {
+  if (typeof value === 'function' || typeof value === 'symbol') return describeValue(value)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+  if (typeof value.next === 'function') return 'an iterator that is not a generator'
+  if (typeof value[Symbol.iterator] === 'function' || typeof value[Symbol.asyncIterator] === 'function') {
+    return `an iterable ${Object.prototype.toString.call(value).slice(8, -1)}`
+  }
+  return undefined
+}
+
 /**
  * The function Rust calls for every user function:
- * `invoke(fn, argsJson, scope, mock, signalArg, signalKey, dispatch, last, linked, errorJson)`.
+ * `invoke(fn, argsJson, scope, reply, signalArg, signalKey, dispatch, last, linked, errorJson)`.
  * `args[signalArg][signalKey]` gets a signal (none when `signalArg` is -1): the scope's own, or
  * dispatch `dispatch`'s, made on first use (`last`: the dispatch's last call; `linked`: it also
  * follows the scope's signal). `errorJson` is `[arg, key, message, thrown]`: `args[arg][key]`
- * gets the thrown value itself, or a new Error. The reply is the value's JSON, `''` for
- * `undefined`, or `'!'` and `{ message, thrown }` when the function threw; a promise of it when
- * the function returned one.
+ * gets the thrown value itself, or a new Error. `reply` says how the return is read (see
+ * `Reply` in src/host.rs): as plain data (with `mock()` for PreToolUse), as JSON, or as a
+ * tool's return (a generator is kept for `stepGenerator`). The reply is that text, `''` for
+ * `undefined`, or `'!'` and `{ message, thrown }` when the function threw or its value could
+ * not be read; a promise of it when the function returned one.
  */
 function makeInvoke(functions, scopes) {
-  return function invoke(fn, argsJson, scopeId, mock, signalArg, signalKey, dispatch, last, linked, errorJson) {
+  return function invoke(fn, argsJson, scopeId, reply, signalArg, signalKey, dispatch, last, linked, errorJson) {
     const args = JSON.parse(argsJson)
     const scope = scopes.get(scopeId) ?? new Scope()
-    // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply.
+    // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply. A
+    // result that is not plain data is reported as such: the call then fails (never runs).
     let mocked
-    if (mock) args[0].mock = (result) => (mocked === undefined && result !== undefined ? ((mocked = result), true) : false)
+    if (reply === REPLY_DATA_WITH_MOCK) {
+      args[0].mock = (result) => {
+        if (mocked !== undefined || result === undefined) return false
+        try {
+          mocked = plainData(result, 'the mock result')
+        } catch (error) {
+          mocked = { [JS_VALUE_KEY]: error instanceof NotData ? error.message : messageOf(error) }
+        }
+        return true
+      }
+    }
     if (signalArg >= 0 && dispatch === null) args[signalArg][signalKey] = scope.signal
     // A dispatch's signal is made on first use: most callbacks never look at it.
     else if (signalArg >= 0) defineLazySignal(args[signalArg], signalKey, scope, dispatch, linked)
@@ -226,17 +338,13 @@ function makeInvoke(functions, scopes) {
     }
     const settled = (value) => {
       if (dispatch !== null && last) scope.dispatches.delete(dispatch)
-      return JSON.stringify(mock ? { returned: value, mocked } : value) ?? ''
+      return encodeReply(value, reply, scope, mocked)
     }
     const failed = (thrown) => {
       // A callback that mocked and then threw still mocked: the mock wins.
       if (mocked !== undefined) return settled(undefined)
       if (dispatch !== null) scope.dispatches.delete(dispatch)
-      try {
-        return `!${JSON.stringify({ message: messageOf(thrown), thrown: scope.keep(thrown) })}`
-      } catch {
-        return '!{"message":"an error that cannot be described"}'
-      }
+      return failure(thrown, scope)
     }
     // Reply at once to a plain value; through a promise only when the function returned one.
     let returned
@@ -250,6 +358,63 @@ function makeInvoke(functions, scopes) {
       const thenable = returned !== null && (typeof returned === 'object' || typeof returned === 'function') && typeof returned.then === 'function'
       if (thenable) return Promise.resolve(returned).then(settled, failed).then(undefined, failed)
       return settled(returned)
+    } catch (thrown) {
+      return failed(thrown)
+    }
+  }
+}
+
+/** `!` and `{ message, thrown }`: `thrown` numbers the value kept in the scope. */
+function failure(thrown, scope) {
+  try {
+    const message = thrown instanceof NotData ? `returned a value that is not plain data: ${thrown.message}` : messageOf(thrown)
+    return `!${JSON.stringify({ message, thrown: thrown instanceof NotData ? undefined : scope.keep(thrown) })}`
+  } catch {
+    return '!{"message":"an error that cannot be described"}'
+  }
+}
+
+/** The reply text for `value`, read as `reply` says. Throws when it cannot be read. */
+function encodeReply(value, reply, scope, mocked) {
+  if (reply === REPLY_TOOL) {
+    if (value !== null && typeof value === 'object' && GENERATOR_TAGS.has(Object.prototype.toString.call(value))) {
+      return `{"generator":${scope.keepGenerator(value)}}`
+    }
+    const invalid = notJson(value)
+    if (invalid !== undefined) return JSON.stringify({ invalid })
+    const json = JSON.stringify(value)
+    return json === undefined ? '{}' : `{"returned":${json}}`
+  }
+  if (reply === REPLY_DATA || reply === REPLY_DATA_WITH_MOCK) value = plainData(value)
+  if (reply === REPLY_DATA_WITH_MOCK) return JSON.stringify({ returned: value, mocked })
+  return JSON.stringify(value) ?? ''
+}
+
+/**
+ * Advances generator `id` of scope `scopeId` (a tool's): `finish` calls `return()`. Replies
+ * `{ done, value }`, `{ done, invalid }`, or a failure as `invoke` does; a promise of it for
+ * an async generator.
+ */
+function makeStepGenerator(scopes) {
+  return function stepGenerator(scopeId, id, finish) {
+    const scope = scopes.get(scopeId)
+    const generator = scope?.generators.get(id)
+    if (generator === undefined) return '{"done":true}'
+    const settled = ({ done, value } = {}) => {
+      if (done) scope.generators.delete(id)
+      const invalid = notJson(value)
+      if (invalid !== undefined) return JSON.stringify({ done: Boolean(done), invalid })
+      const json = JSON.stringify(value)
+      return json === undefined ? `{"done":${Boolean(done)}}` : `{"done":${Boolean(done)},"value":${json}}`
+    }
+    const failed = (thrown) => {
+      scope.generators.delete(id)
+      return failure(thrown, scope)
+    }
+    try {
+      const step = finish ? generator.return(undefined) : generator.next()
+      if (typeof step?.then === 'function') return Promise.resolve(step).then(settled, failed).then(undefined, failed)
+      return settled(step)
     } catch (thrown) {
       return failed(thrown)
     }
@@ -388,12 +553,15 @@ class Agent {
   }
 
   async send(message, options = {}) {
+    if (options !== undefined && options !== null && typeof options !== 'object') throw invalidInput(`send options must be an object (got ${typeof options})`)
     const { signal, maxTurns } = options ?? {}
+    if (signal !== undefined && !isSignal(signal)) throw invalidInput(`options.signal must be an AbortSignal (got ${signal === null ? 'null' : typeof signal})`)
     signal?.throwIfAborted()
     const controller = new AbortController()
     const scopeId = this.#nextScope++
     const scope = new Scope(controller.signal)
-    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, JSON.stringify(splitFunctions({ maxTurns }).data), process.env)
+    const encoded = JSON.stringify(splitFunctions(message, 'the message', invalidInput).data) ?? 'null'
+    const made = this.#native.send(encoded, scopeId, JSON.stringify(splitFunctions({ maxTurns }, 'the send options', invalidInput).data), process.env)
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
     // Every abort of the run comes through here (the controller is never handed out), so the
@@ -447,7 +615,7 @@ async function createAgent(options) {
   }
   const { data, functions } = splitFunctions(options)
   const scopes = new Map()
-  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), process.env, wakeNothing)
+  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), process.env, wakeNothing)
   if (typeof made === 'string') throw toError(JSON.parse(made))
   const scope = new Scope()
   scopes.set(0, scope)

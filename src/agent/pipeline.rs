@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use super::events::ToolCallRecord;
 use super::permission::{self, Decision, Permission};
 use super::session::Session;
-use super::tools::{self, CallResult, ToolContext, ToolSpec};
+use super::tools::{self, CallResult, NotStarted, ToolContext, ToolSpec};
 use crate::hooks::apply::{self, PostVerdict, PreVerdict};
 use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
@@ -237,7 +237,11 @@ impl Call<'_> {
                     session_id: &session.id,
                     scope: self.site.caller.scope,
                 };
-                tools::execute(&session.host, tool, &input, context).await
+                match tools::execute(&session.host, tool, &input, context, self.site.caller.cancel).await {
+                    Ok(result) => result,
+                    // No hook sees a call that never started: the run ends with the abort.
+                    Err(NotStarted) => return (CallResult::aborted("the run was aborted"), input, None),
+                }
             }
         };
         self.finish(input, result, None).await
@@ -312,7 +316,12 @@ impl Call<'_> {
         let mut call = HostCall::new(function, Args::of(&[request]), self.site.caller.scope);
         call.signal = Some(timeout.signal("signal", true, self.site.caller.cancel.is_some()));
         match dispatcher
-            .call_guarded(call, &timeout, self.site.caller, Owner::Permission)
+            .call_guarded(
+                self.site.session.host.call(call),
+                &timeout,
+                self.site.caller,
+                Owner::Permission,
+            )
             .await
         {
             Ok(returned) => permission::parse_decision(returned.as_ref()).unwrap_or_else(denied),

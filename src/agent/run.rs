@@ -86,6 +86,16 @@ impl Run {
         &self.span
     }
 
+    /// Fails with the abort once the run was aborted. Checked before every model call and as
+    /// soon as a turn's tool calls return: user code that aborts synchronously never gives the
+    /// `select!` in [`Run::drive`] a chance to see it.
+    fn checkpoint(&self) -> Result<()> {
+        if self.control.is_aborted() {
+            return Err(SdkError::new(ErrorCode::Abort, self.control.reason()));
+        }
+        Ok(())
+    }
+
     fn emit(&self, event: StreamEvent) {
         self.events.send(event);
     }
@@ -200,6 +210,7 @@ impl Run {
 
     async fn steps(&mut self, content: UserContent) -> Finish {
         let content = self.user_prompt_submit(content).await?;
+        self.checkpoint()?;
         self.session.push(Message::User { content });
         loop {
             if self.turns >= self.max_turns {
@@ -213,7 +224,9 @@ impl Run {
                 payload.insert("steps".into(), json!(self.turns - 1));
                 self.lifecycle(HookEvent::StepStart, payload, self.caller()).await?;
             }
+            self.checkpoint()?;
             let reply = self.call_model().await?;
+            self.checkpoint()?;
             self.usage.add(reply.usage);
             let ModelReply { text, tool_calls, .. } = reply;
             self.session.push(Message::Assistant {
@@ -229,6 +242,7 @@ impl Run {
                 return Ok((text, StopReason::Done));
             }
             let (records, interrupt) = self.run_tool_calls(&tool_calls).await;
+            self.checkpoint()?;
             for record in &records {
                 self.session.push(Message::Tool {
                     tool_call_id: record.id.clone(),

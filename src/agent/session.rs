@@ -68,6 +68,11 @@ impl RunControl {
         self.token.cancelled().await
     }
 
+    /// Whether the run was aborted, however little has been awaited since.
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
     pub(crate) fn token(&self) -> &CancellationToken {
         &self.token
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use super::events::CallStatus;
 use crate::host::{Args, Callable, Host, HostCall, SignalSlot};
@@ -148,22 +149,34 @@ pub struct ToolContext<'a> {
     pub scope: u32,
 }
 
+/// The run was aborted before the tool could start; it did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotStarted;
+
+/// Runs `execute`, unless the run was aborted: this is the one place a tool starts, so an
+/// abort made by synchronous code (a permission function, a sibling tool, a hook that never
+/// yielded) is seen here even though nothing was awaited since. The run, which checks its
+/// control as soon as the turn's calls return, then ends with the abort.
 pub async fn execute(
     host: &Arc<dyn Host>,
     tool: &ToolSpec,
     input: &Map<String, Value>,
     context: ToolContext<'_>,
-) -> CallResult {
+    cancel: Option<&CancellationToken>,
+) -> Result<CallResult, NotStarted> {
+    if cancel.is_some_and(CancellationToken::is_cancelled) {
+        return Err(NotStarted);
+    }
     let mut call = HostCall::new(tool.execute, Args::of(&(input, &context)), context.scope);
     call.signal = Some(SignalSlot {
         arg: 1,
         key: "signal",
         dispatch: None,
     });
-    match host.call(call).await {
+    Ok(match host.call(call).await {
         Ok(returned) => model_output(returned),
         Err(error) => CallResult::failed(error.message, error.thrown),
-    }
+    })
 }
 
 /// Strings pass through; `{ status: 'success', model }` and `{ status: 'error', error: { message } }`

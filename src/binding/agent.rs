@@ -7,11 +7,12 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::host::{AbortArgs, InvokeArgs, JsHost, Returned};
+use super::host::{AbortArgs, Functions, InvokeArgs, JsHost, Returned, StepArgs};
 use super::{local, telemetry};
 use crate::agent::config::ENV_VARS;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
+use crate::text::parse_js_json;
 
 fn error_json(error: &SdkError) -> String {
     serde_json::to_string(error).unwrap_or_default()
@@ -36,7 +37,8 @@ fn failure_of<'env>(
 fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<HashMap<String, String>> {
     let mut values = HashMap::new();
     for name in names {
-        if let Some(value) = environment.get::<String>(name.as_ref())? {
+        // `process.env.constructor` is Object's: a name only the prototype has is unset.
+        if let Some(Either::A(value)) = environment.get::<Either<String, Unknown>>(name.as_ref())? {
             values.insert(name.as_ref().to_string(), value);
         }
     }
@@ -45,17 +47,18 @@ fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<H
 
 /// A created session, or the JSON of the error that prevented it.
 #[napi(
-    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, mock: boolean, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, environment: object, wake: () => void"
+    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, reply: number, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, stepGenerator: (scope: number, generator: number, finish: boolean) => string | Promise<string>, environment: object, wake: () => void"
 )]
 pub fn create_session(
     env: &Env,
     options: String,
     invoke: Function<InvokeArgs, Returned>,
     abort_dispatch: Function<AbortArgs, Returned>,
+    step_generator: Function<StepArgs, Returned>,
     environment: Object,
     wake: Function<(), ()>,
 ) -> Result<Either<NativeAgent, String>> {
-    let options: Value = match serde_json::from_str(&options) {
+    let options: Value = match parse_js_json(&options) {
         Ok(options) => options,
         Err(error) => {
             return Ok(Either::B(error_json(&SdkError::config(format!(
@@ -71,7 +74,12 @@ pub fn create_session(
     if local::init(env, wake)? {
         telemetry::start_for(env)?;
     }
-    let host = JsHost::new(env, invoke.create_ref()?, abort_dispatch.create_ref()?)?;
+    let functions = Functions {
+        invoke: invoke.create_ref()?,
+        abort: abort_dispatch.create_ref()?,
+        step: step_generator.create_ref()?,
+    };
+    let host = JsHost::new(env, functions)?;
     let session = Session::new(config, Arc::new(host));
     Ok(Either::A(NativeAgent {
         environment_names: session.environment_names(),
@@ -115,7 +123,7 @@ impl NativeAgent {
         environment: Object,
     ) -> Either<NativeRun, String> {
         let read = |what: &str, text: &str| {
-            serde_json::from_str::<Value>(text).map_err(|error| {
+            parse_js_json::<Value>(text).map_err(|error| {
                 Either::B(error_json(&SdkError::new(
                     ErrorCode::InvalidInput,
                     format!("{what} could not be read: {error}"),
