@@ -228,6 +228,7 @@ function defineLazySignal(target, key, scope, dispatch, linked) {
 const REPLY_DATA = 0
 const REPLY_DATA_WITH_MOCK = 1
 const REPLY_TOOL = 3
+const REPLY_HANDLER = 4
 
 /** A value that is not plain data, found by `plainData`. */
 class NotData extends Error {}
@@ -279,6 +280,7 @@ function describeValue(value) {
   if (typeof value === 'function') return 'a function'
   if (typeof value === 'symbol') return 'a symbol'
   if (typeof value === 'bigint') return 'a bigint'
+  if (typeof value === 'object') return 'an object'
   return typeof value
 }
 
@@ -323,7 +325,7 @@ function makeInvoke(functions, scopes) {
         try {
           mocked = plainData(result, 'the mock result')
         } catch (error) {
-          mocked = { [JS_VALUE_KEY]: error instanceof NotData ? error.message : messageOf(error) }
+          mocked = { [JS_VALUE_KEY]: `a value that is not plain data (${error instanceof NotData ? error.message : messageOf(error)})` }
         }
         return true
       }
@@ -338,7 +340,7 @@ function makeInvoke(functions, scopes) {
     }
     const settled = (value) => {
       if (dispatch !== null && last) scope.dispatches.delete(dispatch)
-      return encodeReply(value, reply, scope, mocked)
+      return encodeReply(value, reply, scope, mocked, functions)
     }
     const failed = (thrown) => {
       // A callback that mocked and then threw still mocked: the mock wins.
@@ -367,15 +369,22 @@ function makeInvoke(functions, scopes) {
 /** `!` and `{ message, thrown }`: `thrown` numbers the value kept in the scope. */
 function failure(thrown, scope) {
   try {
-    const message = thrown instanceof NotData ? `returned a value that is not plain data: ${thrown.message}` : messageOf(thrown)
-    return `!${JSON.stringify({ message, thrown: thrown instanceof NotData ? undefined : scope.keep(thrown) })}`
+    return `!${JSON.stringify({ message: messageOf(thrown), thrown: scope.keep(thrown) })}`
   } catch {
     return '!{"message":"an error that cannot be described"}'
   }
 }
 
 /** The reply text for `value`, read as `reply` says. Throws when it cannot be read. */
-function encodeReply(value, reply, scope, mocked) {
+function encodeReply(value, reply, scope, mocked, functions) {
+  if (reply === REPLY_HANDLER) {
+    // confirmationHandlerFactory's handler: its method is kept and called by number.
+    if (value === null || typeof value !== 'object' || typeof value.requestConfirmation !== 'function') {
+      return JSON.stringify({ [JS_VALUE_KEY]: value === null ? 'null' : `${describeValue(value)} without a requestConfirmation method` })
+    }
+    functions.push({ fn: value.requestConfirmation, owner: value })
+    return `{"function":${functions.length - 1}}`
+  }
   if (reply === REPLY_TOOL) {
     if (value !== null && typeof value === 'object' && GENERATOR_TAGS.has(Object.prototype.toString.call(value))) {
       return `{"generator":${scope.keepGenerator(value)}}`
@@ -385,7 +394,15 @@ function encodeReply(value, reply, scope, mocked) {
     const json = JSON.stringify(value)
     return json === undefined ? '{}' : `{"returned":${json}}`
   }
-  if (reply === REPLY_DATA || reply === REPLY_DATA_WITH_MOCK) value = plainData(value)
+  if (reply === REPLY_DATA || reply === REPLY_DATA_WITH_MOCK) {
+    // Not data: Rust gets a marker it names, and treats as the invalid decision it is.
+    try {
+      value = plainData(value)
+    } catch (error) {
+      if (!(error instanceof NotData)) throw error
+      value = { [JS_VALUE_KEY]: `a value that is not plain data (${error.message})` }
+    }
+  }
   if (reply === REPLY_DATA_WITH_MOCK) return JSON.stringify({ returned: value, mocked })
   return JSON.stringify(value) ?? ''
 }
@@ -429,14 +446,25 @@ function makeAbortDispatch(scopes) {
   }
 }
 
-function textOf(event) {
-  if (event.type === 'content') return event.delta
-  if (event.type === 'error') throw event.error
+/** Picks `textStream()`'s chunks: content deltas, or (as Blade does) a successful run's
+ * content once when no delta came; throws the run's error. */
+function textPicker() {
+  let streamed = false
+  return (event) => {
+    if (event.type === 'content') {
+      streamed = true
+      return event.delta
+    }
+    if (event.type === 'error') throw event.error
+    if (event.type === 'result' && !streamed && event.content) return event.content
+    return undefined
+  }
 }
 
 class AgentResponse {
   #run
   #scope
+  #sessionId
   #events = []
   /** The last event (result or error) has been taken from the run. */
   #ended = false
@@ -444,10 +472,17 @@ class AgentResponse {
   #finished
   #pulling = null
   #everyEvent = false
+  /** `on()` listeners by event type, awaited in order before iterators see the event. */
+  #listeners = new Map()
+  #submission
+  /** The pump `on()` starts. */
+  #consume = null
 
-  constructor(run, scope, onSettled) {
+  constructor(run, scope, sessionId, onSettled) {
     this.#run = run
     this.#scope = scope
+    this.#sessionId = sessionId
+    this.#submission = Object.freeze({ status: 'started', inputId: run.inputId, requestId: run.requestId })
     // One crossing per run: it keeps Node alive while the run works, and says when it is over.
     const settle = () => {
       this.#settled = true
@@ -456,28 +491,51 @@ class AgentResponse {
     this.#finished = run.finished().then(settle, settle)
   }
 
+  /** Blade's submission: `{ status: 'started', inputId, requestId }`. */
+  get submission() {
+    return this.#submission
+  }
+
   /** Takes every event published since the last pull, waiting for at least one. */
   #pull() {
     this.#pulling ??= this.#run.next().then(
-      (batch) => {
-        this.#pulling = null
+      async (batch) => {
         if (batch === null) {
           this.#ended = true
-          return
+        } else {
+          try {
+            for (const event of JSON.parse(batch)) {
+              if (event.type === 'error') event.error = toError(event.error, this.#scope)
+              await this.#notify(event)
+              this.#events.push(event)
+              if (event.type === 'result' || event.type === 'error') this.#ended = true
+            }
+          } catch (error) {
+            // An `on()` listener threw: the events end with its error.
+            this.#fail(error)
+          }
         }
-        for (const event of JSON.parse(batch)) {
-          if (event.type === 'error') event.error = toError(event.error, this.#scope)
-          this.#events.push(event)
-          if (event.type === 'result' || event.type === 'error') this.#ended = true
-        }
+        this.#pulling = null
       },
       (error) => {
         this.#pulling = null
-        this.#events.push({ type: 'error', error: new SdkError('INTERNAL', messageOf(error)) })
-        this.#ended = true
+        this.#fail(new SdkError('INTERNAL', messageOf(error)))
       },
     )
     return this.#pulling
+  }
+
+  /** Ends the events with an error of the response itself (not of the run). */
+  #fail(error) {
+    this.#events.push({ type: 'error', message: error.message, code: error.code, error, sessionId: this.#sessionId })
+    this.#ended = true
+  }
+
+  /** Awaits the event's `on()` listeners in order. */
+  async #notify(event) {
+    const listeners = this.#listeners.get(event.type)
+    if (listeners === undefined) return
+    for (const listener of listeners) await listener(event)
   }
 
   get isSettled() {
@@ -486,17 +544,39 @@ class AgentResponse {
 
   /** Every event of the run; each call starts again from the first. */
   stream() {
+    this.#wantEveryEvent()
+    return this.#select((event) => event)
+  }
+
+  #wantEveryEvent() {
     // Until now a waiting pull woke only for text or the run's end.
     if (!this.#everyEvent) {
       this.#everyEvent = true
       this.#run.wantEveryEvent()
     }
-    return this.#select((event) => event)
+  }
+
+  /**
+   * Calls `listener` with every event of `type` (awaited, in order, before iterators see the
+   * event) and starts consuming the run. Returns the response.
+   */
+  on(type, listener) {
+    if (typeof listener !== 'function') throw invalidInput(`on() takes a listener function (got ${typeof listener})`)
+    let listeners = this.#listeners.get(type)
+    if (listeners === undefined) this.#listeners.set(type, (listeners = []))
+    listeners.push(listener)
+    this.#wantEveryEvent()
+    this.#consume ??= this.#consumeAll()
+    return this
+  }
+
+  async #consumeAll() {
+    while (!this.#ended) await this.#pull()
   }
 
   /** The text deltas of the run; throws the run's error. */
   textStream() {
-    return this.#select(textOf)
+    return this.#select(textPicker())
   }
 
   /** The run's events as `pick` maps them (`undefined` skips one), from the first. */
@@ -531,13 +611,15 @@ class AgentResponse {
 class Agent {
   #native
   #scopes
+  #options
   #nextScope = 1
   #active = null
   #closing = null
 
-  constructor(nativeAgent, scopes) {
+  constructor(nativeAgent, scopes, options) {
     this.#native = nativeAgent
     this.#scopes = scopes
+    this.#options = options
   }
 
   get sessionId() {
@@ -576,7 +658,7 @@ class Agent {
     const onCallerAbort = () => active.abort(signal.reason)
     signal?.addEventListener('abort', onCallerAbort, { once: true })
     this.#active = active
-    return new AgentResponse(made, scope, () => {
+    return new AgentResponse(made, scope, this.sessionId, () => {
       signal?.removeEventListener('abort', onCallerAbort)
       this.#scopes.delete(scopeId)
       if (this.#active === active) this.#active = null
@@ -585,6 +667,50 @@ class Agent {
 
   abort(reason) {
     this.#active?.abort(reason === undefined ? new AbortError() : reason)
+  }
+
+  /** Blade's: `[{ id: 'default', name: <model>, provider: <provider> }]`. */
+  async supportedModels() {
+    return JSON.parse(this.#native.supportedModels())
+  }
+
+  /** From the next run. */
+  async setModel(model) {
+    this.#set('model', model)
+  }
+
+  /** From the next run. */
+  async setMaxTurns(maxTurns) {
+    this.#set('maxTurns', maxTurns)
+  }
+
+  /** Blade's `PermissionMode` values (or our preset names), from the next run. */
+  async setPermissionMode(mode) {
+    this.#set('permissionMode', mode)
+  }
+
+  /** What tools receive as their context: `{ environment?, metadata?, capabilities? }`. */
+  getDefaultContext() {
+    return JSON.parse(this.#native.defaultContext())
+  }
+
+  setDefaultContext(context) {
+    this.#set('defaultContext', context)
+  }
+
+  #set(setting, value) {
+    const failure = this.#native.set(setting, JSON.stringify(splitFunctions(value, 'the value', invalidInput).data) ?? 'null')
+    if (failure !== null) throw toError(JSON.parse(failure))
+  }
+
+  /** A new agent with the same options and a copy of this conversation (its SessionStart has `isResume: false`). */
+  async fork() {
+    return open(this.#options, this.#native)
+  }
+
+  /** `await using agent = …` closes it. */
+  async [Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')]() {
+    await this.close()
   }
 
   /** Runs SessionEnd once; concurrent calls share one attempt, a failed one may be retried. */
@@ -610,6 +736,14 @@ class Agent {
 }
 
 async function createAgent(options) {
+  return open(options, null)
+}
+
+/** Option keys warned about in this process: one warning per key. */
+const warnedOptions = new Set()
+
+/** Makes an agent (with `from`'s conversation, for `fork()`) and runs its SessionStart. */
+async function open(options, from) {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError(`options must be an object (got ${options === null ? 'null' : typeof options})`)
   }
@@ -617,6 +751,12 @@ async function createAgent(options) {
   const scopes = new Map()
   const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), process.env, wakeNothing)
   if (typeof made === 'string') throw toError(JSON.parse(made))
+  for (const key of made.unsupportedOptions) {
+    if (warnedOptions.has(key)) continue
+    warnedOptions.add(key)
+    process.emitWarning(`${key} is accepted for compatibility with @blade-ai/agent-sdk and ignored: agent-runtime-hooks does not build it`, { code: 'ARH_UNSUPPORTED_OPTION' })
+  }
+  if (from !== null) made.copyConversationFrom(from)
   const scope = new Scope()
   scopes.set(0, scope)
   try {
@@ -625,7 +765,7 @@ async function createAgent(options) {
   } finally {
     scopes.delete(0)
   }
-  return new Agent(made, scopes)
+  return new Agent(made, scopes, options)
 }
 
 async function prompt(message, options) {
@@ -648,6 +788,17 @@ function defineTool(definition) {
   return definition
 }
 
+/** Blade's helper: a generator that yields nothing and returns `result`. */
+async function* completeToolExecution(result) {
+  return result
+}
+
+const ToolKind = Object.freeze({ ReadOnly: 'readonly', Write: 'write', Execute: 'execute' })
+const ToolSideEffect = Object.freeze({ PURE: 'pure', IDEMPOTENT: 'idempotent', NON_IDEMPOTENT: 'non_idempotent' })
+const PermissionMode = Object.freeze({ DEFAULT: 'default', AUTO_EDIT: 'autoEdit', YOLO: 'yolo', PLAN: 'plan' })
+const PermissionDecision = Object.freeze({ ALLOW: 'allow', DENY: 'deny', ASK: 'ask' })
+const HookTimeoutErrorCode = 'HOOK_TIMEOUT'
+
 function scriptedModel(script) {
   return Object.freeze(typeof script === 'function' ? { kind: 'scripted', script } : { kind: 'scripted', turns: script })
 }
@@ -656,9 +807,16 @@ module.exports = {
   createAgent,
   prompt,
   defineTool,
+  completeToolExecution,
   scriptedModel,
   flushTelemetry,
+  AgentResponse,
   HookEvent,
+  ToolKind,
+  ToolSideEffect,
+  PermissionMode,
+  PermissionDecision,
+  HookTimeoutErrorCode,
   SdkError,
   HookTimeoutError,
   ConfigError,

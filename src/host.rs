@@ -91,6 +91,9 @@ pub enum Reply {
     /// for a generator the host keeps for [`Host::step`], or `{ invalid: what }` for a value
     /// JSON would silently flatten (a function, a symbol, an iterator that is not a generator).
     Tool,
+    /// An object with a `requestConfirmation` method (what `confirmationHandlerFactory`
+    /// returns): the host keeps the method and replies `{ function: n }`, its number.
+    Handler,
 }
 
 impl Reply {
@@ -101,6 +104,7 @@ impl Reply {
             Reply::DataWithMock => 1,
             Reply::Json => 2,
             Reply::Tool => 3,
+            Reply::Handler => 4,
         }
     }
 }

@@ -13,11 +13,14 @@ pub const JS_VALUE_KEY: &str = "$js";
 /// prints it (`NaN`).
 pub fn describe(value: &Value) -> String {
     if let Value::Object(object) = value {
-        match object.iter().next().filter(|_| object.len() == 1) {
-            Some((key, Value::Number(_))) if key == FUNCTION_KEY => return "a function".into(),
-            Some((key, Value::String(text))) if key == JS_VALUE_KEY => return text.clone(),
-            _ => {}
+        if let Some((key, Value::Number(_))) = object.iter().next().filter(|_| object.len() == 1) {
+            if key == FUNCTION_KEY {
+                return "a function".into();
+            }
         }
+    }
+    if let Some(text) = js_marker(value) {
+        return text.to_string();
     }
     match value {
         Value::Null => "null".into(),
@@ -90,6 +93,13 @@ fn replace_lone_surrogates(text: &str) -> Option<String> {
     }
     out.push_str(&text[copied..]);
     Some(out)
+}
+
+/// The text of a `{ "$js": text }` marker: a value JSON cannot carry (`NaN`, `5n`), or one
+/// that is not plain data where data was expected (`not plain data: … is a getter`).
+pub fn js_marker(value: &Value) -> Option<&str> {
+    let object = value.as_object().filter(|object| object.len() == 1)?;
+    object.get(JS_VALUE_KEY)?.as_str()
 }
 
 /// The start of `text`, at most `limit` characters, cut on a character boundary.

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::host::{AbortArgs, Functions, InvokeArgs, JsHost, Returned, StepArgs};
 use super::{local, telemetry};
 use crate::agent::config::ENV_VARS;
+use crate::agent::events::Published;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
 use crate::text::parse_js_json;
@@ -179,7 +180,57 @@ impl NativeAgent {
         Either::A(NativeRun {
             events: Arc::new(handle.events),
             control: handle.control,
+            session_id: self.session.id.clone().into(),
+            request_id: handle.request_id,
+            input_id: handle.input_id,
         })
+    }
+
+    /// Option keys accepted but not built here, for the wrapper's warnings.
+    #[napi(getter)]
+    pub fn unsupported_options(&self) -> Vec<String> {
+        self.session.config().unsupported.clone()
+    }
+
+    /// `supportedModels()` as JSON.
+    #[napi]
+    pub fn supported_models(&self) -> String {
+        self.session.supported_models().to_string()
+    }
+
+    /// `setModel`, `setMaxTurns`, `setPermissionMode`, `setDefaultContext`: `setting` names
+    /// which, `value` is its JSON; returns the JSON of the error that refused it, or null.
+    #[napi]
+    pub fn set(&self, setting: String, value: String) -> Option<String> {
+        let value: Value = match parse_js_json(&value) {
+            Ok(value) => value,
+            Err(error) => {
+                return Some(error_json(&SdkError::new(
+                    ErrorCode::InvalidInput,
+                    format!("the value could not be read: {error}"),
+                )))
+            }
+        };
+        let set = match setting.as_str() {
+            "model" => self.session.set_model(&value),
+            "maxTurns" => self.session.set_max_turns(&value),
+            "permissionMode" => self.session.set_permission_mode(&value),
+            "defaultContext" => self.session.set_default_context(&value),
+            other => Err(SdkError::new(ErrorCode::InvalidInput, format!("no setting {other}"))),
+        };
+        set.err().map(|error| error_json(&error))
+    }
+
+    /// `getDefaultContext()` as JSON.
+    #[napi]
+    pub fn default_context(&self) -> String {
+        serde_json::to_string(&*self.session.default_context()).unwrap_or_else(|_| "{}".into())
+    }
+
+    /// `fork()`: the conversation of `other` becomes this agent's (before its SessionStart).
+    #[napi]
+    pub fn copy_conversation_from(&self, other: &NativeAgent) {
+        self.session.copy_conversation_from(&other.session);
     }
 
     #[napi]
@@ -234,6 +285,9 @@ impl NativeAgent {
 pub struct NativeRun {
     events: Arc<EventReader>,
     control: Arc<RunControl>,
+    session_id: Arc<str>,
+    request_id: String,
+    input_id: String,
 }
 
 #[napi]
@@ -246,10 +300,29 @@ impl NativeRun {
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let events = self.events.clone();
+        let session_id = self.session_id.clone();
         local::promise(env, async move {
             let batch = events.next_batch(local::rest_of_turn()).await?;
-            Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
+            let published: Vec<Published<'_>> = batch
+                .iter()
+                .map(|event| Published {
+                    event,
+                    session_id: &session_id,
+                })
+                .collect();
+            Some(serde_json::to_string(&published).unwrap_or_else(|_| "[]".into()))
         })
+    }
+
+    /// The run's `submission` ids: which request it is, and which input started it.
+    #[napi(getter)]
+    pub fn request_id(&self) -> String {
+        self.request_id.clone()
+    }
+
+    #[napi(getter)]
+    pub fn input_id(&self) -> String {
+        self.input_id.clone()
     }
 
     /// Resolves (with `null`) once the run has published its last event.
