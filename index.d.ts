@@ -41,6 +41,7 @@ export declare const PermissionDecision: { readonly ALLOW: 'allow'; readonly DEN
 export type PermissionDecision = (typeof PermissionDecision)[keyof typeof PermissionDecision]
 /** `HookTimeoutError`'s code. */
 export declare const HookTimeoutErrorCode: 'HOOK_TIMEOUT'
+export type HookTimeoutErrorCode = typeof HookTimeoutErrorCode
 
 export declare class SdkError extends Error {
   constructor(code: string, message: string, options?: { cause?: unknown })
@@ -125,15 +126,15 @@ export interface ToolContext {
   capabilities?: JsonObject
 }
 
-/** What `execute` may return: a value, a promise of one, or a generator whose yields are
- * `tool_progress` events and whose return value is the result. */
+/** What `execute` may return: a value, a promise of one, or a generator whose yields (JSON)
+ * are `tool_progress` events and whose return value is the result. */
 export type ToolExecution =
   | Promise<JsonValue | ToolResult | void>
   | JsonValue
   | ToolResult
   | void
-  | AsyncGenerator<JsonValue, JsonValue | ToolResult | void, unknown>
-  | Generator<JsonValue, JsonValue | ToolResult | void, unknown>
+  | AsyncGenerator<unknown, JsonValue | ToolResult | void, unknown>
+  | Generator<unknown, JsonValue | ToolResult | void, unknown>
 
 export interface ToolDefinition<I = JsonObject> {
   name: string

@@ -115,7 +115,8 @@ function splitFunctions(value, root = 'the options', refuse = (message) => new C
     }
     if (value === null || typeof value !== 'object') return value
     if (open.has(value)) {
-      throw refuse(`${root} contain${root.startsWith('the options') ? '' : 's'} a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
+      const subject = root === 'the options' ? 'options contain' : `${root} contains`
+      throw refuse(`${subject} a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
     }
     open.set(value, path)
     let copy
@@ -477,6 +478,8 @@ class AgentResponse {
   #submission
   /** The pump `on()` starts. */
   #consume = null
+  /** Resolves when the next event is published to iterators (or the events end). */
+  #arrival = null
 
   constructor(run, scope, sessionId, onSettled) {
     this.#run = run
@@ -509,6 +512,8 @@ class AgentResponse {
               await this.#notify(event)
               this.#events.push(event)
               if (event.type === 'result' || event.type === 'error') this.#ended = true
+              // Iterators see each event as soon as its own listeners are done.
+              this.#arrived()
             }
           } catch (error) {
             // An `on()` listener threw: the events end with its error.
@@ -516,13 +521,33 @@ class AgentResponse {
           }
         }
         this.#pulling = null
+        this.#arrived()
       },
       (error) => {
         this.#pulling = null
         this.#fail(new SdkError('INTERNAL', messageOf(error)))
+        this.#arrived()
       },
     )
     return this.#pulling
+  }
+
+  #arrived() {
+    const arrival = this.#arrival
+    this.#arrival = null
+    arrival?.resolve()
+  }
+
+  /** Waits until an event more is there for iterators, or the events ended. */
+  #more() {
+    if (this.#arrival === null) {
+      let resolve
+      const promise = new Promise((done) => (resolve = done))
+      this.#arrival = { promise, resolve }
+    }
+    const { promise } = this.#arrival
+    this.#pull()
+    return promise
   }
 
   /** Ends the events with an error of the response itself (not of the run). */
@@ -588,7 +613,7 @@ class AgentResponse {
         if (picked !== undefined) yield picked
       }
       if (this.#ended) return
-      await this.#pull()
+      await this.#more()
     }
   }
 

@@ -1,6 +1,7 @@
 //! `NativeAgent` and `NativeRun`: the session and one of its runs, as JS classes.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
@@ -85,6 +86,7 @@ pub fn create_session(
     Ok(Either::A(NativeAgent {
         environment_names: session.environment_names(),
         session,
+        open: Rc::new(local::AgentCount::new(env.raw())?),
     }))
 }
 
@@ -93,6 +95,8 @@ pub struct NativeAgent {
     session: Arc<Session>,
     /// The environment variables `send`, `start` and `close` read (fixed at creation).
     environment_names: Vec<String>,
+    /// Keeps the JS thread's scheduler until this agent is closed (or collected).
+    open: Rc<local::AgentCount>,
 }
 
 #[napi]
@@ -246,8 +250,14 @@ impl NativeAgent {
         scope: u32,
         environment: Object,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
+        let open = self.open.clone();
         self.with_environment(env, &environment, move |session, environment| async move {
-            session.start(scope, environment).await
+            let started = session.start(scope, environment).await;
+            // A failed SessionStart closed the session.
+            if started.is_err() {
+                open.release();
+            }
+            started
         })
     }
 
@@ -259,8 +269,11 @@ impl NativeAgent {
         scope: u32,
         environment: Object,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
+        let open = self.open.clone();
         self.with_environment(env, &environment, move |session, environment| async move {
-            session.close(scope, environment).await
+            session.close(scope, environment).await?;
+            open.release();
+            Ok(())
         })
     }
 }
