@@ -18,6 +18,31 @@ export declare const HookEvent: {
 }
 export type HookEventName = (typeof HookEvent)[keyof typeof HookEvent]
 
+/** Blade's tool kinds: what the permission presets decide by. */
+export declare const ToolKind: { readonly ReadOnly: 'readonly'; readonly Write: 'write'; readonly Execute: 'execute' }
+export type ToolKind = (typeof ToolKind)[keyof typeof ToolKind]
+/** Blade's side-effect classes of a tool. */
+export declare const ToolSideEffect: {
+  readonly PURE: 'pure'
+  readonly IDEMPOTENT: 'idempotent'
+  readonly NON_IDEMPOTENT: 'non_idempotent'
+}
+export type ToolSideEffect = (typeof ToolSideEffect)[keyof typeof ToolSideEffect]
+/** Blade's permission modes, for `agent.setPermissionMode()`. */
+export declare const PermissionMode: {
+  readonly DEFAULT: 'default'
+  readonly AUTO_EDIT: 'autoEdit'
+  readonly YOLO: 'yolo'
+  readonly PLAN: 'plan'
+}
+export type PermissionMode = (typeof PermissionMode)[keyof typeof PermissionMode]
+/** Blade's permission decisions. */
+export declare const PermissionDecision: { readonly ALLOW: 'allow'; readonly DENY: 'deny'; readonly ASK: 'ask' }
+export type PermissionDecision = (typeof PermissionDecision)[keyof typeof PermissionDecision]
+/** `HookTimeoutError`'s code. */
+export declare const HookTimeoutErrorCode: 'HOOK_TIMEOUT'
+export type HookTimeoutErrorCode = typeof HookTimeoutErrorCode
+
 export declare class SdkError extends Error {
   constructor(code: string, message: string, options?: { cause?: unknown })
   readonly code: string
@@ -84,16 +109,32 @@ export type Message =
     }
   | { role: 'tool'; tool_call_id: string; content: string }
 
+/** What a tool may return: `model` is what the model is sent; `display` reaches the stream's
+ * `tool_result` only. */
 export type ToolResult =
-  | { status: 'success'; model: JsonValue }
-  | { status: 'error'; model?: JsonValue; error: { message: string } }
+  | { status: 'success'; model: JsonValue; display?: JsonValue }
+  | { status: 'error'; model?: JsonValue; display?: JsonValue; error: { message: string; type?: string } }
 
 export interface ToolContext {
-  /** Aborted when the run is aborted (`agent.abort()` or the caller's signal). */
+  /** Aborted when the run is aborted (`agent.abort()` or the caller's signal) or at `toolTimeoutMs`. */
   signal: AbortSignal
   toolCallId: string
   sessionId: string
+  /** From `advanced.defaultContext` (and `filesystem`, as `capabilities.filesystem`). */
+  environment?: Record<string, string>
+  metadata?: JsonObject
+  capabilities?: JsonObject
 }
+
+/** What `execute` may return: a value, a promise of one, or a generator whose yields (JSON)
+ * are `tool_progress` events and whose return value is the result. */
+export type ToolExecution =
+  | Promise<JsonValue | ToolResult | void>
+  | JsonValue
+  | ToolResult
+  | void
+  | AsyncGenerator<unknown, JsonValue | ToolResult | void, unknown>
+  | Generator<unknown, JsonValue | ToolResult | void, unknown>
 
 export interface ToolDefinition<I = JsonObject> {
   name: string
@@ -101,10 +142,10 @@ export interface ToolDefinition<I = JsonObject> {
   /** Sent to the model; default `{ type: 'object', properties: {} }`. */
   parameters?: JsonSchemaObject
   /** Default `'execute'`. */
-  kind?: 'readonly' | 'write' | 'execute'
+  kind?: ToolKind
   /** Default `'non_idempotent'`. */
-  sideEffect?: 'pure' | 'idempotent' | 'non_idempotent'
-  execute(input: I, context: ToolContext): Promise<JsonValue | ToolResult | void> | JsonValue | ToolResult | void
+  sideEffect?: ToolSideEffect
+  execute(input: I, context: ToolContext): ToolExecution
 }
 
 export interface ConnectionOptions {
@@ -122,6 +163,10 @@ export interface ConnectionOptions {
    * call's arguments; past it the run fails with MODEL_ERROR. Default 16 MiB (16777216).
    */
   maxResponseBytes?: number
+  /** Anthropic: the `anthropic-version` header; OpenAI-compatible: the `api-version` query parameter. */
+  apiVersion?: string
+  /** A streamed answer that sends nothing for this long fails (`MODEL_ERROR`). */
+  streamIdleTimeoutMs?: number
 }
 
 /** What every hook callback receives; the fields present depend on the event. */
@@ -234,10 +279,31 @@ export type HookEntry = HookCallback | (Omit<AgentHook, 'type'> & { type?: HookT
 export type InlineHooks = Partial<Record<HookTypeName, HookEntry[]>>
 
 export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
+
+/** What Blade's confirmation handler is asked when a permission says `'ask'`. */
+export interface ConfirmationRequest {
+  toolName: string
+  args: JsonObject
+  title: string
+  message: string
+  /** Aborts at `hookTimeoutMs` or with the caller's signal. */
+  abortSignal: AbortSignal
+  kind: ToolKind
+  affectedFiles: string[]
+}
+export interface ConfirmationResult {
+  approved: boolean
+  reason?: string
+  /** `'session'`: the same tool with the same arguments is approved for the rest of the session. */
+  scope?: 'once' | 'session'
+}
+export interface ConfirmationHandler {
+  requestConfirmation(request: ConfirmationRequest): ConfirmationResult | Promise<ConfirmationResult>
+}
 export interface AgentPermissionRequest {
   toolName: string
   input: JsonObject
-  kind: 'readonly' | 'write' | 'execute'
+  kind: ToolKind
   affectedPaths: string[]
   /** Aborts at `hookTimeoutMs` or with the caller's signal. */
   signal: AbortSignal
@@ -271,6 +337,75 @@ export type AgentLogger =
       error?: (message: string, fields: Record<string, unknown>) => void
     }
 
+/** Blade's filesystem option: merged into the tools' context as `capabilities.filesystem`. */
+export interface AgentFilesystemOptions {
+  roots: readonly string[]
+  cwd?: string
+}
+export type AgentProfile = 'local' | 'server'
+
+/** What tools receive besides their signal and ids. */
+export interface DefaultContext {
+  environment?: Record<string, string>
+  metadata?: JsonObject
+  capabilities?: JsonObject
+}
+
+export interface AgentAdvancedOptions {
+  /** Callbacks and hook objects per event, or hook objects with their `type`; run in order. */
+  hooks?: InlineHooks | AgentHook[]
+  /** Default 600000: one budget per event dispatch, shared by its callbacks. */
+  hookTimeoutMs?: number
+  /** Default 3000. */
+  sessionEndHookTimeoutMs?: number
+  /** Who may run which tool; without it every tool runs. */
+  permission?: AgentPermission
+  /** Answers a permission's `'ask'`; without it an `'ask'` denies (it never auto-approves). */
+  confirmationHandler?: ConfirmationHandler
+  /** Makes the session's confirmation handler, on its first `'ask'`. */
+  confirmationHandlerFactory?: (sessionId: string) => ConfirmationHandler | Promise<ConfirmationHandler>
+  /** Receives what the runtime logs (failed observers, webhook deliveries, …). */
+  logger?: AgentLogger
+  connection?: ConnectionOptions
+  /** What tools receive as their context. */
+  defaultContext?: DefaultContext
+  /** The tools offered to the model (`[]` offers none); the rest cannot be called. */
+  allowedTools?: string[]
+  /** Tools never offered. */
+  disallowedTools?: string[]
+  /** Budget of one tool call; default 600000. */
+  toolTimeoutMs?: number
+  /** Reported as `usage.maxContextTokens`; default 128000. */
+  maxContextTokens?: number
+  // Blade options accepted for compatibility and not built here: each is warned about once
+  // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
+  agents?: unknown
+  mcpServers?: unknown
+  storagePath?: string
+  persistSession?: boolean
+  sessionRepository?: unknown
+  sessionEventStore?: unknown
+  skills?: unknown
+  tokenBudget?: unknown
+  providerOptions?: unknown
+  thinkingEnabled?: boolean
+  thinkingBudget?: number
+  middleware?: unknown
+  plugins?: unknown
+  sandbox?: unknown
+  observability?: unknown
+  durableEventStore?: unknown
+  executionLease?: unknown
+  outputFormat?: unknown
+  memoryManager?: unknown
+  webFetch?: unknown
+  providerRegistry?: unknown
+  subagent?: unknown
+  builtinTools?: unknown
+  permissions?: unknown
+  toolSourcePolicy?: unknown
+}
+
 export interface AgentOptions {
   model: string | ModelProvider
   /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY from the environment. */
@@ -284,27 +419,22 @@ export interface AgentOptions {
   maxOutputTokens?: number
   /** Default 200; reaching it ends the run with stopReason 'max_turns'. */
   maxTurns?: number
-  tools?: ToolDefinition<any>[]
-  advanced?: {
-    /** Callbacks and hook objects per event, or hook objects with their `type`; run in order. */
-    hooks?: InlineHooks | AgentHook[]
-    /** Default 600000: one budget per event dispatch, shared by its callbacks. */
-    hookTimeoutMs?: number
-    /** Default 3000. */
-    sessionEndHookTimeoutMs?: number
-    /** Who may run which tool; without it every tool runs. */
-    permission?: AgentPermission
-    /** Receives what the runtime logs (failed observers, webhook deliveries, …). */
-    logger?: AgentLogger
-    connection?: ConnectionOptions
-  }
+  tools?: readonly ToolDefinition<any>[]
+  /** Blade's; accepted (`'local'` or `'server'`), with no effect here. */
+  profile?: AgentProfile
+  filesystem?: AgentFilesystemOptions
+  advanced?: AgentAdvancedOptions
 }
 
-export interface Usage {
+/** Blade's `TokenUsage`: the run's totals. */
+export interface TokenUsage {
   inputTokens: number
   outputTokens: number
   totalTokens: number
+  maxContextTokens: number
 }
+/** @deprecated Use `TokenUsage`. */
+export type Usage = TokenUsage
 
 export interface ToolCallRecord {
   id: string
@@ -312,6 +442,9 @@ export interface ToolCallRecord {
   input: JsonObject
   /** What the model was sent. */
   output: string
+  /** Milliseconds from the call's first hook to its result. */
+  duration: number
+  isError: boolean
   status: 'success' | 'error'
   /** The result came from a PreToolUse `mock()`. */
   mocked?: boolean
@@ -320,44 +453,75 @@ export interface ToolCallRecord {
 }
 
 export interface PromptResult {
-  content: string
+  /** The final assistant text (Blade's name). */
+  result: string
   toolCalls: ToolCallRecord[]
-  usage: Usage
-  /** Model calls made in this run. */
+  usage: TokenUsage
+  /** Milliseconds from `send` to the end of the run. */
+  duration: number
+  /** Model calls made in this run (Blade's name). */
+  turnsCount: number
+  /** = `result`. */
+  content: string
+  /** = `turnsCount`. */
   turns: number
   stopReason: 'done' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
 }
 
-export type StreamEvent =
+/** Blade's `StreamMessage` variants and fields (ours after Blade's); every event has `sessionId`. */
+export type StreamEvent = { sessionId: string } & (
+  | { type: 'turn_start'; turn: number }
+  | { type: 'turn_end'; turn: number }
   | { type: 'content'; delta: string }
+  | { type: 'thinking'; delta: string }
+  /** The model's arguments, before hooks. */
   | { type: 'tool_use'; id: string; name: string; input: JsonObject }
+  /** A generator tool's yield. */
+  | { type: 'tool_progress'; progress: JsonValue; id: string; name: string }
   | {
       type: 'tool_result'
       id: string
       name: string
       output: string
+      isError: boolean
+      display?: JsonValue
       status: 'success' | 'error'
       classification?: 'hook_denied' | 'hook_control_error'
     }
-  | { type: 'turn'; index: number }
-  | { type: 'usage'; usage: Usage }
-  | { type: 'result'; result: PromptResult }
-  | { type: 'error'; error: SdkError | Error }
+  | { type: 'usage'; usage: TokenUsage }
+  | { type: 'result'; subtype: 'success' | 'error'; content?: string; error?: string; result: PromptResult }
+  | { type: 'error'; message: string; code?: string; error: SdkError | Error }
+)
+/** Blade's name for a stream event. */
+export type StreamMessage = StreamEvent
+export type StreamEventType = StreamEvent['type']
 
 export interface SendOptions {
   signal?: AbortSignal
   maxTurns?: number
 }
 
-export interface AgentResponse {
+/** One `send`'s run: its text, events and result. */
+export declare class AgentResponse {
+  private constructor()
+  /** Blade's submission of the run. */
+  readonly submission: { status: 'started'; inputId: string; requestId: string }
   /** The final assistant text; rejects with the run's error. */
   text(): Promise<string>
-  /** Text deltas as they stream. */
+  /** Text deltas as they stream (a run without deltas yields its content once). */
   textStream(): AsyncIterable<string>
   /** Every event of the run; each call starts again from the first. */
   stream(): AsyncIterable<StreamEvent>
+  /** Calls `listener` with each event of `type`, awaited in order before iterators see it; starts consumption. */
+  on<T extends StreamEventType>(type: T, listener: (event: Extract<StreamEvent, { type: T }>) => unknown): this
   result(): Promise<PromptResult>
   readonly isSettled: boolean
+}
+
+export interface SupportedModel {
+  id: string
+  name: string
+  provider: string
 }
 
 export interface Agent {
@@ -369,12 +533,25 @@ export interface Agent {
   /** Aborts the active run. */
   abort(reason?: unknown): void
   close(): Promise<void>
+  /** `[{ id: 'default', name: <model>, provider: <provider> }]`. */
+  supportedModels(): Promise<SupportedModel[]>
+  /** From the next run. */
+  setModel(model: string): Promise<void>
+  setMaxTurns(maxTurns: number): Promise<void>
+  setPermissionMode(mode: PermissionMode | AgentPermissionPreset): Promise<void>
+  getDefaultContext(): DefaultContext
+  setDefaultContext(context: DefaultContext): void
+  /** A new agent with the same options and a copy of the conversation. */
+  fork(): Promise<Agent>
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 export declare function createAgent(options: AgentOptions): Promise<Agent>
 /** One-shot: create an agent, send the message, close it. */
 export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
 export declare function defineTool<I extends JsonObject = JsonObject>(definition: ToolDefinition<I>): ToolDefinition<I>
+/** Blade's helper: an execution that returns `result` at once. */
+export declare function completeToolExecution<R extends ToolResult | JsonValue>(result: R): AsyncGenerator<never, R, unknown>
 export declare function scriptedModel(turns: ScriptedTurn[] | ScriptFn): ModelProvider
 /**
  * Sends the spans batched for OpenTelemetry export now. Export is on when

@@ -94,15 +94,17 @@ function toError(info, scope) {
 }
 
 /**
- * Replaces every function in the options with `{ "$function": n }`, so the options cross into
- * Rust as JSON; the functions stay here and are called by number (with their object as `this`).
- * Values JSON would silently change (NaN, Infinity, bigints, symbols) become `{ "$js": text }`.
+ * Replaces every function in `value` with `{ "$function": n }`, so options cross into Rust as
+ * JSON; the functions stay here and are called by number (with their object as `this`).
+ * Values JSON would silently change (NaN, Infinity, bigints, symbols) become `{ "$js": text }`,
+ * for Rust to name. A cycle, or a getter that throws, is refused with `refuse(message)`'s
+ * error, naming where it is (`root` names `value` itself).
  */
-function splitFunctions(options) {
+function splitFunctions(value, root = 'the options', refuse = (message) => new ConfigError(message)) {
   const functions = []
-  /** The objects being walked, with where they are (`''` for the options themselves). */
+  /** The objects being walked, with where they are (`''` for the value itself). */
   const open = new Map()
-  const describe = (path) => (path === '' ? 'the options' : path)
+  const describe = (path) => (path === '' ? root : path)
   const walk = (value, owner, path) => {
     if (typeof value === 'function') {
       functions.push({ fn: value, owner })
@@ -113,15 +115,29 @@ function splitFunctions(options) {
     }
     if (value === null || typeof value !== 'object') return value
     if (open.has(value)) {
-      throw new ConfigError(`options contain a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
+      const subject = root === 'the options' ? 'options contain' : `${root} contains`
+      throw refuse(`${subject} a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
     }
     open.set(value, path)
-    const copy = Array.isArray(value) ? value.map((item, index) => walk(item, undefined, `${path}[${index}]`)) : {}
-    if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value, path === '' ? key : `${path}.${key}`)
+    let copy
+    try {
+      copy = Array.isArray(value) ? value.map((item, index) => walk(item, undefined, `${path}[${index}]`)) : {}
+      if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value, path === '' ? key : `${path}.${key}`)
+    } catch (error) {
+      if (error instanceof SdkError) throw error
+      throw refuse(`${describe(path)} could not be read: ${messageOf(error)}`)
+    }
     open.delete(value)
     return copy
   }
-  return { data: walk(options, undefined, ''), functions }
+  return { data: walk(value, undefined, ''), functions }
+}
+
+const invalidInput = (message) => new SdkError('INVALID_INPUT', message)
+
+/** An AbortSignal of any realm (Jest's VM realm has its own class). */
+function isSignal(value) {
+  return value !== null && typeof value === 'object' && typeof value.aborted === 'boolean' && typeof value.addEventListener === 'function'
 }
 
 const NEVER_ABORTED = new AbortController().signal
@@ -140,6 +156,15 @@ class Scope {
     this.thrown = new Map()
     this.dispatches = new Map()
     this.reasons = new Map()
+    this.generators = new Map()
+    this.nextGenerator = 1
+  }
+
+  /** Keeps a generator a tool returned, for `stepGenerator`. */
+  keepGenerator(generator) {
+    const id = this.nextGenerator++
+    this.generators.set(id, generator)
+    return id
   }
 
   keep(error) {
@@ -160,9 +185,10 @@ class Scope {
     return entry.signal
   }
 
-  /** Rust's clock ran out for dispatch `id`: abort its signal with a HookTimeoutError. */
+  /** Rust's clock ran out for dispatch `id`: abort its signal with a HookTimeoutError (a
+   * tool's, event `''`: with the tool timeout's error). */
   timeOut(id, event, timeoutMs) {
-    const reason = new HookTimeoutError(event, timeoutMs)
+    const reason = event === '' ? new SdkError('TOOL_TIMEOUT', `Tool execution timeout after ${timeoutMs}ms`) : new HookTimeoutError(event, timeoutMs)
     this.reasons.set(id, reason)
     this.dispatches.get(id)?.controller.abort(reason)
     this.dispatches.delete(id)
@@ -199,23 +225,112 @@ function defineLazySignal(target, key, scope, dispatch, linked) {
   Object.defineProperty(target, key, lazySignalDescriptor(key))
 }
 
+/** How Rust wants a function's return read (`Reply` in src/host.rs). */
+const REPLY_DATA = 0
+const REPLY_DATA_WITH_MOCK = 1
+const REPLY_TOOL = 3
+const REPLY_HANDLER = 4
+
+/** A value that is not plain data, found by `plainData`. */
+class NotData extends Error {}
+
+/**
+ * A copy of `value` made of its own enumerable data properties only, for decisions and hook
+ * outputs: what was checked is what is used. A getter (it could answer differently on each
+ * read, or throw), a `toJSON` (it could replace what was checked), a function, a symbol, a
+ * bigint or a cycle is not data and throws `NotData` naming where it is.
+ */
+function plainData(value, path = 'the value', seen = new Set()) {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'undefined':
+      return value
+    case 'number':
+      return Number.isFinite(value) ? value : null
+    case 'object':
+      break
+    default:
+      throw new NotData(`${path} is ${describeValue(value)}`)
+  }
+  if (value === null) return null
+  if (seen.has(value)) throw new NotData(`${path} is circular`)
+  if (typeof value.toJSON === 'function') throw new NotData(`${path} has a toJSON method`)
+  seen.add(value)
+  const array = Array.isArray(value)
+  const copy = array ? [] : {}
+  const descriptors = Object.getOwnPropertyDescriptors(value)
+  for (const key of array ? Array.from({ length: value.length }, (_, index) => String(index)) : Object.keys(descriptors)) {
+    const descriptor = descriptors[key]
+    const at = array ? `${path}[${key}]` : `${path}.${key}`
+    if (descriptor === undefined) {
+      copy.push(null)
+      continue
+    }
+    if (!descriptor.enumerable && !array) continue
+    if (!('value' in descriptor)) throw new NotData(`${at} is a getter`)
+    const item = plainData(descriptor.value, at, seen)
+    if (array) copy.push(item === undefined ? null : item)
+    else if (item !== undefined) copy[key] = item
+  }
+  seen.delete(value)
+  return copy
+}
+
+function describeValue(value) {
+  if (typeof value === 'function') return 'a function'
+  if (typeof value === 'symbol') return 'a symbol'
+  if (typeof value === 'bigint') return 'a bigint'
+  if (typeof value === 'object') return 'an object'
+  return typeof value
+}
+
+const GENERATOR_TAGS = new Set(['[object Generator]', '[object AsyncGenerator]'])
+
+/**
+ * What a tool returned that JSON would flatten to `{}` or drop: a function, a symbol, an
+ * iterator or iterable that is not an array or a generator. `undefined` when it is JSON.
+ */
+function notJson(value) {
+  if (typeof value === 'function' || typeof value === 'symbol') return describeValue(value)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+  if (typeof value.next === 'function') return 'an iterator that is not a generator'
+  if (typeof value[Symbol.iterator] === 'function' || typeof value[Symbol.asyncIterator] === 'function') {
+    return `an iterable ${Object.prototype.toString.call(value).slice(8, -1)}`
+  }
+  return undefined
+}
+
 /**
  * The function Rust calls for every user function:
- * `invoke(fn, argsJson, scope, mock, signalArg, signalKey, dispatch, last, linked, errorJson)`.
+ * `invoke(fn, argsJson, scope, reply, signalArg, signalKey, dispatch, last, linked, errorJson)`.
  * `args[signalArg][signalKey]` gets a signal (none when `signalArg` is -1): the scope's own, or
  * dispatch `dispatch`'s, made on first use (`last`: the dispatch's last call; `linked`: it also
  * follows the scope's signal). `errorJson` is `[arg, key, message, thrown]`: `args[arg][key]`
- * gets the thrown value itself, or a new Error. The reply is the value's JSON, `''` for
- * `undefined`, or `'!'` and `{ message, thrown }` when the function threw; a promise of it when
- * the function returned one.
+ * gets the thrown value itself, or a new Error. `reply` says how the return is read (see
+ * `Reply` in src/host.rs): as plain data (with `mock()` for PreToolUse), as JSON, or as a
+ * tool's return (a generator is kept for `stepGenerator`). The reply is that text, `''` for
+ * `undefined`, or `'!'` and `{ message, thrown }` when the function threw or its value could
+ * not be read; a promise of it when the function returned one.
  */
 function makeInvoke(functions, scopes) {
-  return function invoke(fn, argsJson, scopeId, mock, signalArg, signalKey, dispatch, last, linked, errorJson) {
+  return function invoke(fn, argsJson, scopeId, reply, signalArg, signalKey, dispatch, last, linked, errorJson) {
     const args = JSON.parse(argsJson)
     const scope = scopes.get(scopeId) ?? new Scope()
-    // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply.
+    // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply. A
+    // result that is not plain data is reported as such: the call then fails (never runs).
     let mocked
-    if (mock) args[0].mock = (result) => (mocked === undefined && result !== undefined ? ((mocked = result), true) : false)
+    if (reply === REPLY_DATA_WITH_MOCK) {
+      args[0].mock = (result) => {
+        if (mocked !== undefined || result === undefined) return false
+        try {
+          mocked = plainData(result, 'the mock result')
+        } catch (error) {
+          mocked = { [JS_VALUE_KEY]: `a value that is not plain data (${error instanceof NotData ? error.message : messageOf(error)})` }
+        }
+        return true
+      }
+    }
     if (signalArg >= 0 && dispatch === null) args[signalArg][signalKey] = scope.signal
     // A dispatch's signal is made on first use: most callbacks never look at it.
     else if (signalArg >= 0) defineLazySignal(args[signalArg], signalKey, scope, dispatch, linked)
@@ -226,17 +341,13 @@ function makeInvoke(functions, scopes) {
     }
     const settled = (value) => {
       if (dispatch !== null && last) scope.dispatches.delete(dispatch)
-      return JSON.stringify(mock ? { returned: value, mocked } : value) ?? ''
+      return encodeReply(value, reply, scope, mocked, functions)
     }
     const failed = (thrown) => {
       // A callback that mocked and then threw still mocked: the mock wins.
       if (mocked !== undefined) return settled(undefined)
       if (dispatch !== null) scope.dispatches.delete(dispatch)
-      try {
-        return `!${JSON.stringify({ message: messageOf(thrown), thrown: scope.keep(thrown) })}`
-      } catch {
-        return '!{"message":"an error that cannot be described"}'
-      }
+      return failure(thrown, scope)
     }
     // Reply at once to a plain value; through a promise only when the function returned one.
     let returned
@@ -256,6 +367,78 @@ function makeInvoke(functions, scopes) {
   }
 }
 
+/** `!` and `{ message, thrown }`: `thrown` numbers the value kept in the scope. */
+function failure(thrown, scope) {
+  try {
+    return `!${JSON.stringify({ message: messageOf(thrown), thrown: scope.keep(thrown) })}`
+  } catch {
+    return '!{"message":"an error that cannot be described"}'
+  }
+}
+
+/** The reply text for `value`, read as `reply` says. Throws when it cannot be read. */
+function encodeReply(value, reply, scope, mocked, functions) {
+  if (reply === REPLY_HANDLER) {
+    // confirmationHandlerFactory's handler: its method is kept and called by number.
+    if (value === null || typeof value !== 'object' || typeof value.requestConfirmation !== 'function') {
+      return JSON.stringify({ [JS_VALUE_KEY]: value === null ? 'null' : `${describeValue(value)} without a requestConfirmation method` })
+    }
+    functions.push({ fn: value.requestConfirmation, owner: value })
+    return `{"function":${functions.length - 1}}`
+  }
+  if (reply === REPLY_TOOL) {
+    if (value !== null && typeof value === 'object' && GENERATOR_TAGS.has(Object.prototype.toString.call(value))) {
+      return `{"generator":${scope.keepGenerator(value)}}`
+    }
+    const invalid = notJson(value)
+    if (invalid !== undefined) return JSON.stringify({ invalid })
+    const json = JSON.stringify(value)
+    return json === undefined ? '{}' : `{"returned":${json}}`
+  }
+  if (reply === REPLY_DATA || reply === REPLY_DATA_WITH_MOCK) {
+    // Not data: Rust gets a marker it names, and treats as the invalid decision it is.
+    try {
+      value = plainData(value)
+    } catch (error) {
+      if (!(error instanceof NotData)) throw error
+      value = { [JS_VALUE_KEY]: `a value that is not plain data (${error.message})` }
+    }
+  }
+  if (reply === REPLY_DATA_WITH_MOCK) return JSON.stringify({ returned: value, mocked })
+  return JSON.stringify(value) ?? ''
+}
+
+/**
+ * Advances generator `id` of scope `scopeId` (a tool's): `finish` calls `return()`. Replies
+ * `{ done, value }`, `{ done, invalid }`, or a failure as `invoke` does; a promise of it for
+ * an async generator.
+ */
+function makeStepGenerator(scopes) {
+  return function stepGenerator(scopeId, id, finish) {
+    const scope = scopes.get(scopeId)
+    const generator = scope?.generators.get(id)
+    if (generator === undefined) return '{"done":true}'
+    const settled = ({ done, value } = {}) => {
+      if (done) scope.generators.delete(id)
+      const invalid = notJson(value)
+      if (invalid !== undefined) return JSON.stringify({ done: Boolean(done), invalid })
+      const json = JSON.stringify(value)
+      return json === undefined ? `{"done":${Boolean(done)}}` : `{"done":${Boolean(done)},"value":${json}}`
+    }
+    const failed = (thrown) => {
+      scope.generators.delete(id)
+      return failure(thrown, scope)
+    }
+    try {
+      const step = finish ? generator.return(undefined) : generator.next()
+      if (typeof step?.then === 'function') return Promise.resolve(step).then(settled, failed).then(undefined, failed)
+      return settled(step)
+    } catch (thrown) {
+      return failed(thrown)
+    }
+  }
+}
+
 /** Rust's clock ran out for dispatch `dispatch` of scope `scopeId`: abort its signal. */
 function makeAbortDispatch(scopes) {
   return function abortDispatch(scopeId, dispatch, event, timeoutMs) {
@@ -264,14 +447,25 @@ function makeAbortDispatch(scopes) {
   }
 }
 
-function textOf(event) {
-  if (event.type === 'content') return event.delta
-  if (event.type === 'error') throw event.error
+/** Picks `textStream()`'s chunks: content deltas, or (as Blade does) a successful run's
+ * content once when no delta came; throws the run's error. */
+function textPicker() {
+  let streamed = false
+  return (event) => {
+    if (event.type === 'content') {
+      streamed = true
+      return event.delta
+    }
+    if (event.type === 'error') throw event.error
+    if (event.type === 'result' && !streamed && event.content) return event.content
+    return undefined
+  }
 }
 
 class AgentResponse {
   #run
   #scope
+  #sessionId
   #events = []
   /** The last event (result or error) has been taken from the run. */
   #ended = false
@@ -279,10 +473,19 @@ class AgentResponse {
   #finished
   #pulling = null
   #everyEvent = false
+  /** `on()` listeners by event type, awaited in order before iterators see the event. */
+  #listeners = new Map()
+  #submission
+  /** The pump `on()` starts. */
+  #consume = null
+  /** Resolves when the next event is published to iterators (or the events end). */
+  #arrival = null
 
-  constructor(run, scope, onSettled) {
+  constructor(run, scope, sessionId, onSettled) {
     this.#run = run
     this.#scope = scope
+    this.#sessionId = sessionId
+    this.#submission = Object.freeze({ status: 'started', inputId: run.inputId, requestId: run.requestId })
     // One crossing per run: it keeps Node alive while the run works, and says when it is over.
     const settle = () => {
       this.#settled = true
@@ -291,28 +494,73 @@ class AgentResponse {
     this.#finished = run.finished().then(settle, settle)
   }
 
+  /** Blade's submission: `{ status: 'started', inputId, requestId }`. */
+  get submission() {
+    return this.#submission
+  }
+
   /** Takes every event published since the last pull, waiting for at least one. */
   #pull() {
     this.#pulling ??= this.#run.next().then(
-      (batch) => {
-        this.#pulling = null
+      async (batch) => {
         if (batch === null) {
           this.#ended = true
-          return
+        } else {
+          try {
+            for (const event of JSON.parse(batch)) {
+              if (event.type === 'error') event.error = toError(event.error, this.#scope)
+              await this.#notify(event)
+              this.#events.push(event)
+              if (event.type === 'result' || event.type === 'error') this.#ended = true
+              // Iterators see each event as soon as its own listeners are done.
+              this.#arrived()
+            }
+          } catch (error) {
+            // An `on()` listener threw: the events end with its error.
+            this.#fail(error)
+          }
         }
-        for (const event of JSON.parse(batch)) {
-          if (event.type === 'error') event.error = toError(event.error, this.#scope)
-          this.#events.push(event)
-          if (event.type === 'result' || event.type === 'error') this.#ended = true
-        }
+        this.#pulling = null
+        this.#arrived()
       },
       (error) => {
         this.#pulling = null
-        this.#events.push({ type: 'error', error: new SdkError('INTERNAL', messageOf(error)) })
-        this.#ended = true
+        this.#fail(new SdkError('INTERNAL', messageOf(error)))
+        this.#arrived()
       },
     )
     return this.#pulling
+  }
+
+  #arrived() {
+    const arrival = this.#arrival
+    this.#arrival = null
+    arrival?.resolve()
+  }
+
+  /** Waits until an event more is there for iterators, or the events ended. */
+  #more() {
+    if (this.#arrival === null) {
+      let resolve
+      const promise = new Promise((done) => (resolve = done))
+      this.#arrival = { promise, resolve }
+    }
+    const { promise } = this.#arrival
+    this.#pull()
+    return promise
+  }
+
+  /** Ends the events with an error of the response itself (not of the run). */
+  #fail(error) {
+    this.#events.push({ type: 'error', message: error.message, code: error.code, error, sessionId: this.#sessionId })
+    this.#ended = true
+  }
+
+  /** Awaits the event's `on()` listeners in order. */
+  async #notify(event) {
+    const listeners = this.#listeners.get(event.type)
+    if (listeners === undefined) return
+    for (const listener of listeners) await listener(event)
   }
 
   get isSettled() {
@@ -321,17 +569,39 @@ class AgentResponse {
 
   /** Every event of the run; each call starts again from the first. */
   stream() {
+    this.#wantEveryEvent()
+    return this.#select((event) => event)
+  }
+
+  #wantEveryEvent() {
     // Until now a waiting pull woke only for text or the run's end.
     if (!this.#everyEvent) {
       this.#everyEvent = true
       this.#run.wantEveryEvent()
     }
-    return this.#select((event) => event)
+  }
+
+  /**
+   * Calls `listener` with every event of `type` (awaited, in order, before iterators see the
+   * event) and starts consuming the run. Returns the response.
+   */
+  on(type, listener) {
+    if (typeof listener !== 'function') throw invalidInput(`on() takes a listener function (got ${typeof listener})`)
+    let listeners = this.#listeners.get(type)
+    if (listeners === undefined) this.#listeners.set(type, (listeners = []))
+    listeners.push(listener)
+    this.#wantEveryEvent()
+    this.#consume ??= this.#consumeAll()
+    return this
+  }
+
+  async #consumeAll() {
+    while (!this.#ended) await this.#pull()
   }
 
   /** The text deltas of the run; throws the run's error. */
   textStream() {
-    return this.#select(textOf)
+    return this.#select(textPicker())
   }
 
   /** The run's events as `pick` maps them (`undefined` skips one), from the first. */
@@ -343,7 +613,7 @@ class AgentResponse {
         if (picked !== undefined) yield picked
       }
       if (this.#ended) return
-      await this.#pull()
+      await this.#more()
     }
   }
 
@@ -366,13 +636,15 @@ class AgentResponse {
 class Agent {
   #native
   #scopes
+  #options
   #nextScope = 1
   #active = null
   #closing = null
 
-  constructor(nativeAgent, scopes) {
+  constructor(nativeAgent, scopes, options) {
     this.#native = nativeAgent
     this.#scopes = scopes
+    this.#options = options
   }
 
   get sessionId() {
@@ -388,12 +660,15 @@ class Agent {
   }
 
   async send(message, options = {}) {
+    if (options !== undefined && options !== null && typeof options !== 'object') throw invalidInput(`send options must be an object (got ${typeof options})`)
     const { signal, maxTurns } = options ?? {}
+    if (signal !== undefined && !isSignal(signal)) throw invalidInput(`options.signal must be an AbortSignal (got ${signal === null ? 'null' : typeof signal})`)
     signal?.throwIfAborted()
     const controller = new AbortController()
     const scopeId = this.#nextScope++
     const scope = new Scope(controller.signal)
-    const made = this.#native.send(JSON.stringify(message) ?? 'null', scopeId, JSON.stringify(splitFunctions({ maxTurns }).data), process.env)
+    const encoded = JSON.stringify(splitFunctions(message, 'the message', invalidInput).data) ?? 'null'
+    const made = this.#native.send(encoded, scopeId, JSON.stringify(splitFunctions({ maxTurns }, 'the send options', invalidInput).data), process.env)
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
     // Every abort of the run comes through here (the controller is never handed out), so the
@@ -408,7 +683,7 @@ class Agent {
     const onCallerAbort = () => active.abort(signal.reason)
     signal?.addEventListener('abort', onCallerAbort, { once: true })
     this.#active = active
-    return new AgentResponse(made, scope, () => {
+    return new AgentResponse(made, scope, this.sessionId, () => {
       signal?.removeEventListener('abort', onCallerAbort)
       this.#scopes.delete(scopeId)
       if (this.#active === active) this.#active = null
@@ -417,6 +692,50 @@ class Agent {
 
   abort(reason) {
     this.#active?.abort(reason === undefined ? new AbortError() : reason)
+  }
+
+  /** Blade's: `[{ id: 'default', name: <model>, provider: <provider> }]`. */
+  async supportedModels() {
+    return JSON.parse(this.#native.supportedModels())
+  }
+
+  /** From the next run. */
+  async setModel(model) {
+    this.#set('model', model)
+  }
+
+  /** From the next run. */
+  async setMaxTurns(maxTurns) {
+    this.#set('maxTurns', maxTurns)
+  }
+
+  /** Blade's `PermissionMode` values (or our preset names), from the next run. */
+  async setPermissionMode(mode) {
+    this.#set('permissionMode', mode)
+  }
+
+  /** What tools receive as their context: `{ environment?, metadata?, capabilities? }`. */
+  getDefaultContext() {
+    return JSON.parse(this.#native.defaultContext())
+  }
+
+  setDefaultContext(context) {
+    this.#set('defaultContext', context)
+  }
+
+  #set(setting, value) {
+    const failure = this.#native.set(setting, JSON.stringify(splitFunctions(value, 'the value', invalidInput).data) ?? 'null')
+    if (failure !== null) throw toError(JSON.parse(failure))
+  }
+
+  /** A new agent with the same options and a copy of this conversation (its SessionStart has `isResume: false`). */
+  async fork() {
+    return open(this.#options, this.#native)
+  }
+
+  /** `await using agent = …` closes it. */
+  async [Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')]() {
+    await this.close()
   }
 
   /** Runs SessionEnd once; concurrent calls share one attempt, a failed one may be retried. */
@@ -442,13 +761,27 @@ class Agent {
 }
 
 async function createAgent(options) {
+  return open(options, null)
+}
+
+/** Option keys warned about in this process: one warning per key. */
+const warnedOptions = new Set()
+
+/** Makes an agent (with `from`'s conversation, for `fork()`) and runs its SessionStart. */
+async function open(options, from) {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError(`options must be an object (got ${options === null ? 'null' : typeof options})`)
   }
   const { data, functions } = splitFunctions(options)
   const scopes = new Map()
-  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), process.env, wakeNothing)
+  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), process.env, wakeNothing)
   if (typeof made === 'string') throw toError(JSON.parse(made))
+  for (const key of made.unsupportedOptions) {
+    if (warnedOptions.has(key)) continue
+    warnedOptions.add(key)
+    process.emitWarning(`${key} is accepted for compatibility with @blade-ai/agent-sdk and ignored: agent-runtime-hooks does not build it`, { code: 'ARH_UNSUPPORTED_OPTION' })
+  }
+  if (from !== null) made.copyConversationFrom(from)
   const scope = new Scope()
   scopes.set(0, scope)
   try {
@@ -457,7 +790,7 @@ async function createAgent(options) {
   } finally {
     scopes.delete(0)
   }
-  return new Agent(made, scopes)
+  return new Agent(made, scopes, options)
 }
 
 async function prompt(message, options) {
@@ -480,6 +813,17 @@ function defineTool(definition) {
   return definition
 }
 
+/** Blade's helper: a generator that yields nothing and returns `result`. */
+async function* completeToolExecution(result) {
+  return result
+}
+
+const ToolKind = Object.freeze({ ReadOnly: 'readonly', Write: 'write', Execute: 'execute' })
+const ToolSideEffect = Object.freeze({ PURE: 'pure', IDEMPOTENT: 'idempotent', NON_IDEMPOTENT: 'non_idempotent' })
+const PermissionMode = Object.freeze({ DEFAULT: 'default', AUTO_EDIT: 'autoEdit', YOLO: 'yolo', PLAN: 'plan' })
+const PermissionDecision = Object.freeze({ ALLOW: 'allow', DENY: 'deny', ASK: 'ask' })
+const HookTimeoutErrorCode = 'HOOK_TIMEOUT'
+
 function scriptedModel(script) {
   return Object.freeze(typeof script === 'function' ? { kind: 'scripted', script } : { kind: 'scripted', turns: script })
 }
@@ -488,9 +832,16 @@ module.exports = {
   createAgent,
   prompt,
   defineTool,
+  completeToolExecution,
   scriptedModel,
   flushTelemetry,
+  AgentResponse,
   HookEvent,
+  ToolKind,
+  ToolSideEffect,
+  PermissionMode,
+  PermissionDecision,
+  HookTimeoutErrorCode,
   SdkError,
   HookTimeoutError,
   ConfigError,

@@ -288,7 +288,7 @@ describe('limits and session state', () => {
     await expect(agent.send('two')).rejects.toMatchObject({
       name: 'SdkError',
       code: 'SESSION_BUSY',
-      message: 'The previous Agent response is still active. Wait for it to settle before sending another message.',
+      message: 'The previous Agent response is still active. Consume it before sending another message.',
     })
     while (!release) await new Promise((resolve) => setTimeout(resolve, 1))
     release()

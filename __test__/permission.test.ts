@@ -36,8 +36,8 @@ describe('presets', () => {
   it('plan allows readonly tools and denies the rest', async () => {
     expect(await outputs('plan')).toEqual([
       'read a.txt',
-      'Tool execution aborted: Plan mode: only read-only tools are allowed',
-      'Tool execution aborted: Plan mode: only read-only tools are allowed',
+      'Tool execution aborted: Plan mode: modification tools are blocked; only read-only tools are allowed (Read/Glob/Grep/WebFetch/WebSearch/Task)',
+      'Tool execution aborted: Plan mode: modification tools are blocked; only read-only tools are allowed (Read/Glob/Grep/WebFetch/WebSearch/Task)',
     ])
   })
 

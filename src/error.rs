@@ -25,6 +25,8 @@ pub enum ErrorCode {
     HookAborted,
     /// A hook event's budget ran out; `detail` names the event.
     HookTimeout,
+    /// A tool ran past `toolTimeoutMs` (the call fails; the code is its signal's reason's).
+    ToolTimeout,
     /// A plain JS `Error` (no code), as the contract words some failures.
     Plain,
     /// A webhook with `fallback: 'none'` could not be delivered; `critical` names it.
@@ -37,6 +39,7 @@ impl ErrorCode {
             ErrorCode::Config => "CONFIG_ERROR",
             ErrorCode::Abort => "ABORT",
             ErrorCode::Model => "MODEL_ERROR",
+            ErrorCode::ToolTimeout => "TOOL_TIMEOUT",
             ErrorCode::SessionBusy => "SESSION_BUSY",
             ErrorCode::SessionClosed => "SESSION_CLOSED",
             ErrorCode::InvalidInput => "INVALID_INPUT",

@@ -75,6 +75,40 @@ impl Args {
     }
 }
 
+/// How the host reads what a function returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// Plain data, read from own data properties only (no getters, no `toJSON`, no functions
+    /// or symbols): a decision or a hook output. Anything else fails the call, so a gating
+    /// event denies.
+    Data,
+    /// [`Reply::Data`], and `args[0]` gets a `mock(result)` function: the reply is then
+    /// `{ returned?, mocked? }`, what the function returned and the first result it mocked.
+    DataWithMock,
+    /// JSON as `JSON.stringify` makes it (a scripted model's turn).
+    Json,
+    /// A tool's return: `{ returned }` (JSON as `JSON.stringify` makes it), `{ generator: id }`
+    /// for a generator the host keeps for [`Host::step`], or `{ invalid: what }` for a value
+    /// JSON would silently flatten (a function, a symbol, an iterator that is not a generator).
+    Tool,
+    /// An object with a `requestConfirmation` method (what `confirmationHandlerFactory`
+    /// returns): the host keeps the method and replies `{ function: n }`, its number.
+    Handler,
+}
+
+impl Reply {
+    /// As it crosses to the host.
+    pub fn code(self) -> u32 {
+        match self {
+            Reply::Data => 0,
+            Reply::DataWithMock => 1,
+            Reply::Json => 2,
+            Reply::Tool => 3,
+            Reply::Handler => 4,
+        }
+    }
+}
+
 /// One call of a user function.
 #[derive(Debug, Clone)]
 pub struct HostCall {
@@ -84,12 +118,11 @@ pub struct HostCall {
     pub scope: u32,
     pub signal: Option<SignalSlot>,
     pub error: Option<ErrorSlot>,
-    /// Give `args[0]` a `mock(result)` function; the reply's value is then
-    /// `{ returned?, mocked? }`: what the function returned, and the first result it mocked.
-    pub mock: bool,
+    pub reply: Reply,
 }
 
 impl HostCall {
+    /// A call whose reply is read as plain data ([`Reply::Data`]), the safe default.
     pub fn new(function: Callable, args: Args, scope: u32) -> Self {
         HostCall {
             function,
@@ -97,9 +130,18 @@ impl HostCall {
             scope,
             signal: None,
             error: None,
-            mock: false,
+            reply: Reply::Data,
         }
     }
+}
+
+/// What to do with a generator a tool returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// `generator.next()`: the reply is `{ done, value }` or `{ done, invalid }`.
+    Next,
+    /// `generator.return()`: lets its `finally` blocks run once the call is given up.
+    Return,
 }
 
 /// A user function threw, rejected, or returned something the host could not convert.
@@ -116,6 +158,8 @@ pub struct HostError {
 pub enum AbortReason {
     /// The event's budget ran out: the reason is `HookTimeoutError(event, timeoutMs)`.
     HookTimeout { event: &'static str, timeout_ms: u32 },
+    /// A tool ran past `toolTimeoutMs`: the reason is an `SdkError` (`TOOL_TIMEOUT`).
+    ToolTimeout { timeout_ms: u32 },
 }
 
 pub type HostFuture = Pin<Box<dyn Future<Output = Result<Option<Value>, HostError>> + Send>>;
@@ -128,4 +172,15 @@ pub trait Host: Send + Sync + 'static {
     /// Aborts the signal of `dispatch` with `reason`; resolves once it is aborted, so an error
     /// published afterwards can refer to the reason.
     fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture;
+
+    /// Advances generator `generator` of `scope`, which a [`Reply::Tool`] call returned.
+    fn step(&self, scope: u32, generator: u32, step: Step) -> HostFuture {
+        let _ = (scope, generator, step);
+        Box::pin(async {
+            Err(HostError {
+                message: "this host does not run generators".into(),
+                thrown: None,
+            })
+        })
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use crate::host::{Args, Callable, Host, HostCall};
+use crate::host::{Args, Callable, Host, HostCall, Reply};
 use crate::text::describe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +109,10 @@ impl Log {
                 if let Value::Object(fields) = fields {
                     entry.extend(fields);
                 }
-                HostCall::new(*function, Args::of(&[entry]), 0)
+                HostCall {
+                    reply: Reply::Json,
+                    ..HostCall::new(*function, Args::of(&[entry]), 0)
+                }
             }
             Some(Sink::Methods {
                 debug,
@@ -126,7 +129,10 @@ impl Log {
                 let Some(function) = method.or(*warn).or(*error).or(*info) else {
                     return;
                 };
-                HostCall::new(function, Args::of(&(message, fields)), 0)
+                HostCall {
+                    reply: Reply::Json,
+                    ..HostCall::new(function, Args::of(&(message, fields)), 0)
+                }
             }
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {

@@ -23,6 +23,44 @@ use crate::text::{describe, kind, FUNCTION_KEY};
 pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
 
 pub const DEFAULT_MAX_TURNS: u32 = 200;
+pub const DEFAULT_TOOL_TIMEOUT_MS: u32 = 600_000;
+pub const DEFAULT_MAX_CONTEXT_TOKENS: u64 = 128_000;
+
+/// Blade's `advanced` options this runtime does not build: accepted, and warned about once per
+/// process (`ARH_UNSUPPORTED_OPTION`), so a Blade program starts and its user knows what is off.
+const UNSUPPORTED_ADVANCED: &[&str] = &[
+    "agents",
+    "mcpServers",
+    "storagePath",
+    "persistSession",
+    "sessionRepository",
+    "sessionEventStore",
+    "skills",
+    "tokenBudget",
+    "providerOptions",
+    "thinkingEnabled",
+    "thinkingBudget",
+    "middleware",
+    "plugins",
+    "sandbox",
+    "observability",
+    "durableEventStore",
+    "executionLease",
+    "outputFormat",
+    "memoryManager",
+    "webFetch",
+    "providerRegistry",
+    "subagent",
+    "builtinTools",
+    "permissions",
+    "toolSourcePolicy",
+];
+
+/// Blade's legacy permission fields, which Blade's own `createAgent` drops without a word.
+const LEGACY_ADVANCED: &[&str] = &["permissionMode", "permissionHandler", "canUseTool"];
+
+/// Blade's connection fields this runtime does not use.
+const UNSUPPORTED_CONNECTION: &[&str] = &["id"];
 pub const DEFAULT_HOOK_TIMEOUT_MS: u32 = 600_000;
 pub const DEFAULT_SESSION_END_HOOK_TIMEOUT_MS: u32 = 3_000;
 /// The largest delay a JS timer takes; also the bound of counts such as `maxTurns`.
@@ -54,6 +92,16 @@ impl Provider {
             Provider::OpenAi | Provider::OpenAiCompatible => "https://api.openai.com/v1",
             Provider::Anthropic => "https://api.anthropic.com",
             Provider::DeepSeek => "https://api.deepseek.com",
+        }
+    }
+
+    /// As the option spells it.
+    fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::OpenAiCompatible => "openai-compatible",
+            Provider::Anthropic => "anthropic",
+            Provider::DeepSeek => "deepseek",
         }
     }
 
@@ -93,50 +141,95 @@ pub struct AgentConfig {
     pub hooks: Registry,
     pub permission: Option<Permission>,
     pub logger: Option<Sink>,
+    /// Budget of one tool call, `execute` to result (`advanced.toolTimeoutMs`).
+    pub tool_timeout_ms: u32,
+    /// Reported as `usage.maxContextTokens`.
+    pub max_context_tokens: u64,
+    /// `advanced.defaultContext`, with `filesystem` merged into `capabilities.filesystem`.
+    pub default_context: Map<String, Value>,
+    /// Who answers a permission `'ask'`.
+    pub confirmation: Option<Confirmation>,
+    /// Option keys accepted but not built, as the user wrote them (`advanced.skills`).
+    pub unsupported: Vec<String>,
+}
+
+/// Blade's `advanced.confirmationHandler` (its `requestConfirmation` method) or
+/// `confirmationHandlerFactory(sessionId)`, which makes one per session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation {
+    Handler(Callable),
+    Factory(Callable),
 }
 
 impl AgentConfig {
     /// Reads and validates the options. `env` holds the values of [`ENV_VARS`] that are set.
     pub fn from_options(options: &Value, env: &HashMap<String, String>) -> Result<Self> {
         let options = Fields::object(options, "options", "an object")?;
-        options.only(&[
-            "model",
-            "apiKey",
-            "provider",
-            "baseUrl",
-            "baseURL",
-            "systemPrompt",
-            "temperature",
-            "maxOutputTokens",
-            "maxTurns",
-            "tools",
-            "advanced",
-        ])?;
+        options.only(
+            &[
+                "model",
+                "apiKey",
+                "provider",
+                "baseUrl",
+                "baseURL",
+                "systemPrompt",
+                "temperature",
+                "maxOutputTokens",
+                "maxTurns",
+                "tools",
+                "advanced",
+                "profile",
+                "filesystem",
+            ],
+            &[],
+        )?;
         let advanced = match options.get("advanced") {
             None => Fields::empty("advanced"),
             Some(value) => Fields::object(value, "advanced", "an object")?,
         };
-        advanced.only(&[
-            "hooks",
-            "hookTimeoutMs",
-            "sessionEndHookTimeoutMs",
-            "permission",
-            "connection",
-            "logger",
-        ])?;
+        let mut unsupported = advanced.only(
+            &[
+                "hooks",
+                "hookTimeoutMs",
+                "sessionEndHookTimeoutMs",
+                "permission",
+                "connection",
+                "logger",
+                "defaultContext",
+                "allowedTools",
+                "disallowedTools",
+                "toolTimeoutMs",
+                "maxContextTokens",
+                "confirmationHandler",
+                "confirmationHandlerFactory",
+            ],
+            &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED],
+        )?;
+        unsupported.retain(|key| !LEGACY_ADVANCED.contains(&key.as_str()));
         let connection = match advanced.get("connection") {
             None => Fields::empty("advanced.connection"),
             Some(value) => Fields::object(value, "advanced.connection", "an object")?,
         };
-        connection.only(&[
-            "headers",
-            "organization",
-            "projectId",
-            "requestTimeoutMs",
-            "maxRetries",
-            "stream",
-            "maxResponseBytes",
-        ])?;
+        unsupported.extend(connection.only(
+            &[
+                "headers",
+                "organization",
+                "projectId",
+                "requestTimeoutMs",
+                "maxRetries",
+                "stream",
+                "maxResponseBytes",
+                "apiVersion",
+                "streamIdleTimeoutMs",
+            ],
+            &[UNSUPPORTED_CONNECTION],
+        )?);
+        let unsupported = unsupported.into_iter().map(|key| advanced_key(&key)).collect();
+        if let Some(profile) = options.get("profile") {
+            if !matches!(profile.as_str(), Some("local" | "server")) {
+                return Err(options.invalid("profile", "'local' or 'server'", profile));
+            }
+        }
 
         let model = read_model(&options, &connection, env)?;
         Ok(AgentConfig {
@@ -157,7 +250,7 @@ impl AgentConfig {
             max_turns: options
                 .positive_integer("maxTurns", MAX_TIMER_MS)?
                 .map_or(DEFAULT_MAX_TURNS, |n| n as u32),
-            tools: read_tools(&options)?,
+            tools: offered(read_tools(&options)?, &advanced)?,
             hook_timeout_ms: timeout(&advanced, "hookTimeoutMs", DEFAULT_HOOK_TIMEOUT_MS)?,
             session_end_hook_timeout_ms: timeout(
                 &advanced,
@@ -173,12 +266,60 @@ impl AgentConfig {
                 None => None,
                 Some(value) => Some(Permission::parse(value, callable(value)).map_err(SdkError::config)?),
             },
+            tool_timeout_ms: timeout(&advanced, "toolTimeoutMs", DEFAULT_TOOL_TIMEOUT_MS)?,
+            max_context_tokens: advanced
+                .positive_integer("maxContextTokens", MAX_SAFE_INTEGER)?
+                .unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS),
+            default_context: read_default_context(&advanced, options.get("filesystem"))?,
+            confirmation: read_confirmation(&advanced)?,
+            unsupported,
         })
+    }
+
+    /// `supportedModels()`'s `name` and `provider`.
+    pub fn model_name(&self) -> (String, &'static str) {
+        match &self.model {
+            ModelChoice::Http { provider, model, .. } => (model.clone(), provider.name()),
+            ModelChoice::ScriptedTurns(_) | ModelChoice::ScriptedFunction(_) => ("scripted".into(), "scripted"),
+        }
+    }
+
+    /// The same model client with another model id (`setModel`); a scripted model stays as it is.
+    pub fn with_model(&self, id: &str, host: Arc<dyn Host>) -> Option<Arc<dyn Model>> {
+        let ModelChoice::Http {
+            provider,
+            connection,
+            organization,
+            project,
+            ..
+        } = &self.model
+        else {
+            return None;
+        };
+        let choice = ModelChoice::Http {
+            provider: *provider,
+            model: id.to_string(),
+            connection: connection.clone(),
+            organization: organization.clone(),
+            project: project.clone(),
+        };
+        Some(build_model(&choice, host))
     }
 
     /// The model client these options describe.
     pub fn build_model(&self, host: Arc<dyn Host>) -> Arc<dyn Model> {
-        match &self.model {
+        build_model(&self.model, host)
+    }
+
+    pub fn tool_schemas(&self) -> Vec<ToolSchema> {
+        self.tools.iter().map(|tool| tool.schema.clone()).collect()
+    }
+}
+
+/// The model client of `choice`.
+fn build_model(choice: &ModelChoice, host: Arc<dyn Host>) -> Arc<dyn Model> {
+    {
+        match choice {
             ModelChoice::Http {
                 provider: Provider::Anthropic,
                 model,
@@ -205,9 +346,100 @@ impl AgentConfig {
             ModelChoice::ScriptedFunction(function) => Arc::new(ScriptedModel::new(Script::Function(*function), host)),
         }
     }
+}
 
-    pub fn tool_schemas(&self) -> Vec<ToolSchema> {
-        self.tools.iter().map(|tool| tool.schema.clone()).collect()
+/// `advanced.X` for a key of `advanced`, `advanced.connection.X` for one of the connection.
+fn advanced_key(key: &str) -> String {
+    if UNSUPPORTED_CONNECTION.contains(&key) {
+        format!("advanced.connection.{key}")
+    } else {
+        format!("advanced.{key}")
+    }
+}
+
+/// The tools offered to the model: `allowedTools` (when given; `[]` offers none) minus
+/// `disallowedTools`. A tool not offered cannot be called either.
+fn offered(tools: Vec<ToolSpec>, advanced: &Fields) -> Result<Vec<ToolSpec>> {
+    let names = |field: &str| -> Result<Option<Vec<String>>> {
+        let Some(value) = advanced.get(field) else {
+            return Ok(None);
+        };
+        let list = value.as_array().filter(|items| items.iter().all(Value::is_string));
+        let list = list.ok_or_else(|| advanced.invalid(field, "an array of tool names", value))?;
+        Ok(Some(
+            list.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        ))
+    };
+    let allowed = names("allowedTools")?;
+    let disallowed = names("disallowedTools")?.unwrap_or_default();
+    Ok(tools
+        .into_iter()
+        .filter(|tool| {
+            allowed
+                .as_ref()
+                .is_none_or(|allowed| allowed.contains(&tool.schema.name))
+        })
+        .filter(|tool| !disallowed.contains(&tool.schema.name))
+        .collect())
+}
+
+/// `advanced.defaultContext` (`{ environment?, metadata?, capabilities? }`), with the top-level
+/// `filesystem` (`{ roots, cwd? }`) merged into `capabilities.filesystem`, as Blade does.
+pub(crate) fn read_default_context(advanced: &Fields, filesystem: Option<&Value>) -> Result<Map<String, Value>> {
+    let mut context = match advanced.get("defaultContext") {
+        None => Map::new(),
+        Some(value) => {
+            let fields = Fields::object(value, "advanced.defaultContext", "an object")?;
+            fields.only(&["environment", "metadata", "capabilities"], &[])?;
+            for name in ["environment", "metadata", "capabilities"] {
+                if let Some(value) = fields.get(name) {
+                    Fields::object(value, &fields.field(name), "an object")?;
+                }
+            }
+            fields.map.clone()
+        }
+    };
+    context.retain(|_, value| !value.is_null());
+    if let Some(value) = filesystem {
+        let fields = Fields::object(value, "filesystem", "an object ({ roots, cwd? })")?;
+        fields.only(&["roots", "cwd"], &[])?;
+        let roots = fields
+            .get("roots")
+            .filter(|roots| roots.as_array().is_some_and(|items| items.iter().all(Value::is_string)))
+            .ok_or_else(|| SdkError::config("filesystem.roots must be an array of paths"))?;
+        let mut filesystem = Map::new();
+        filesystem.insert("roots".into(), roots.clone());
+        if let Some(cwd) = fields.string("cwd")? {
+            filesystem.insert("cwd".into(), Value::String(cwd));
+        }
+        let capabilities = context
+            .entry("capabilities")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(capabilities) = capabilities {
+            capabilities.insert("filesystem".into(), Value::Object(filesystem));
+        }
+    }
+    Ok(context)
+}
+
+fn read_confirmation(advanced: &Fields) -> Result<Option<Confirmation>> {
+    if let Some(value) = advanced.get("confirmationHandler") {
+        let handler = Fields::object(
+            value,
+            "advanced.confirmationHandler",
+            "an object with a requestConfirmation method",
+        )?;
+        let method = handler
+            .get("requestConfirmation")
+            .and_then(callable)
+            .ok_or_else(|| SdkError::config("advanced.confirmationHandler.requestConfirmation must be a function"))?;
+        return Ok(Some(Confirmation::Handler(method)));
+    }
+    match advanced.get("confirmationHandlerFactory") {
+        None => Ok(None),
+        Some(value) => callable(value)
+            .map(|factory| Some(Confirmation::Factory(factory)))
+            .ok_or_else(|| advanced.invalid("confirmationHandlerFactory", "a function", value)),
     }
 }
 
@@ -475,7 +707,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn field(&self, name: &str) -> String {
+    pub(crate) fn field(&self, name: &str) -> String {
         if self.path == "options" {
             name.to_string()
         } else {
@@ -496,9 +728,14 @@ impl<'a> Fields<'a> {
         ))
     }
 
-    fn only(&self, allowed: &[&str]) -> Result<()> {
+    /// Refuses keys neither in `allowed` nor in one of `accepted`, naming the first; returns the
+    /// keys present from `accepted` (known, but not built here).
+    fn only(&self, allowed: &[&str], accepted: &[&[&str]]) -> Result<Vec<String>> {
+        let mut present = Vec::new();
         for key in self.map.keys() {
-            if !allowed.contains(&key.as_str()) {
+            if accepted.iter().any(|list| list.contains(&key.as_str())) {
+                present.push(key.clone());
+            } else if !allowed.contains(&key.as_str()) {
                 return Err(SdkError::config(format!(
                     "{} is not a known option (known here: {})",
                     self.field(key),
@@ -506,7 +743,7 @@ impl<'a> Fields<'a> {
                 )));
             }
         }
-        Ok(())
+        Ok(present)
     }
 
     /// A string that may be a secret: a wrong value is named by its kind, never shown.

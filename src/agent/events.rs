@@ -1,5 +1,6 @@
-//! What a run reports, in order: `turn`, `content`, `tool_use`, `tool_result`, …, then `usage`
-//! and `result`, or a final `error`.
+//! What a run reports, in Blade's vocabulary and order: per model turn `turn_start`, `content`
+//! deltas, the turn's `tool_use`s, `tool_progress` as it comes, its `tool_result`s in call
+//! order, `turn_end`; then `usage` and `result`, or a final `error`.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -7,38 +8,114 @@ use serde_json::Value;
 use crate::error::SdkError;
 use crate::model::Usage;
 
+/// Blade's `StreamMessage` variants and fields, in Blade's order; fields after Blade's are
+/// ours. `sessionId` is added to each as it is published ([`Published`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent {
-    /// A model call begins; `index` is 1 for the first call of the run.
-    Turn {
-        index: u32,
+    /// A model call begins; `turn` is 1 for the first call of the run.
+    TurnStart {
+        turn: u32,
+    },
+    /// The turn's text, tool calls and results are all published.
+    TurnEnd {
+        turn: u32,
     },
     Content {
         delta: String,
     },
+    Thinking {
+        delta: String,
+    },
+    /// The model's arguments, before any hook.
     ToolUse {
         id: String,
         name: String,
         input: Value,
     },
+    /// A generator tool's yield.
+    ToolProgress {
+        progress: Value,
+        id: String,
+        name: String,
+    },
+    #[serde(rename_all = "camelCase")]
     ToolResult {
         id: String,
         name: String,
         output: String,
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        display: Option<Value>,
         status: CallStatus,
         #[serde(skip_serializing_if = "Option::is_none")]
         classification: Option<String>,
     },
     Usage {
-        usage: Usage,
+        usage: TokenUsage,
     },
+    /// A run that ended: `subtype` is always `success` (a failed run ends with `Error`).
     Result {
+        subtype: &'static str,
+        content: String,
         result: PromptResult,
     },
     Error {
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<&'static str>,
         error: SdkError,
     },
+}
+
+impl StreamEvent {
+    /// The run's successful end.
+    pub fn result(result: PromptResult) -> Self {
+        StreamEvent::Result {
+            subtype: "success",
+            content: result.content.clone(),
+            result,
+        }
+    }
+
+    /// The run's failure: Blade's `message` and `code`, and the error the caller rebuilds.
+    pub fn error(error: SdkError) -> Self {
+        StreamEvent::Error {
+            message: error.message.clone(),
+            code: Some(error.code.code()).filter(|code| !code.is_empty()),
+            error,
+        }
+    }
+}
+
+/// An event as its reader receives it: the event's fields, then `sessionId`.
+#[derive(Serialize)]
+pub struct Published<'a> {
+    #[serde(flatten)]
+    pub event: &'a StreamEvent,
+    #[serde(rename = "sessionId")]
+    pub session_id: &'a str,
+}
+
+/// Blade's `TokenUsage`: the run's totals, and the context window they are measured against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    pub max_context_tokens: u64,
+}
+
+impl TokenUsage {
+    pub fn of(usage: Usage, max_context_tokens: u64) -> Self {
+        TokenUsage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.total_tokens,
+            max_context_tokens,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -80,6 +157,7 @@ impl StopReason {
     }
 }
 
+/// One tool call of a run: Blade's `ToolCallRecord` fields, then ours.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallRecord {
@@ -88,21 +166,35 @@ pub struct ToolCallRecord {
     pub input: Value,
     /// What the model was sent as the tool's result.
     pub output: String,
+    /// Milliseconds from the call's first hook to its result.
+    pub duration: u64,
+    pub is_error: bool,
     pub status: CallStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mocked: Option<bool>,
     /// `hook_denied` or `hook_control_error` when a result control blocked the call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classification: Option<String>,
+    /// `ToolResult.display`, for the stream's `tool_result`; never sent to the model.
+    #[serde(skip)]
+    pub display: Option<Value>,
 }
 
+/// How a run ended: Blade's `PromptResult` fields, then ours.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptResult {
-    pub content: String,
+    /// The final assistant text (Blade's name).
+    pub result: String,
     pub tool_calls: Vec<ToolCallRecord>,
-    pub usage: Usage,
-    /// Model calls made in this run.
+    pub usage: TokenUsage,
+    /// Milliseconds from `send` to the end of the run.
+    pub duration: u64,
+    /// Model calls made in this run (Blade's name).
+    pub turns_count: u32,
+    /// = `result`.
+    pub content: String,
+    /// = `turnsCount`.
     pub turns: u32,
     pub stop_reason: StopReason,
 }

@@ -2,6 +2,7 @@
 //! and the events a run streams.
 
 pub mod config;
+mod confirm;
 pub mod events;
 pub mod permission;
 mod pipeline;

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::tools::ToolKind;
 use crate::host::Callable;
-use crate::text::describe;
+use crate::text::{describe, js_marker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
@@ -40,16 +40,39 @@ impl Permission {
             )),
         }
     }
+
+    /// `setPermissionMode(mode)`: Blade's `PermissionMode` values (`default`, `autoEdit`,
+    /// `yolo`, `plan`) or our preset names.
+    pub fn mode(mode: &str) -> Option<Self> {
+        let preset = match mode {
+            "default" => Preset::Default,
+            "autoEdit" | "accept-edits" => Preset::AcceptEdits,
+            "yolo" | "bypass-permissions" => Preset::BypassPermissions,
+            "plan" => Preset::Plan,
+            _ => return None,
+        };
+        Some(Permission::Preset(preset))
+    }
 }
 
 pub const DENIED_BY_POLICY: &str = "Denied by permission policy";
-pub const PLAN_MODE_DENIAL: &str = "Plan mode: only read-only tools are allowed";
+/// Blade's text, word for word.
+pub const PLAN_MODE_DENIAL: &str =
+    "Plan mode: modification tools are blocked; only read-only tools are allowed (Read/Glob/Grep/WebFetch/WebSearch/Task)";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
-    Allow { updated_input: Option<Map<String, Value>> },
-    Deny { message: String, interrupt: bool },
-    Ask,
+    Allow {
+        updated_input: Option<Map<String, Value>>,
+    },
+    Deny {
+        message: String,
+        interrupt: bool,
+    },
+    /// A person decides: the confirmation handler, told `message` when the policy gave one.
+    Ask {
+        message: Option<String>,
+    },
 }
 
 impl Preset {
@@ -61,7 +84,7 @@ impl Preset {
                 message: PLAN_MODE_DENIAL.into(),
                 interrupt: false,
             },
-            (Preset::Default | Preset::AcceptEdits, _) => Decision::Ask,
+            (Preset::Default | Preset::AcceptEdits, _) => Decision::Ask { message: None },
         }
     }
 }
@@ -75,6 +98,12 @@ pub fn parse_decision(returned: Option<&Value>) -> Result<Decision, String> {
     };
     let (behavior, object) = match value {
         Value::String(text) => (text.as_str(), None),
+        marked if js_marker(marked).is_some() => {
+            return Err(format!(
+                "the permission function returned {}; {expected}",
+                describe(marked)
+            ))
+        }
         Value::Object(object) => match object.get("behavior") {
             Some(Value::String(text)) => (text.as_str(), Some(object)),
             _ => {
@@ -117,7 +146,13 @@ pub fn parse_decision(returned: Option<&Value>) -> Result<Decision, String> {
                 .unwrap_or(false);
             Ok(Decision::Deny { message, interrupt })
         }
-        "ask" => Ok(Decision::Ask),
+        "ask" => Ok(Decision::Ask {
+            message: object
+                .and_then(|object| object.get("message"))
+                .and_then(Value::as_str)
+                .filter(|message| !message.is_empty())
+                .map(str::to_string),
+        }),
         other => Err(format!(
             "the permission function returned the behavior \"{other}\"; {expected}"
         )),
@@ -151,9 +186,9 @@ mod tests {
         use ToolKind::*;
         let allow = Decision::Allow { updated_input: None };
         assert_eq!(Preset::Default.decide(Readonly), allow);
-        assert_eq!(Preset::Default.decide(Write), Decision::Ask);
+        assert_eq!(Preset::Default.decide(Write), Decision::Ask { message: None });
         assert_eq!(Preset::AcceptEdits.decide(Write), allow);
-        assert_eq!(Preset::AcceptEdits.decide(Execute), Decision::Ask);
+        assert_eq!(Preset::AcceptEdits.decide(Execute), Decision::Ask { message: None });
         assert_eq!(Preset::Plan.decide(Readonly), allow);
         assert_eq!(
             Preset::Plan.decide(Execute),
@@ -178,7 +213,7 @@ mod tests {
                 interrupt: false
             })
         );
-        assert_eq!(parse_decision(Some(&json!("ask"))), Ok(Decision::Ask));
+        assert_eq!(parse_decision(Some(&json!("ask"))), Ok(Decision::Ask { message: None }));
         assert_eq!(
             parse_decision(Some(&json!({"behavior": "allow", "updatedInput": {"a": 1}}))),
             Ok(Decision::Allow {

@@ -6,10 +6,12 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::events::ToolCallRecord;
+use super::confirm::{Answer, Confirmation, ConfirmationRequest};
+use super::events::{StreamEvent, ToolCallRecord};
 use super::permission::{self, Decision, Permission};
-use super::session::Session;
-use super::tools::{self, CallResult, ToolContext, ToolSpec};
+use super::reader::EventSender;
+use super::session::{RunSettings, Session};
+use super::tools::{self, CallResult, Execution, NotStarted, ToolContext, ToolSpec};
 use crate::hooks::apply::{self, PostVerdict, PreVerdict};
 use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
@@ -22,11 +24,15 @@ use crate::text::describe;
 /// The part of the run a tool call needs.
 pub(crate) struct CallSite<'a> {
     pub session: &'a Session,
+    /// The run's copy of the session's settings (permission, default context, …).
+    pub settings: &'a RunSettings,
     pub caller: Caller<'a>,
     /// Counts model turns from 0.
     pub step_index: u32,
     /// One id per run.
     pub operation_id: &'a str,
+    /// Where a generator tool's yields go (`tool_progress`).
+    pub events: &'a EventSender,
 }
 
 /// One call being handled: what it asked for and where it sits in its turn.
@@ -48,6 +54,7 @@ pub(crate) async fn run(
     index: usize,
     input: Result<Map<String, Value>, String>,
 ) -> Finished {
+    let started = std::time::Instant::now();
     let call = Call { site, request, index };
     let tool = site
         .session
@@ -65,15 +72,19 @@ pub(crate) async fn run(
         }
         (Some(tool), Ok(input)) => call.run_tool(tool, input).await,
     };
+    let is_error = !result.is_success();
     Finished {
         record: ToolCallRecord {
             id: request.id.clone(),
             name: request.name.clone(),
             input: Value::Object(input),
             output: result.output,
+            duration: started.elapsed().as_millis() as u64,
+            is_error,
             status: result.status,
             mocked: result.mocked.then_some(true),
             classification: result.classification.map(str::to_string),
+            display: result.display,
         },
         interrupt,
     }
@@ -235,9 +246,27 @@ impl Call<'_> {
                 let context = ToolContext {
                     tool_call_id: &self.request.id,
                     session_id: &session.id,
-                    scope: self.site.caller.scope,
+                    defaults: &self.site.settings.default_context,
                 };
-                tools::execute(&session.host, tool, &input, context).await
+                let progress = |progress: Value| {
+                    self.site.events.send(StreamEvent::ToolProgress {
+                        progress,
+                        id: self.request.id.clone(),
+                        name: self.request.name.clone(),
+                    })
+                };
+                let execution = Execution {
+                    host: &session.host,
+                    dispatcher,
+                    caller: self.site.caller,
+                    timeout_ms: session.config.tool_timeout_ms,
+                    progress: &progress,
+                };
+                match tools::execute(tool, &input, context, execution).await {
+                    Ok(result) => result,
+                    // No hook sees a call that never started: the run ends with the abort.
+                    Err(NotStarted) => return (CallResult::aborted("the run was aborted"), input, None),
+                }
             }
         };
         self.finish(input, result, None).await
@@ -266,22 +295,52 @@ impl Call<'_> {
                 Err(error) => return Some((CallResult::failed(error.message(), error.thrown()), None)),
             };
             if let Some(denial) = apply::permission_request(&outputs, input, &name) {
-                let interrupt = denial.interrupt.then(|| denial.message.clone());
-                return Some((CallResult::aborted(denial.message), interrupt));
+                return Some(stopped(CallResult::aborted(denial.message), denial.interrupt));
             }
         }
-        let permission = session.config.permission?;
+        let permission = self.site.settings.permission?;
         match self.decide(tool, input, permission).await {
             Decision::Allow { updated_input } => {
                 input.extend(updated_input.unwrap_or_default());
                 None
             }
-            Decision::Deny { message, interrupt } => {
-                let interrupt = interrupt.then(|| message.clone());
-                Some((CallResult::aborted(message), interrupt))
-            }
-            // Until human intervention exists, asking denies (fail closed).
-            Decision::Ask => Some((CallResult::aborted(format!("Tool \"{name}\" requires approval")), None)),
+            Decision::Deny { message, interrupt } => Some(stopped(CallResult::aborted(message), interrupt)),
+            Decision::Ask { message } => self.confirm(tool, input, message).await,
+        }
+    }
+
+    /// An `'ask'`: the confirmation handler decides. Without one, the call is denied (fail
+    /// closed; pausing for a person comes with durable sessions).
+    async fn confirm(
+        &self,
+        tool: &ToolSpec,
+        input: &Map<String, Value>,
+        message: Option<String>,
+    ) -> Option<(CallResult, Option<String>)> {
+        let name = self.name();
+        let confirmation = Confirmation {
+            session: self.site.session,
+            caller: self.site.caller,
+        };
+        let request = ConfirmationRequest {
+            tool_name: name,
+            args: input,
+            title: format!("Allow {name}?"),
+            message: message.unwrap_or_else(|| format!("The agent wants to run {name}.")),
+            kind: tool.kind.as_str(),
+            affected_files: permission::affected_paths(input),
+        };
+        match confirmation.ask(&request).await {
+            Answer::Approved => None,
+            Answer::NoHandler => Some((CallResult::aborted(format!("Tool \"{name}\" requires approval")), None)),
+            Answer::Rejected(reason) => Some(stopped(
+                CallResult::aborted(format!("User rejected execution: {reason}")),
+                true,
+            )),
+            Answer::Failed(message) => Some((
+                CallResult::aborted(format!("User confirmation failed: {message}")),
+                None,
+            )),
         }
     }
 
@@ -312,7 +371,12 @@ impl Call<'_> {
         let mut call = HostCall::new(function, Args::of(&[request]), self.site.caller.scope);
         call.signal = Some(timeout.signal("signal", true, self.site.caller.cancel.is_some()));
         match dispatcher
-            .call_guarded(call, &timeout, self.site.caller, Owner::Permission)
+            .call_guarded(
+                self.site.session.host.call(call),
+                &timeout,
+                self.site.caller,
+                Owner::Permission,
+            )
             .await
         {
             Ok(returned) => permission::parse_decision(returned.as_ref()).unwrap_or_else(denied),
@@ -423,6 +487,13 @@ impl Call<'_> {
             }
         }
     }
+}
+
+/// A call stopped before it ran; when `interrupt`, the run ends after this turn with the
+/// call's text as its content, as Blade ends it.
+fn stopped(result: CallResult, interrupt: bool) -> (CallResult, Option<String>) {
+    let interrupt = interrupt.then(|| result.output.clone());
+    (result, interrupt)
 }
 
 /// What a control's verdict does to the call, if it blocks it.

@@ -9,17 +9,17 @@ use serde_json::{json, Map, Value};
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::events::{CallStatus, PromptResult, StopReason, StreamEvent, ToolCallRecord};
+use super::events::{PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
 use super::pipeline::{self, CallSite};
 use super::reader::EventSender;
-use super::session::{RunControl, SendOptions, Session};
+use super::session::{RunControl, RunSettings, SendOptions, Session};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
 use crate::hooks::pending::SETTLE_GRACE;
 use crate::hooks::HookEvent;
 use crate::ids;
-use crate::model::{AssistantToolCall, Message, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
+use crate::model::{AssistantToolCall, Message, Model, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
 use crate::offload::offload;
 use crate::text::describe;
 use crate::webhook::environment;
@@ -28,6 +28,10 @@ pub(crate) struct Run {
     session: Arc<Session>,
     control: Arc<RunControl>,
     events: EventSender,
+    /// The session's settings when the run started (`setModel` and the like apply later).
+    settings: RunSettings,
+    /// When `send` accepted the run (`duration`).
+    started: std::time::Instant,
     scope: u32,
     /// One id per run (`taskId` of TaskCompleted).
     id: String,
@@ -49,7 +53,8 @@ type Finish = Result<(String, StopReason)>;
 
 impl Run {
     pub fn new(session: Arc<Session>, control: Arc<RunControl>, events: EventSender, options: SendOptions) -> Self {
-        let max_turns = options.max_turns.unwrap_or(session.config.max_turns);
+        let settings = session.settings();
+        let max_turns = options.max_turns.unwrap_or(settings.max_turns);
         let (extra, setup_error) = match environment::hooks(&options.environment) {
             Ok(hooks) => (hooks, None),
             Err(error) => (Vec::new(), Some(error)),
@@ -66,6 +71,8 @@ impl Run {
             session,
             control,
             events,
+            settings,
+            started: std::time::Instant::now(),
             scope: options.scope,
             id: ids::uuid(),
             max_turns,
@@ -82,8 +89,23 @@ impl Run {
         }
     }
 
+    /// One id per run: `operationId`, `taskId`, the submission's `requestId`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     pub fn span(&self) -> &tracing::Span {
         &self.span
+    }
+
+    /// Fails with the abort once the run was aborted. Checked before every model call and as
+    /// soon as a turn's tool calls return: user code that aborts synchronously never gives the
+    /// `select!` in [`Run::drive`] a chance to see it.
+    fn checkpoint(&self) -> Result<()> {
+        if self.control.is_aborted() {
+            return Err(SdkError::new(ErrorCode::Abort, self.control.reason()));
+        }
+        Ok(())
     }
 
     fn emit(&self, event: StreamEvent) {
@@ -183,37 +205,44 @@ impl Run {
         }
         match outcome {
             Ok((content, stop_reason)) => {
-                self.emit(StreamEvent::Usage { usage: self.usage });
+                let usage = TokenUsage::of(self.usage, self.session.config.max_context_tokens);
+                self.emit(StreamEvent::Usage { usage });
                 let result = PromptResult {
-                    content,
+                    result: content.clone(),
                     tool_calls: std::mem::take(&mut self.tool_calls),
-                    usage: self.usage,
+                    usage,
+                    duration: self.started.elapsed().as_millis() as u64,
+                    turns_count: self.turns,
+                    content,
                     turns: self.turns,
                     stop_reason,
                 };
-                self.emit(StreamEvent::Result { result });
+                self.emit(StreamEvent::result(result));
             }
-            Err(error) => self.emit(StreamEvent::Error { error }),
+            Err(error) => self.emit(StreamEvent::error(error)),
         }
         control.finish();
     }
 
     async fn steps(&mut self, content: UserContent) -> Finish {
         let content = self.user_prompt_submit(content).await?;
+        self.checkpoint()?;
         self.session.push(Message::User { content });
         loop {
             if self.turns >= self.max_turns {
                 return Ok((self.last_text.clone(), StopReason::MaxTurns));
             }
             self.turns += 1;
-            self.emit(StreamEvent::Turn { index: self.turns });
+            self.emit(StreamEvent::TurnStart { turn: self.turns });
             if self.has(HookEvent::StepStart) {
                 let mut payload = self.run_fields(HookEvent::StepStart);
                 payload.insert("stepIndex".into(), json!(self.turns - 1));
                 payload.insert("steps".into(), json!(self.turns - 1));
                 self.lifecycle(HookEvent::StepStart, payload, self.caller()).await?;
             }
+            self.checkpoint()?;
             let reply = self.call_model().await?;
+            self.checkpoint()?;
             self.usage.add(reply.usage);
             let ModelReply { text, tool_calls, .. } = reply;
             self.session.push(Message::Assistant {
@@ -225,24 +254,29 @@ impl Run {
             });
             self.last_text = text.clone();
             if tool_calls.is_empty() {
+                self.emit(StreamEvent::TurnEnd { turn: self.turns });
                 self.step_end(&text, &tool_calls, &[], false).await?;
                 return Ok((text, StopReason::Done));
             }
-            let (records, interrupt) = self.run_tool_calls(&tool_calls).await;
-            for record in &records {
+            let (mut records, interrupt) = self.run_tool_calls(&tool_calls).await;
+            self.checkpoint()?;
+            for record in &mut records {
                 self.session.push(Message::Tool {
                     tool_call_id: record.id.clone(),
                     content: record.output.clone(),
-                    is_error: record.status == CallStatus::Error,
+                    is_error: record.is_error,
                 });
                 self.emit(StreamEvent::ToolResult {
                     id: record.id.clone(),
                     name: record.name.clone(),
                     output: record.output.clone(),
+                    is_error: record.is_error,
+                    display: record.display.take(),
                     status: record.status,
                     classification: record.classification.clone(),
                 });
             }
+            self.emit(StreamEvent::TurnEnd { turn: self.turns });
             let more = interrupt.is_none() && self.turns < self.max_turns;
             let first = self.tool_calls.len();
             self.tool_calls.extend(records);
@@ -391,13 +425,14 @@ impl Run {
     async fn call_model(&self) -> Result<ModelReply> {
         let turn = model_turn(
             self.session.clone(),
+            self.settings.model.clone(),
             self.session.messages(),
             self.turns,
             self.scope,
             self.events.clone(),
         );
         let span = tracing::info_span!("model_call", turn = self.turns);
-        if !self.session.model.is_remote() {
+        if !self.settings.model.is_remote() {
             return turn.instrument(span).await;
         }
         // Off the polling thread: the HTTP exchange and its SSE parsing run on the workers.
@@ -420,9 +455,11 @@ impl Run {
         }
         let site = CallSite {
             session: &self.session,
+            settings: &self.settings,
             caller: self.caller(),
             step_index: self.turns - 1,
             operation_id: &self.id,
+            events: &self.events,
         };
         let finished = join_all(calls.iter().zip(inputs).enumerate().map(|(index, (call, input))| {
             let span = tracing::info_span!("tool_call", tool = %call.name, tool_call_id = %call.id, status = Empty);
@@ -442,6 +479,7 @@ impl Run {
 /// One model call over the conversation `messages`; content deltas are published as they come.
 async fn model_turn(
     session: Arc<Session>,
+    model: Arc<dyn Model>,
     messages: Arc<Vec<Arc<Message>>>,
     turn: u32,
     scope: u32,
@@ -462,7 +500,7 @@ async fn model_turn(
             delta: delta.to_string(),
         });
     };
-    session.model.complete(request, &mut on_text).await
+    model.complete(request, &mut on_text).await
 }
 
 /// How a run ended, as TaskCompleted's `reason` and the run span's `stop_reason` say it.

@@ -1,5 +1,6 @@
 //! One agent session: its conversation, whether a run is active, whether it is closed.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::{BoxFuture, FutureExt, Shared};
@@ -8,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::config::{AgentConfig, Fields, MAX_TIMER_MS};
+use super::permission::Permission;
 use super::reader::{event_log, EventReader};
 use super::run::Run;
 use crate::error::{ErrorCode, Result, SdkError};
@@ -15,7 +17,7 @@ use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext, HookError};
 use crate::hooks::pending::{Owner, SETTLE_GRACE};
 use crate::hooks::HookEvent;
-use crate::host::Host;
+use crate::host::{Callable, Host};
 use crate::ids;
 use crate::log::Log;
 use crate::model::{Message, Model, ToolSchema, UserContent};
@@ -27,16 +29,32 @@ pub struct Session {
     pub id: String,
     pub(crate) config: AgentConfig,
     pub(crate) tool_schemas: Vec<ToolSchema>,
-    pub(crate) model: Arc<dyn Model>,
     pub(crate) host: Arc<dyn Host>,
     pub(crate) dispatcher: Dispatcher,
     state: Mutex<State>,
 }
 
+/// What `setModel`, `setMaxTurns`, `setPermissionMode` and `setDefaultContext` change. A run
+/// takes a copy when it starts: a change applies from the next run.
+#[derive(Clone)]
+pub struct RunSettings {
+    pub model: Arc<dyn Model>,
+    /// `supportedModels()`'s `name`.
+    pub model_name: String,
+    pub max_turns: u32,
+    pub permission: Option<Permission>,
+    /// What tools get as their context besides the signal and ids.
+    pub default_context: Arc<Map<String, Value>>,
+}
+
 type CloseAttempt = Shared<BoxFuture<'static, Result<()>>>;
 
-#[derive(Default)]
 struct State {
+    settings: RunSettings,
+    /// The confirmation handler `confirmationHandlerFactory` made.
+    confirmation: Option<Callable>,
+    /// Tool calls approved for the rest of the session (`scope: 'session'`).
+    approved: HashSet<String>,
     /// Shared with in-flight model requests: a snapshot is an `Arc` clone, and a push copies
     /// the list only while a snapshot is still held.
     messages: Arc<Vec<Arc<Message>>>,
@@ -66,6 +84,11 @@ impl RunControl {
 
     pub(crate) async fn aborted(&self) {
         self.token.cancelled().await
+    }
+
+    /// Whether the run was aborted, however little has been awaited since.
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.token.is_cancelled()
     }
 
     pub(crate) fn token(&self) -> &CancellationToken {
@@ -113,10 +136,33 @@ impl SendOptions {
     }
 }
 
-/// The caller's end of a run: its events, and the means to abort it.
+/// The caller's end of a run: its events, the means to abort it, and its submission's ids.
 pub struct RunHandle {
     pub events: EventReader,
     pub control: Arc<RunControl>,
+    /// The run's id (`operationId` in hook payloads).
+    pub request_id: String,
+    pub input_id: String,
+}
+
+/// A tool and its arguments, the same whatever the order of their keys.
+fn approval_key(tool: &str, args: &Map<String, Value>) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|key| (key.clone(), sorted(&map[key]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    format!("{tool}\0{}", sorted(&Value::Object(args.clone())))
+}
+
+fn invalid_input(message: impl Into<String>) -> SdkError {
+    SdkError::new(ErrorCode::InvalidInput, message)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -134,15 +180,131 @@ impl Session {
             host.clone(),
             log,
         );
+        let settings = RunSettings {
+            model: config.build_model(host.clone()),
+            model_name: config.model_name().0,
+            max_turns: config.max_turns,
+            permission: config.permission,
+            default_context: Arc::new(config.default_context.clone()),
+        };
         Arc::new(Session {
             id: ids::uuid(),
             tool_schemas: config.tool_schemas(),
-            model: config.build_model(host.clone()),
             config,
             host,
             dispatcher,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                settings,
+                confirmation: None,
+                approved: HashSet::new(),
+                messages: Arc::default(),
+                active: None,
+                closing: false,
+                closed: false,
+                close_attempt: None,
+            }),
         })
+    }
+
+    /// The options the session was made with.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The settings a run starting now uses.
+    pub fn settings(&self) -> RunSettings {
+        lock(&self.state).settings.clone()
+    }
+
+    /// `supportedModels()`: `[{ id: 'default', name, provider }]`.
+    pub fn supported_models(&self) -> Value {
+        let name = lock(&self.state).settings.model_name.clone();
+        json!([{"id": "default", "name": name, "provider": self.config.model_name().1}])
+    }
+
+    /// `setModel(id)`, from the next run. A scripted model cannot be swapped for a model id.
+    pub fn set_model(&self, id: &Value) -> Result<()> {
+        let Some(id) = id.as_str().filter(|id| !id.trim().is_empty()) else {
+            return Err(invalid_input(format!(
+                "setModel() takes a model id string (got {})",
+                describe(id)
+            )));
+        };
+        let model = self.config.with_model(id, self.host.clone()).ok_or_else(|| {
+            invalid_input("setModel() cannot replace a scriptedModel(...): create an agent with a model id")
+        })?;
+        let mut state = lock(&self.state);
+        state.settings.model = model;
+        state.settings.model_name = id.to_string();
+        Ok(())
+    }
+
+    /// `setMaxTurns(n)`, from the next run.
+    pub fn set_max_turns(&self, turns: &Value) -> Result<()> {
+        let turns = turns
+            .as_u64()
+            .filter(|n| (1..=MAX_TIMER_MS).contains(n))
+            .ok_or_else(|| {
+                invalid_input(format!(
+                    "setMaxTurns() takes a positive integer no greater than {MAX_TIMER_MS} (got {})",
+                    describe(turns)
+                ))
+            })?;
+        lock(&self.state).settings.max_turns = turns as u32;
+        Ok(())
+    }
+
+    /// `setPermissionMode(mode)`, from the next run: Blade's modes or our preset names.
+    pub fn set_permission_mode(&self, mode: &Value) -> Result<()> {
+        let permission = mode.as_str().and_then(Permission::mode).ok_or_else(|| {
+            invalid_input(format!(
+                "setPermissionMode() takes 'default', 'autoEdit', 'yolo' or 'plan' (got {})",
+                describe(mode)
+            ))
+        })?;
+        lock(&self.state).settings.permission = Some(permission);
+        Ok(())
+    }
+
+    /// `getDefaultContext()`.
+    pub fn default_context(&self) -> Arc<Map<String, Value>> {
+        lock(&self.state).settings.default_context.clone()
+    }
+
+    /// `setDefaultContext(context)`, from the next tool call on.
+    pub fn set_default_context(&self, context: &Value) -> Result<()> {
+        let mut advanced = Map::new();
+        advanced.insert("defaultContext".into(), context.clone());
+        let context =
+            super::config::read_default_context(&Fields::object(&Value::Object(advanced), "options", "")?, None)
+                .map_err(|error| invalid_input(error.message.replace("advanced.defaultContext", "the context")))?;
+        lock(&self.state).settings.default_context = Arc::new(context);
+        Ok(())
+    }
+
+    /// The handler `confirmationHandlerFactory` made for this session, if it was asked yet.
+    pub(crate) fn confirmation_handler(&self) -> Option<Callable> {
+        lock(&self.state).confirmation
+    }
+
+    /// Keeps the handler the factory made; if two calls asked at once, the first one made stays.
+    pub(crate) fn keep_confirmation_handler(&self, method: Callable) -> Callable {
+        *lock(&self.state).confirmation.get_or_insert(method)
+    }
+
+    /// A confirmation with `scope: 'session'` approved this tool with these arguments.
+    pub(crate) fn approved_for_session(&self, tool: &str, args: &Map<String, Value>) -> bool {
+        lock(&self.state).approved.contains(&approval_key(tool, args))
+    }
+
+    pub(crate) fn approve_for_session(&self, tool: &str, args: &Map<String, Value>) {
+        lock(&self.state).approved.insert(approval_key(tool, args));
+    }
+
+    /// `fork()`: this conversation becomes `other`'s.
+    pub fn copy_conversation_from(&self, other: &Session) {
+        let messages = other.messages();
+        lock(&self.state).messages = messages;
     }
 
     /// The conversation so far, without the system prompt.
@@ -180,7 +342,7 @@ impl Session {
             if state.active.is_some() {
                 return Err(SdkError::new(
                     ErrorCode::SessionBusy,
-                    "The previous Agent response is still active. Wait for it to settle before sending another message.",
+                    "The previous Agent response is still active. Consume it before sending another message.",
                 ));
             }
             state.active = Some(control.clone());
@@ -189,7 +351,12 @@ impl Session {
         let run = Run::new(self.clone(), control.clone(), sender, options);
         let span = run.span().clone();
         Ok((
-            RunHandle { events, control },
+            RunHandle {
+                events,
+                control,
+                request_id: run.id().to_string(),
+                input_id: ids::uuid(),
+            },
             Box::pin(run.drive(content).instrument(span)),
         ))
     }
@@ -295,6 +462,7 @@ impl Session {
         for (owner, what) in [
             (Owner::Hook, "an inline hook callback"),
             (Owner::Permission, "a permission callback"),
+            (Owner::Tool, "a tool execution"),
         ] {
             if pending.count(owner) > 0 {
                 return Err(SdkError::new(

@@ -5,9 +5,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use super::events::CallStatus;
-use crate::host::{Args, Callable, Host, HostCall, SignalSlot};
+use crate::hooks::dispatch::{Caller, Dispatcher, HookError};
+use crate::hooks::pending::Owner;
+use crate::host::{Args, Callable, Host, HostCall, Reply, Step};
 use crate::model::ToolSchema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +76,8 @@ pub struct CallResult {
     pub classification: Option<&'static str>,
     /// The result came from a PreToolUse `mock()`.
     pub mocked: bool,
+    /// `ToolResult.display`: shown in `tool_result`, never sent to the model.
+    pub display: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +95,7 @@ impl CallResult {
             failure: None,
             classification: None,
             mocked: false,
+            display: None,
         }
     }
 
@@ -97,11 +103,8 @@ impl CallResult {
     pub fn failed(message: impl Into<String>, thrown: Option<u32>) -> Self {
         let message = message.into();
         CallResult {
-            status: CallStatus::Error,
             output: format!("Tool execution failed: {message}"),
-            failure: Some(Failure { message, thrown }),
-            classification: None,
-            mocked: false,
+            ..Self::failure(message, thrown)
         }
     }
 
@@ -109,11 +112,8 @@ impl CallResult {
     pub fn aborted(message: impl Into<String>) -> Self {
         let message = message.into();
         CallResult {
-            status: CallStatus::Error,
             output: format!("Tool execution aborted: {message}"),
-            failure: Some(Failure { message, thrown: None }),
-            classification: None,
-            mocked: false,
+            ..Self::failure(message, None)
         }
     }
 
@@ -121,14 +121,20 @@ impl CallResult {
     pub fn failed_as(output: impl Into<String>, classification: Option<&'static str>) -> Self {
         let output = output.into();
         CallResult {
-            status: CallStatus::Error,
-            failure: Some(Failure {
-                message: output.clone(),
-                thrown: None,
-            }),
-            output,
+            output: output.clone(),
             classification,
+            ..Self::failure(output, None)
+        }
+    }
+
+    fn failure(message: String, thrown: Option<u32>) -> Self {
+        CallResult {
+            status: CallStatus::Error,
+            output: String::new(),
+            failure: Some(Failure { message, thrown }),
+            classification: None,
             mocked: false,
+            display: None,
         }
     }
 
@@ -143,31 +149,122 @@ impl CallResult {
 pub struct ToolContext<'a> {
     pub tool_call_id: &'a str,
     pub session_id: &'a str,
-    /// The host scope the call belongs to; not part of the argument.
-    #[serde(skip)]
-    pub scope: u32,
+    /// `defaultContext`'s `environment`, `metadata` and `capabilities`, when set.
+    #[serde(flatten)]
+    pub defaults: &'a Map<String, Value>,
 }
 
+/// The run was aborted before the tool could start; it did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotStarted;
+
+/// New tool calls fail with this while a tool abandoned at its deadline or abort still runs.
+pub const TOOL_CLEANING_UP: &str = "A tool execution is still cleaning up; refusing to start another tool";
+
+/// Where a tool call runs: the host, the budget and cleanup bookkeeping, the caller's scope and
+/// cancellation, and where its generator's yields go (`tool_progress`).
+pub struct Execution<'a> {
+    pub host: &'a Arc<dyn Host>,
+    pub dispatcher: &'a Dispatcher,
+    pub caller: Caller<'a>,
+    pub timeout_ms: u32,
+    pub progress: &'a (dyn Fn(Value) + Sync),
+}
+
+/// Runs `execute`, unless the run was aborted: this is the one place a tool starts, so an
+/// abort made by synchronous code (a permission function, a sibling tool, a hook that never
+/// yielded) is seen here even though nothing was awaited since. The run, which checks its
+/// control as soon as the turn's calls return, then ends with the abort.
+///
+/// `execute` may return a value, a promise, or a generator (sync or async): a generator is
+/// driven here, each yield published as progress, its return value the result; all of it
+/// within `toolTimeoutMs`. A tool still running when its signal aborted is tracked until it
+/// settles, and new tool calls fail closed meanwhile.
 pub async fn execute(
-    host: &Arc<dyn Host>,
     tool: &ToolSpec,
     input: &Map<String, Value>,
     context: ToolContext<'_>,
-) -> CallResult {
-    let mut call = HostCall::new(tool.execute, Args::of(&(input, &context)), context.scope);
-    call.signal = Some(SignalSlot {
-        arg: 1,
-        key: "signal",
-        dispatch: None,
-    });
-    match host.call(call).await {
-        Ok(returned) => model_output(returned),
-        Err(error) => CallResult::failed(error.message, error.thrown),
+    run: Execution<'_>,
+) -> Result<CallResult, NotStarted> {
+    if run.caller.cancel.is_some_and(CancellationToken::is_cancelled) {
+        return Err(NotStarted);
+    }
+    if run.dispatcher.pending().count(Owner::Tool) > 0 {
+        return Ok(CallResult::failed(TOOL_CLEANING_UP, None));
+    }
+    let scope = run.caller.scope;
+    let timeout = run.dispatcher.start_tool_timeout(run.timeout_ms);
+    let mut call = HostCall::new(tool.execute, Args::of(&(input, &context)), scope);
+    call.reply = Reply::Tool;
+    // The tool's own signal: it aborts at the deadline or with the run. Not released when the
+    // call returns: a generator goes on using it.
+    call.signal = Some(timeout.signal_at(1, "signal", false, true));
+    let guarded = |future| run.dispatcher.call_guarded(future, &timeout, run.caller, Owner::Tool);
+    let generator = match guarded(run.host.call(call)).await {
+        Err(error) => return Ok(hook_failure(error)),
+        Ok(reply) => match read_reply(reply) {
+            Returned::Value(value) => return Ok(model_output(value)),
+            Returned::Invalid(what) => return Ok(not_json(&what)),
+            Returned::Generator(generator) => generator,
+        },
+    };
+    loop {
+        let step = match guarded(run.host.step(scope, generator, Step::Next)).await {
+            Err(error) => return Ok(hook_failure(error)),
+            Ok(step) => step.unwrap_or_default(),
+        };
+        let done = step.get("done").and_then(Value::as_bool).unwrap_or(true);
+        if let Some(what) = step.get("invalid").and_then(Value::as_str) {
+            if !done {
+                // Let its `finally` blocks run; the call has failed whatever they do.
+                let _ = run.host.step(scope, generator, Step::Return).await;
+            }
+            return Ok(not_json(what));
+        }
+        let value = step.get("value").cloned();
+        if done {
+            return Ok(model_output(value));
+        }
+        (run.progress)(value.unwrap_or(Value::Null));
     }
 }
 
-/// Strings pass through; `{ status: 'success', model }` and `{ status: 'error', error: { message } }`
-/// are tool results; any other JSON is stringified as `JSON.stringify` would.
+/// A tool's call failed before it returned: it threw, timed out, or the run was aborted.
+fn hook_failure(error: HookError) -> CallResult {
+    CallResult::failed(error.message(), error.thrown())
+}
+
+/// A value JSON would flatten to `{}` or drop: the call fails loudly instead.
+fn not_json(what: &str) -> CallResult {
+    CallResult::failed(
+        format!("execute returned {what}, which cannot be sent to the model as JSON"),
+        None,
+    )
+}
+
+/// What a [`Reply::Tool`] call returned.
+enum Returned {
+    Value(Option<Value>),
+    Invalid(String),
+    Generator(u32),
+}
+
+fn read_reply(reply: Option<Value>) -> Returned {
+    let Some(Value::Object(mut reply)) = reply else {
+        return Returned::Value(None);
+    };
+    if let Some(generator) = reply.get("generator").and_then(Value::as_u64) {
+        return Returned::Generator(generator as u32);
+    }
+    if let Some(Value::String(what)) = reply.remove("invalid") {
+        return Returned::Invalid(what);
+    }
+    Returned::Value(reply.remove("returned"))
+}
+
+/// Strings pass through; `{ status: 'success', model, display? }` and `{ status: 'error',
+/// error: { message } }` are tool results; any other JSON is stringified as `JSON.stringify`
+/// would.
 pub fn model_output(returned: Option<Value>) -> CallResult {
     let Some(value) = returned else {
         // `undefined`: JSON.stringify has no text for it.
@@ -175,15 +272,23 @@ pub fn model_output(returned: Option<Value>) -> CallResult {
     };
     if let Some(result) = value.as_object() {
         match result.get("status").and_then(Value::as_str) {
-            Some("success") if result.contains_key("model") => return CallResult::success(stringify(&result["model"])),
-            Some("error") => {
-                if let Some(message) = result
-                    .get("error")
-                    .and_then(|error| error.get("message"))
-                    .and_then(Value::as_str)
-                {
-                    return CallResult::failed(message, None);
+            Some("success") if result.contains_key("model") => {
+                return CallResult {
+                    display: result.get("display").cloned(),
+                    ..CallResult::success(stringify(&result["model"]))
                 }
+            }
+            Some("error") if result.contains_key("error") || result.contains_key("model") => {
+                let message = match result.get("error").and_then(|error| error.get("message")) {
+                    Some(Value::String(message)) => message.clone(),
+                    _ => result
+                        .get("model")
+                        .map_or_else(|| "the tool reported an error".into(), stringify),
+                };
+                return CallResult {
+                    display: result.get("display").cloned(),
+                    ..CallResult::failed(message, None)
+                };
             }
             _ => {}
         }

@@ -1,17 +1,20 @@
 //! `NativeAgent` and `NativeRun`: the session and one of its runs, as JS classes.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::host::{AbortArgs, InvokeArgs, JsHost, Returned};
+use super::host::{AbortArgs, Functions, InvokeArgs, JsHost, Returned, StepArgs};
 use super::{local, telemetry};
 use crate::agent::config::ENV_VARS;
+use crate::agent::events::Published;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
+use crate::text::parse_js_json;
 
 fn error_json(error: &SdkError) -> String {
     serde_json::to_string(error).unwrap_or_default()
@@ -36,7 +39,8 @@ fn failure_of<'env>(
 fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<HashMap<String, String>> {
     let mut values = HashMap::new();
     for name in names {
-        if let Some(value) = environment.get::<String>(name.as_ref())? {
+        // `process.env.constructor` is Object's: a name only the prototype has is unset.
+        if let Some(Either::A(value)) = environment.get::<Either<String, Unknown>>(name.as_ref())? {
             values.insert(name.as_ref().to_string(), value);
         }
     }
@@ -45,17 +49,18 @@ fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<H
 
 /// A created session, or the JSON of the error that prevented it.
 #[napi(
-    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, mock: boolean, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, environment: object, wake: () => void"
+    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, reply: number, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, stepGenerator: (scope: number, generator: number, finish: boolean) => string | Promise<string>, environment: object, wake: () => void"
 )]
 pub fn create_session(
     env: &Env,
     options: String,
     invoke: Function<InvokeArgs, Returned>,
     abort_dispatch: Function<AbortArgs, Returned>,
+    step_generator: Function<StepArgs, Returned>,
     environment: Object,
     wake: Function<(), ()>,
 ) -> Result<Either<NativeAgent, String>> {
-    let options: Value = match serde_json::from_str(&options) {
+    let options: Value = match parse_js_json(&options) {
         Ok(options) => options,
         Err(error) => {
             return Ok(Either::B(error_json(&SdkError::config(format!(
@@ -71,11 +76,17 @@ pub fn create_session(
     if local::init(env, wake)? {
         telemetry::start_for(env)?;
     }
-    let host = JsHost::new(env, invoke.create_ref()?, abort_dispatch.create_ref()?)?;
+    let functions = Functions {
+        invoke: invoke.create_ref()?,
+        abort: abort_dispatch.create_ref()?,
+        step: step_generator.create_ref()?,
+    };
+    let host = JsHost::new(env, functions)?;
     let session = Session::new(config, Arc::new(host));
     Ok(Either::A(NativeAgent {
         environment_names: session.environment_names(),
         session,
+        open: Rc::new(local::AgentCount::new(env.raw())?),
     }))
 }
 
@@ -84,6 +95,8 @@ pub struct NativeAgent {
     session: Arc<Session>,
     /// The environment variables `send`, `start` and `close` read (fixed at creation).
     environment_names: Vec<String>,
+    /// Keeps the JS thread's scheduler until this agent is closed (or collected).
+    open: Rc<local::AgentCount>,
 }
 
 #[napi]
@@ -115,7 +128,7 @@ impl NativeAgent {
         environment: Object,
     ) -> Either<NativeRun, String> {
         let read = |what: &str, text: &str| {
-            serde_json::from_str::<Value>(text).map_err(|error| {
+            parse_js_json::<Value>(text).map_err(|error| {
                 Either::B(error_json(&SdkError::new(
                     ErrorCode::InvalidInput,
                     format!("{what} could not be read: {error}"),
@@ -171,7 +184,57 @@ impl NativeAgent {
         Either::A(NativeRun {
             events: Arc::new(handle.events),
             control: handle.control,
+            session_id: self.session.id.clone().into(),
+            request_id: handle.request_id,
+            input_id: handle.input_id,
         })
+    }
+
+    /// Option keys accepted but not built here, for the wrapper's warnings.
+    #[napi(getter)]
+    pub fn unsupported_options(&self) -> Vec<String> {
+        self.session.config().unsupported.clone()
+    }
+
+    /// `supportedModels()` as JSON.
+    #[napi]
+    pub fn supported_models(&self) -> String {
+        self.session.supported_models().to_string()
+    }
+
+    /// `setModel`, `setMaxTurns`, `setPermissionMode`, `setDefaultContext`: `setting` names
+    /// which, `value` is its JSON; returns the JSON of the error that refused it, or null.
+    #[napi]
+    pub fn set(&self, setting: String, value: String) -> Option<String> {
+        let value: Value = match parse_js_json(&value) {
+            Ok(value) => value,
+            Err(error) => {
+                return Some(error_json(&SdkError::new(
+                    ErrorCode::InvalidInput,
+                    format!("the value could not be read: {error}"),
+                )))
+            }
+        };
+        let set = match setting.as_str() {
+            "model" => self.session.set_model(&value),
+            "maxTurns" => self.session.set_max_turns(&value),
+            "permissionMode" => self.session.set_permission_mode(&value),
+            "defaultContext" => self.session.set_default_context(&value),
+            other => Err(SdkError::new(ErrorCode::InvalidInput, format!("no setting {other}"))),
+        };
+        set.err().map(|error| error_json(&error))
+    }
+
+    /// `getDefaultContext()` as JSON.
+    #[napi]
+    pub fn default_context(&self) -> String {
+        serde_json::to_string(&*self.session.default_context()).unwrap_or_else(|_| "{}".into())
+    }
+
+    /// `fork()`: the conversation of `other` becomes this agent's (before its SessionStart).
+    #[napi]
+    pub fn copy_conversation_from(&self, other: &NativeAgent) {
+        self.session.copy_conversation_from(&other.session);
     }
 
     #[napi]
@@ -187,8 +250,14 @@ impl NativeAgent {
         scope: u32,
         environment: Object,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
+        let open = self.open.clone();
         self.with_environment(env, &environment, move |session, environment| async move {
-            session.start(scope, environment).await
+            let started = session.start(scope, environment).await;
+            // A failed SessionStart closed the session.
+            if started.is_err() {
+                open.release();
+            }
+            started
         })
     }
 
@@ -200,8 +269,11 @@ impl NativeAgent {
         scope: u32,
         environment: Object,
     ) -> Result<PromiseRaw<'env, Option<String>>> {
+        let open = self.open.clone();
         self.with_environment(env, &environment, move |session, environment| async move {
-            session.close(scope, environment).await
+            session.close(scope, environment).await?;
+            open.release();
+            Ok(())
         })
     }
 }
@@ -226,6 +298,9 @@ impl NativeAgent {
 pub struct NativeRun {
     events: Arc<EventReader>,
     control: Arc<RunControl>,
+    session_id: Arc<str>,
+    request_id: String,
+    input_id: String,
 }
 
 #[napi]
@@ -238,10 +313,29 @@ impl NativeRun {
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let events = self.events.clone();
+        let session_id = self.session_id.clone();
         local::promise(env, async move {
             let batch = events.next_batch(local::rest_of_turn()).await?;
-            Some(serde_json::to_string(&batch).unwrap_or_else(|_| "[]".into()))
+            let published: Vec<Published<'_>> = batch
+                .iter()
+                .map(|event| Published {
+                    event,
+                    session_id: &session_id,
+                })
+                .collect();
+            Some(serde_json::to_string(&published).unwrap_or_else(|_| "[]".into()))
         })
+    }
+
+    /// The run's `submission` ids: which request it is, and which input started it.
+    #[napi(getter)]
+    pub fn request_id(&self) -> String {
+        self.request_id.clone()
+    }
+
+    #[napi(getter)]
+    pub fn input_id(&self) -> String {
+        self.input_id.clone()
     }
 
     /// Resolves (with `null`) once the run has published its last event.

@@ -1,6 +1,7 @@
-//! The core's `Host`: `index.js` hands over `invoke(fn, argsJson, scope, mock, signalArg,
+//! The core's `Host`: `index.js` hands over `invoke(fn, argsJson, scope, reply, signalArg,
 //! signalKey, dispatch, last, linked, errorJson) => reply | Promise<reply>`, which calls the user
-//! function `fn` names, and `abortDispatch(scope, dispatch, event, timeoutMs)`. A session's
+//! function `fn` names, `abortDispatch(scope, dispatch, event, timeoutMs)`, and
+//! `stepGenerator(scope, generator, finish)`, which advances a generator a tool returned. A session's
 //! futures are polled on the JS thread (`local.rs`), so both are called directly.
 //! The arguments cross as JSON text: it is cheaper than building objects through napi, and the
 //! values land in the caller's own JS realm (Jest runs tests in a VM realm). The rest of a call
@@ -14,19 +15,20 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::local::Remote;
-use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
+use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture, Step};
+use crate::text::parse_js_json;
 
 /// What `invoke` and `abortDispatch` return: a reply at once, or a promise of one.
 pub type Returned = Either<String, Promise<String>>;
 
-/// `(fn, argsJson, scope, mock, signalArg, signalKey, dispatch, last, linked, errorJson)`:
-/// `signalArg` is -1 for no signal, `dispatch` null for the scope's own signal; `errorJson` is
-/// `[arg, key, message, thrown]` or null.
+/// `(fn, argsJson, scope, reply, signalArg, signalKey, dispatch, last, linked, errorJson)`:
+/// `reply` is [`Reply::code`]; `signalArg` is -1 for no signal, `dispatch` null for the
+/// scope's own signal; `errorJson` is `[arg, key, message, thrown]` or null.
 pub type InvokeArgs = FnArgs<(
     u32,
     String,
     u32,
-    bool,
+    u32,
     i32,
     Option<&'static str>,
     Option<u32>,
@@ -40,10 +42,21 @@ pub type InvokeRef = FunctionRef<InvokeArgs, Returned>;
 pub type AbortArgs = FnArgs<(u32, u32, &'static str, u32)>;
 pub type AbortRef = FunctionRef<AbortArgs, Returned>;
 
+/// `(scope, generator, finish)`: `finish` calls `return()` instead of `next()`.
+pub type StepArgs = FnArgs<(u32, u32, bool)>;
+pub type StepRef = FunctionRef<StepArgs, Returned>;
+
+/// The wrapper's functions the host calls.
+pub struct Functions {
+    pub invoke: InvokeRef,
+    pub abort: AbortRef,
+    pub step: StepRef,
+}
+
 /// `invoke` replies at once when the user function returned a plain value, and with a promise
 /// otherwise: a synchronous reply saves the promise's extra trip through the event loop.
 pub struct JsHost {
-    functions: Arc<(InvokeRef, AbortRef)>,
+    functions: Arc<Functions>,
     /// For calls made off the JS thread (a log line from a webhook delivery, an abandoned
     /// hook's call finishing on a worker): they hop to the JS thread first.
     remote: Remote,
@@ -51,10 +64,10 @@ pub struct JsHost {
 
 impl JsHost {
     /// Made on the JS thread, after [`super::local::init`].
-    pub fn new(env: &Env, invoke: InvokeRef, abort: AbortRef) -> napi::Result<Self> {
+    pub fn new(env: &Env, functions: Functions) -> napi::Result<Self> {
         let remote = Remote::of(env.raw()).ok_or_else(|| napi::Error::from_reason("the JS thread has no scheduler"))?;
         Ok(JsHost {
-            functions: Arc::new((invoke, abort)),
+            functions: Arc::new(functions),
             remote,
         })
     }
@@ -69,10 +82,15 @@ enum Crossing {
         event: &'static str,
         timeout_ms: u32,
     },
+    Step {
+        scope: u32,
+        generator: u32,
+        step: Step,
+    },
 }
 
 impl Crossing {
-    fn make(self, env: &Env, functions: &(InvokeRef, AbortRef)) -> napi::Result<Returned> {
+    fn make(self, env: &Env, functions: &Functions) -> napi::Result<Returned> {
         match self {
             Crossing::Call(call) => {
                 let (signal_arg, signal_key, dispatch, last, linked) = match call.signal {
@@ -92,7 +110,7 @@ impl Crossing {
                     call.function.0,
                     call.args.into_json(),
                     call.scope,
-                    call.mock,
+                    call.reply.code(),
                     signal_arg,
                     signal_key,
                     dispatch,
@@ -100,7 +118,7 @@ impl Crossing {
                     linked,
                     error,
                 );
-                functions.0.borrow_back(env)?.call(args.into())
+                functions.invoke.borrow_back(env)?.call(args.into())
             }
             Crossing::Abort {
                 scope,
@@ -108,9 +126,13 @@ impl Crossing {
                 event,
                 timeout_ms,
             } => functions
-                .1
+                .abort
                 .borrow_back(env)?
                 .call((scope, dispatch, event, timeout_ms).into()),
+            Crossing::Step { scope, generator, step } => functions
+                .step
+                .borrow_back(env)?
+                .call((scope, generator, step == Step::Return).into()),
         }
     }
 }
@@ -168,13 +190,13 @@ async fn reply(returned: napi::Result<Returned>) -> Result<Option<Value>, HostEr
         return Ok(None);
     }
     if let Some(failure) = text.strip_prefix('!') {
-        let failure: Failure = serde_json::from_str(failure).map_err(unreadable)?;
+        let failure: Failure = parse_js_json(failure).map_err(unreadable)?;
         return Err(HostError {
             message: failure.message,
             thrown: failure.thrown,
         });
     }
-    serde_json::from_str(&text).map(Some).map_err(unreadable)
+    parse_js_json(&text).map(Some).map_err(unreadable)
 }
 
 impl Host for JsHost {
@@ -183,7 +205,11 @@ impl Host for JsHost {
     }
 
     fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture {
-        let AbortReason::HookTimeout { event, timeout_ms } = reason;
+        // A tool's timeout crosses as the event `''`: the wrapper makes its own error for it.
+        let (event, timeout_ms) = match reason {
+            AbortReason::HookTimeout { event, timeout_ms } => (event, timeout_ms),
+            AbortReason::ToolTimeout { timeout_ms } => ("", timeout_ms),
+        };
         let request = self.request(Crossing::Abort {
             scope,
             dispatch,
@@ -195,5 +221,9 @@ impl Host for JsHost {
                 tracing::warn!(error = %error.message, "could not abort a hook signal");
             }
         })
+    }
+
+    fn step(&self, scope: u32, generator: u32, step: Step) -> HostFuture {
+        self.request(Crossing::Step { scope, generator, step })
     }
 }

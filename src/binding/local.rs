@@ -8,6 +8,10 @@
 //! handles on each wake-up, so a handle per session would make each wake-up cost more with every
 //! agent alive. A task woken on the JS thread while tasks are being polled is queued and polled
 //! in the same turn, without going through the threadsafe function at all.
+//!
+//! The scheduler lives while an agent is open or a task is left: once the last agent closed and
+//! its last task ended, its threadsafe function is released (a test runner's open-handle check
+//! finds nothing left behind), and the next agent makes a new one.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -15,7 +19,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Wake, Waker};
 
 use napi::bindgen_prelude::{Function, PromiseRaw};
@@ -48,6 +52,8 @@ struct Driver {
     env: sys::napi_env,
     poll: Arc<PollFn>,
     runs_at_work: Cell<usize>,
+    /// Agents made in this env and not closed (nor collected).
+    open_agents: Cell<usize>,
 }
 
 struct Entry {
@@ -68,6 +74,8 @@ thread_local! {
     static DRIVING: Cell<usize> = const { Cell::new(0) };
     /// Set while a task is being polled: user functions can then be called directly.
     static CURRENT_ENV: Cell<Option<sys::napi_env>> = const { Cell::new(None) };
+    /// Every env that ever made a scheduler here (its one-time setup is done).
+    static SEEN: RefCell<Vec<sys::napi_env>> = const { RefCell::new(Vec::new()) };
 }
 
 static NEXT_DRIVER_KEY: AtomicUsize = AtomicUsize::new(1);
@@ -97,21 +105,23 @@ impl Wake for TaskWaker {
     }
 }
 
-/// Hands work to a JS thread from any thread.
+/// Hands work to a JS thread from any thread. Weak: a closed agent's host does not keep the
+/// scheduler alive.
 #[derive(Clone)]
-pub struct Remote(Arc<PollFn>);
+pub struct Remote(Weak<PollFn>);
 
 impl Remote {
     /// `env`'s, once [`init`] made its scheduler.
     pub fn of(env: sys::napi_env) -> Option<Self> {
-        driver(env).map(|driver| Remote(driver.poll.clone()))
+        driver(env).map(|driver| Remote(Arc::downgrade(&driver.poll)))
     }
 
     /// Runs `job` on the JS thread with its env, as soon as it is free; dropped unrun if that
-    /// environment has shut down.
+    /// environment has shut down or its scheduler was released (every agent closed).
     pub fn run(&self, job: impl FnOnce(sys::napi_env) + Send + 'static) {
-        self.0
-            .call(Job::Run(Box::new(job)), ThreadsafeFunctionCallMode::NonBlocking);
+        if let Some(poll) = self.0.upgrade() {
+            poll.call(Job::Run(Box::new(job)), ThreadsafeFunctionCallMode::NonBlocking);
+        }
     }
 }
 
@@ -120,13 +130,22 @@ pub fn current_env() -> Option<sys::napi_env> {
     CURRENT_ENV.with(Cell::get)
 }
 
-/// Makes this thread's scheduler, once per env (`true` when this call made it); `wake` is a JS
-/// function that does nothing (the threadsafe function's callback does the polling). The
-/// scheduler never keeps Node alive by itself: see [`KeepAlive`].
+/// Makes this thread's scheduler for `env` if it has none (again after every agent closed);
+/// `true` the first time ever for `env`. `wake` is a JS function that does nothing (the
+/// threadsafe function's callback does the polling). The scheduler never keeps Node alive by
+/// itself: see [`KeepAlive`].
 pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<bool> {
     if driver(env.raw()).is_some() {
         return Ok(false);
     }
+    let first = SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        let first = !seen.contains(&env.raw());
+        if first {
+            seen.push(env.raw());
+        }
+        first
+    });
     let poll: PollFn = wake
         .build_threadsafe_function::<Job>()
         .callee_handled::<false>()
@@ -146,6 +165,7 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<bool> {
         env: env.raw(),
         poll: Arc::new(poll),
         runs_at_work: Cell::new(0),
+        open_agents: Cell::new(0),
     };
     DRIVERS.with(|drivers| {
         let mut drivers = drivers.borrow_mut();
@@ -153,7 +173,7 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<bool> {
         drivers.retain(|driver| !driver.poll.aborted());
         drivers.push(Rc::new(driver));
     });
-    Ok(true)
+    Ok(first)
 }
 
 /// `env`'s scheduler; one whose env shut down is never returned (a new env may reuse the address).
@@ -233,6 +253,7 @@ fn drive(env: sys::napi_env, first: impl FnOnce()) {
             waker.poll.call(Job::Poll(id), ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
+    release_if_idle(env);
 }
 
 /// Polls task `id` with its own env current.
@@ -252,6 +273,70 @@ fn poll_one(id: u64) {
     if pending {
         TASKS.with(|tasks| tasks.borrow_mut().insert(id, entry));
     }
+}
+
+/// Counts an agent made in `env`, until [`AgentCount`] is dropped (the agent closed or was
+/// collected).
+pub struct AgentCount {
+    env: sys::napi_env,
+    counted: Cell<bool>,
+}
+
+impl AgentCount {
+    pub fn new(env: sys::napi_env) -> napi::Result<Self> {
+        let driver = driver(env).ok_or_else(|| napi::Error::from_reason("no agent was created in this environment"))?;
+        driver.open_agents.set(driver.open_agents.get() + 1);
+        Ok(AgentCount {
+            env,
+            counted: Cell::new(true),
+        })
+    }
+
+    /// The agent closed: it no longer keeps the scheduler. Called on the JS thread.
+    pub fn release(&self) {
+        if !self.counted.replace(false) {
+            return;
+        }
+        if let Some(driver) = driver(self.env) {
+            driver.open_agents.set(driver.open_agents.get().saturating_sub(1));
+        }
+        // Inside a turn, its end looks again, once the turn's tasks are done.
+        if DRIVING.with(Cell::get) == 0 {
+            release_if_idle(self.env);
+        }
+    }
+}
+
+impl Drop for AgentCount {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Drops `env`'s scheduler once no agent is open and none of its tasks is left: its threadsafe
+/// function is released when the last waker lets go of it.
+fn release_if_idle(env: sys::napi_env) {
+    let Some(driver) = driver(env) else { return };
+    if driver.open_agents.get() > 0 || driver.runs_at_work.get() > 0 {
+        return;
+    }
+    let tasks_left = TASKS.with(|tasks| tasks.borrow().values().any(|entry| entry.env == env));
+    if tasks_left {
+        return;
+    }
+    DRIVERS.with(|drivers| drivers.borrow_mut().retain(|kept| !Rc::ptr_eq(kept, &driver)));
+    // Wakers parked in timers or channels may still hold the function: release it now, not when
+    // the last of them is dropped (a later wake-up of one is then a no-op).
+    driver.poll.handle.with_write_aborted(|mut aborted| {
+        if !*aborted {
+            // SAFETY: the handle is live (not aborted, checked under its lock), and marking it
+            // aborted under the same lock keeps napi-rs from releasing it a second time.
+            unsafe {
+                sys::napi_release_threadsafe_function(driver.poll.raw(), sys::ThreadsafeFunctionReleaseMode::abort);
+            }
+            *aborted = true;
+        }
+    });
 }
 
 /// Lets every task already woken on this thread run first: awaited on the JS thread, it ends

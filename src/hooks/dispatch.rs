@@ -23,7 +23,9 @@ use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
 use crate::error::{ErrorCode, HookTimeout, SdkError};
-use crate::host::{AbortReason, Args, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, SignalSlot};
+use crate::host::{
+    AbortReason, Args, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, HostFuture, Reply, SignalSlot,
+};
 use crate::log::Log;
 use crate::offload::offload;
 use crate::webhook::deliver::{self, Environment};
@@ -257,8 +259,17 @@ impl Dispatcher {
         } else {
             self.hook_timeout_ms
         };
+        self.budget(Budget::Hook(event.name()), budget_ms)
+    }
+
+    /// Numbers a tool call's signal and starts its `toolTimeoutMs` budget.
+    pub fn start_tool_timeout(&self, budget_ms: u32) -> Timeout {
+        self.budget(Budget::Tool, budget_ms)
+    }
+
+    fn budget(&self, budget: Budget, budget_ms: u32) -> Timeout {
         Timeout {
-            event: event.name(),
+            budget,
             budget_ms,
             deadline: Instant::now() + Duration::from_millis(u64::from(budget_ms)),
             dispatch: self.next_dispatch.fetch_add(1, Ordering::Relaxed),
@@ -355,9 +366,11 @@ impl Dispatcher {
                 let mut call = HostCall::new(function, Args::object(input.payload.json()), caller.scope);
                 call.signal = Some(timeout.signal("abortSignal", Some(position) == last_js, caller.cancel.is_some()));
                 call.error = input.error.clone();
-                call.mock = event == HookEvent::PreToolUse;
+                if event == HookEvent::PreToolUse {
+                    call.reply = Reply::DataWithMock;
+                }
                 let called = self
-                    .call_guarded(call, &timeout, caller, Owner::Hook)
+                    .call_guarded(self.host.call(call), &timeout, caller, Owner::Hook)
                     .instrument(hook_span.span())
                     .await;
                 hook_span.called(&called);
@@ -460,16 +473,17 @@ impl Dispatcher {
         self.dispatch(input, caller).await
     }
 
-    /// Calls one user function under `timeout`, racing the caller's cancellation. A call still
-    /// running when either fires is left to finish on its own and counted as pending.
+    /// Waits for one call into JS (a user function, a generator's step) under `timeout`,
+    /// racing the caller's cancellation. A call still running when either fires is left to
+    /// finish on its own and counted as pending.
     pub async fn call_guarded(
         &self,
-        call: HostCall,
+        call: HostFuture,
         timeout: &Timeout,
         caller: Caller<'_>,
         owner: Owner,
     ) -> Result<Option<Value>, HookError> {
-        let mut tracked = TrackedCall::spawn(self.host.call(call), self.pending.clone(), owner);
+        let mut tracked = TrackedCall::spawn(call, self.pending.clone(), owner);
         // A callback that returned a plain value has replied by its first poll: no timer needed.
         if let Some(result) = tracked.result().now_or_never() {
             return result.map_err(HookError::Thrown);
@@ -490,28 +504,41 @@ impl Dispatcher {
         }
     }
 
-    /// Aborts the dispatch's signal with `HookTimeoutError(event, ms)` and returns the error
-    /// that refers to it.
+    /// Aborts the dispatch's signal with `HookTimeoutError(event, ms)` (a tool's: with the
+    /// tool timeout's error) and returns the error that refers to it.
     async fn time_out(&self, timeout: &Timeout, scope: u32) -> SdkError {
+        let event = match timeout.budget {
+            Budget::Hook(event) => event,
+            Budget::Tool => {
+                let reason = AbortReason::ToolTimeout {
+                    timeout_ms: timeout.budget_ms,
+                };
+                self.host.abort(scope, timeout.dispatch, reason).await;
+                return SdkError::new(
+                    ErrorCode::ToolTimeout,
+                    format!("Tool execution timeout after {}ms", timeout.budget_ms),
+                );
+            }
+        };
         self.host
             .abort(
                 scope,
                 timeout.dispatch,
                 AbortReason::HookTimeout {
-                    event: timeout.event,
+                    event,
                     timeout_ms: timeout.budget_ms,
                 },
             )
             .await;
         SdkError {
             timeout: Some(HookTimeout {
-                event: timeout.event,
+                event,
                 timeout_ms: timeout.budget_ms,
                 dispatch: timeout.dispatch,
             }),
             ..SdkError::new(
                 ErrorCode::HookTimeout,
-                format!("Hook {} exceeded {}ms", timeout.event, timeout.budget_ms),
+                format!("Hook {event} exceeded {}ms", timeout.budget_ms),
             )
         }
     }
@@ -538,10 +565,19 @@ async fn offload_notify(
     .unwrap_or(Err(deliver::DeliveryError::Network))
 }
 
-/// One budget: the event it is named after, its length, when it ends, and the dispatch whose
-/// signal it aborts.
+/// What a budget bounds, which decides the error its deadline makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// An event's dispatch (or the permission function under `hookTimeoutMs`).
+    Hook(&'static str),
+    /// A tool's execution (`toolTimeoutMs`).
+    Tool,
+}
+
+/// One budget: what it bounds, its length, when it ends, and the dispatch whose signal it
+/// aborts.
 pub struct Timeout {
-    pub event: &'static str,
+    pub budget: Budget,
     pub budget_ms: u32,
     pub deadline: Instant,
     pub dispatch: u32,
@@ -551,8 +587,13 @@ impl Timeout {
     /// Where a call of this dispatch gets its signal: `args[0][key]`; `last` lets the host
     /// forget the signal once the call settles; `linked` also follows the caller's signal.
     pub fn signal(&self, key: &'static str, last: bool, linked: bool) -> SignalSlot {
+        self.signal_at(0, key, last, linked)
+    }
+
+    /// As [`Timeout::signal`], at `args[arg][key]`.
+    pub fn signal_at(&self, arg: usize, key: &'static str, last: bool, linked: bool) -> SignalSlot {
         SignalSlot {
-            arg: 0,
+            arg,
             key,
             dispatch: Some(DispatchSignal {
                 id: self.dispatch,

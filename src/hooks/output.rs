@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, SdkError};
-use crate::text::describe;
+use crate::text::{describe, js_marker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -59,7 +59,7 @@ impl HookOutput {
         let Some(value) = returned else {
             return Err(invalid("undefined".into()));
         };
-        let Some(object) = value.as_object() else {
+        let Some(object) = value.as_object().filter(|_| js_marker(value).is_none()) else {
             return Err(invalid(describe(value)));
         };
         let action = match object.get("action") {

@@ -16,7 +16,10 @@ use crate::host::{HostError, HostFuture};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
     Hook,
+    /// The permission function or the confirmation handler.
     Permission,
+    /// A tool's `execute` (or a step of the generator it returned).
+    Tool,
 }
 
 /// How long an abandoned callback is given to settle before the caller hears of the abort or
@@ -28,6 +31,7 @@ pub const SETTLE_GRACE: Duration = Duration::from_millis(25);
 pub struct Pending {
     hooks: AtomicUsize,
     permissions: AtomicUsize,
+    tools: AtomicUsize,
     changed: Notify,
 }
 
@@ -36,6 +40,7 @@ impl Pending {
         match owner {
             Owner::Hook => &self.hooks,
             Owner::Permission => &self.permissions,
+            Owner::Tool => &self.tools,
         }
     }
 
@@ -44,7 +49,7 @@ impl Pending {
     }
 
     fn total(&self) -> usize {
-        self.count(Owner::Hook) + self.count(Owner::Permission)
+        self.count(Owner::Hook) + self.count(Owner::Permission) + self.count(Owner::Tool)
     }
 
     fn add(&self, owner: Owner) {

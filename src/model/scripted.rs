@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage};
 use crate::error::{Result, SdkError};
-use crate::host::{Args, Callable, Host, HostCall};
+use crate::host::{Args, Callable, Host, HostCall, Reply};
 use crate::ids;
 use crate::text::describe;
 
@@ -55,11 +55,10 @@ impl ScriptedModel {
             Script::Function(function) => {
                 let returned = self
                     .host
-                    .call(HostCall::new(
-                        *function,
-                        Args::of(&[request_value(&request)]),
-                        request.scope,
-                    ))
+                    .call(HostCall {
+                        reply: Reply::Json,
+                        ..HostCall::new(*function, Args::of(&[request_value(&request)]), request.scope)
+                    })
                     .await
                     .map_err(|error| SdkError {
                         thrown: error.thrown,

@@ -1,0 +1,167 @@
+//! Blade's confirmation handler: who answers a permission `'ask'` when a person must decide.
+//! `advanced.confirmationHandler.requestConfirmation(request)`, or the handler
+//! `confirmationHandlerFactory(sessionId)` makes for the session, resolves
+//! `{ approved, reason?, scope? }` under `hookTimeoutMs`, failing closed like the permission
+//! function.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::config::Confirmation as Configured;
+use super::session::Session;
+use crate::hooks::dispatch::Caller;
+use crate::hooks::pending::Owner;
+use crate::hooks::HookEvent;
+use crate::host::{Args, Callable, HostCall, Reply};
+use crate::text::describe;
+
+/// What the handler is asked; the host adds `abortSignal`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ConfirmationRequest<'a> {
+    pub tool_name: &'a str,
+    pub args: &'a Map<String, Value>,
+    pub title: String,
+    pub message: String,
+    pub kind: &'static str,
+    pub affected_files: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer {
+    Approved,
+    /// The person said no; the reason, or `User rejected`.
+    Rejected(String),
+    /// The handler threw, timed out or answered nonsense.
+    Failed(String),
+    /// No handler is configured.
+    NoHandler,
+}
+
+pub(crate) struct Confirmation<'a> {
+    pub session: &'a Session,
+    pub caller: Caller<'a>,
+}
+
+impl Confirmation<'_> {
+    pub async fn ask(&self, request: &ConfirmationRequest<'_>) -> Answer {
+        let session = self.session;
+        if session.approved_for_session(request.tool_name, request.args) {
+            return Answer::Approved;
+        }
+        let dispatcher = &session.dispatcher;
+        if dispatcher.pending().count(Owner::Permission) > 0 {
+            return Answer::Failed("A permission callback is still cleaning up".into());
+        }
+        let method = match self.handler().await {
+            Ok(Some(method)) => method,
+            Ok(None) => return Answer::NoHandler,
+            Err(message) => return Answer::Failed(message),
+        };
+        let timeout = dispatcher.start_timeout(HookEvent::PermissionRequest);
+        let mut call = HostCall::new(method, Args::of(&[request]), self.caller.scope);
+        call.signal = Some(timeout.signal("abortSignal", true, self.caller.cancel.is_some()));
+        let answered = dispatcher
+            .call_guarded(session.host.call(call), &timeout, self.caller, Owner::Permission)
+            .await;
+        match answered {
+            Err(error) => Answer::Failed(error.message()),
+            Ok(answer) => match read_answer(answer.as_ref()) {
+                Ok((true, remember)) => {
+                    if remember {
+                        session.approve_for_session(request.tool_name, request.args);
+                    }
+                    Answer::Approved
+                }
+                Ok((false, _)) => Answer::Rejected(rejection(answer.as_ref())),
+                Err(message) => Answer::Failed(message),
+            },
+        }
+    }
+
+    /// The handler's `requestConfirmation`: the configured one, or the one the factory made
+    /// for this session (asked once, on the first `'ask'`).
+    async fn handler(&self) -> Result<Option<Callable>, String> {
+        let session = self.session;
+        let factory = match session.config.confirmation {
+            None => return Ok(None),
+            Some(Configured::Handler(method)) => return Ok(Some(method)),
+            Some(Configured::Factory(factory)) => factory,
+        };
+        if let Some(method) = session.confirmation_handler() {
+            return Ok(Some(method));
+        }
+        let call = HostCall {
+            reply: Reply::Handler,
+            ..HostCall::new(factory, Args::of(&[&session.id]), self.caller.scope)
+        };
+        let made = session.host.call(call).await.map_err(|error| error.message)?;
+        let method = made
+            .as_ref()
+            .and_then(|made| made.get("function"))
+            .and_then(Value::as_u64)
+            .map(|n| Callable(n as u32))
+            .ok_or_else(|| {
+                format!(
+                    "confirmationHandlerFactory returned {}; it must return an object with a requestConfirmation method",
+                    made.as_ref().map_or_else(|| "undefined".into(), describe)
+                )
+            })?;
+        Ok(Some(session.keep_confirmation_handler(method)))
+    }
+}
+
+/// `{ approved: boolean, reason?, scope?: 'once' | 'session' }` → (approved, for the session).
+fn read_answer(answer: Option<&Value>) -> Result<(bool, bool), String> {
+    let approved = answer
+        .and_then(|answer| answer.get("approved"))
+        .and_then(Value::as_bool);
+    match approved {
+        Some(approved) => {
+            let scope = answer.and_then(|answer| answer.get("scope")).and_then(Value::as_str);
+            Ok((approved, scope == Some("session")))
+        }
+        None => Err(format!(
+            "the confirmation handler returned {}; expected {{ approved: boolean }}",
+            answer.map_or_else(|| "undefined".into(), describe)
+        )),
+    }
+}
+
+fn rejection(answer: Option<&Value>) -> String {
+    answer
+        .and_then(|answer| answer.get("reason"))
+        .and_then(Value::as_str)
+        .filter(|reason| !reason.is_empty())
+        .unwrap_or("User rejected")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_are_read_strictly() {
+        assert_eq!(read_answer(Some(&json!({"approved": true}))), Ok((true, false)));
+        assert_eq!(
+            read_answer(Some(&json!({"approved": true, "scope": "session"}))),
+            Ok((true, true))
+        );
+        assert_eq!(read_answer(Some(&json!({"approved": false}))), Ok((false, false)));
+        assert_eq!(
+            read_answer(Some(&json!({"approved": "yes"}))),
+            Err("the confirmation handler returned an object; expected { approved: boolean }".into())
+        );
+        assert!(read_answer(None).is_err());
+        assert_eq!(
+            rejection(Some(&json!({"approved": false, "reason": "not now"}))),
+            "not now"
+        );
+        assert_eq!(
+            rejection(Some(&json!({"approved": false, "reason": ""}))),
+            "User rejected"
+        );
+    }
+}
