@@ -100,7 +100,7 @@ async fn run(options: Value) -> Vec<StreamEvent> {
 
 fn failure(events: &[StreamEvent]) -> &SdkError {
     match events.last() {
-        Some(StreamEvent::Error { error }) => error,
+        Some(StreamEvent::Error { error, .. }) => error,
         other => panic!("expected an error, got {other:?}"),
     }
 }
@@ -451,7 +451,7 @@ async fn an_aborted_stream_is_let_go_at_once() {
     while let Some(event) = handle.events.recv().await {
         last = Some(event);
     }
-    assert!(matches!(last, Some(StreamEvent::Error { error }) if error.code == ErrorCode::Abort));
+    assert!(matches!(last, Some(StreamEvent::Error { error, .. }) if error.code == ErrorCode::Abort));
 }
 
 #[tokio::test]
@@ -473,4 +473,44 @@ async fn a_surrogate_pair_split_across_events_reaches_the_run_whole() {
         .collect();
     assert_eq!(deltas, ["a", "😀"]);
     assert_eq!(common::result(&events).content, "a😀");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_goes_quiet_fails_at_stream_idle_timeout_ms() {
+    let server = serve(|_, mut socket| async move {
+        let _ = socket.write_all(SSE_HEAD.as_bytes()).await;
+        let _ = socket
+            .write_all(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")
+            .await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    })
+    .await;
+    let started = Instant::now();
+    let connection = json!({"streamIdleTimeoutMs": 150, "requestTimeoutMs": 4000});
+    let events = run(model(&server.url, "openai-compatible", connection)).await;
+    let elapsed = started.elapsed();
+    assert_eq!(
+        failure(&events).message,
+        "Model stream was idle for more than 150ms (advanced.connection.streamIdleTimeoutMs)"
+    );
+    assert!(elapsed < Duration::from_millis(1500), "took {elapsed:?}");
+}
+
+#[tokio::test]
+async fn api_version_is_anthropics_header_and_an_openai_query_parameter() {
+    let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let openai = serve(move |_, socket| reply(socket, answer("200 OK", "text/event-stream", sse))).await;
+    let connection = json!({"apiVersion": "2024-10-21"});
+    run(model(&openai.url, "openai-compatible", connection.clone())).await;
+    let request = openai.requests.lock().unwrap()[0].clone();
+    assert!(
+        request.starts_with("POST /chat/completions?api-version=2024-10-21 HTTP/1.1"),
+        "{request}"
+    );
+    let anthropic = serve(|_, socket| reply(socket, answer("500 Internal Server Error", "text/plain", "no"))).await;
+    let options = json!({"model": "m", "provider": "anthropic", "apiKey": "sk-test", "baseUrl": anthropic.url,
+                         "advanced": {"connection": {"apiVersion": "2099-01-01", "maxRetries": 0}}});
+    run(options).await;
+    let request = anthropic.requests.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(request.contains("anthropic-version: 2099-01-01\r\n"), "{request}");
 }

@@ -615,6 +615,10 @@ fn http_settings(connection: &Fields) -> Result<HttpSettings> {
             .map_or(defaults.max_response_bytes, |bytes| {
                 usize::try_from(bytes).unwrap_or(usize::MAX)
             }),
+        stream_idle_timeout: connection
+            .positive_integer("streamIdleTimeoutMs", MAX_TIMER_MS)?
+            .map(Duration::from_millis),
+        api_version: connection.string("apiVersion")?.filter(|version| !version.is_empty()),
     })
 }
 

@@ -277,7 +277,8 @@ impl AnthropicClient {
     async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
         let settings = &self.connection.settings;
         let url = http::endpoint(&self.connection.base_url, "v1/messages");
-        let mut own = vec![("anthropic-version", API_VERSION.to_string())];
+        let version = self.connection.settings.api_version.as_deref().unwrap_or(API_VERSION);
+        let mut own = vec![("anthropic-version", version.to_string())];
         if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
             own.push(("x-api-key", key.clone()));
         }

@@ -67,6 +67,11 @@ pub struct HttpSettings {
     pub stream: bool,
     /// Cap of a non-streamed body, one SSE line (or event) and one tool call's arguments.
     pub max_response_bytes: usize,
+    /// A streamed answer that sends no byte for this long fails (`streamIdleTimeoutMs`).
+    pub stream_idle_timeout: Option<Duration>,
+    /// Anthropic's `anthropic-version` header; for OpenAI-compatible servers (Azure's among
+    /// them), the `api-version` query parameter.
+    pub api_version: Option<String>,
 }
 
 impl Default for HttpSettings {
@@ -77,6 +82,8 @@ impl Default for HttpSettings {
             max_retries: 2,
             stream: true,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            stream_idle_timeout: None,
+            api_version: None,
         }
     }
 }
@@ -112,6 +119,17 @@ pub(crate) fn endpoint(base_url: &str, path: &str) -> String {
             url.into()
         }
         Err(_) => format!("{}/{path}", base_url.trim_end_matches('/')),
+    }
+}
+
+/// `url` with the query parameter `name=value` added (encoded).
+pub(crate) fn with_query(url: &str, name: &str, value: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            parsed.query_pairs_mut().append_pair(name, value);
+            parsed.into()
+        }
+        Err(_) => url.to_string(),
     }
 }
 
@@ -275,6 +293,7 @@ pub(crate) async fn read_answer<A: Assembler>(
             return Ok(reply);
         }
         let mut reader = SseReader::open(opened, max, secrets).await?;
+        reader.idle_timeout(connection.settings.stream_idle_timeout);
         let mut assembler = A::new(max);
         while let Some(data) = reader.next().await? {
             if assembler.event(data, secrets, on_text)? {
@@ -361,6 +380,10 @@ mod tests {
             "http://u:p@h/v1/chat/completions?api-key=k"
         );
         assert_eq!(endpoint("http://h", "v1/messages"), "http://h/v1/messages");
+        assert_eq!(
+            with_query("http://h/v1/chat/completions?api-key=k", "api-version", "2024-06-01"),
+            "http://h/v1/chat/completions?api-key=k&api-version=2024-06-01"
+        );
     }
 
     #[test]

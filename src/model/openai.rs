@@ -303,7 +303,10 @@ impl OpenAiClient {
     }
 
     async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
-        let url = http::endpoint(&self.connection.base_url, "chat/completions");
+        let mut url = http::endpoint(&self.connection.base_url, "chat/completions");
+        if let Some(version) = &self.connection.settings.api_version {
+            url = http::with_query(&url, "api-version", version);
+        }
         let mut own = Vec::new();
         if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
             own.push(("authorization", format!("Bearer {key}")));

@@ -150,6 +150,8 @@ pub(crate) struct SseReader<'a> {
     at: usize,
     deadline: Instant,
     timeout: Duration,
+    /// How long the body may send nothing (`streamIdleTimeoutMs`).
+    idle: Option<Duration>,
     max: usize,
     secrets: &'a Secrets,
 }
@@ -165,6 +167,7 @@ impl<'a> SseReader<'a> {
             at: 0,
             deadline: opened.deadline,
             timeout: opened.timeout,
+            idle: None,
             max,
             secrets,
         };
@@ -207,16 +210,28 @@ impl<'a> SseReader<'a> {
         Ok(reader)
     }
 
-    /// The next chunk of the body, under the deadline. The deadline is checked before each
-    /// chunk too: a body that never makes the reader wait would otherwise never see its timer.
+    /// From now on, waiting longer than `idle` for the next bytes fails the answer.
+    pub fn idle_timeout(&mut self, idle: Option<Duration>) {
+        self.idle = idle;
+    }
+
+    /// The next chunk of the body, under the deadline (and the idle limit). The deadline is
+    /// checked before each chunk too: a body that never makes the reader wait would otherwise
+    /// never see its timer.
     async fn chunk(&mut self) -> Result<Option<Bytes>> {
-        if Instant::now() >= self.deadline {
+        let now = Instant::now();
+        if now >= self.deadline {
             return Err(timed_out(self.timeout));
         }
         // A body whose bytes are always ready never returns `Pending`; spending the task's
         // budget makes it yield now and then, so an abort (dropping the task) lands at once.
         tokio::task::coop::consume_budget().await;
-        match tokio::time::timeout_at(self.deadline, self.response.chunk()).await {
+        let idle_until = self.idle.map(|idle| now + idle).filter(|until| *until < self.deadline);
+        match tokio::time::timeout_at(idle_until.unwrap_or(self.deadline), self.response.chunk()).await {
+            Err(_) if idle_until.is_some() => Err(SdkError::model(format!(
+                "Model stream was idle for more than {}ms (advanced.connection.streamIdleTimeoutMs)",
+                self.idle.unwrap_or_default().as_millis()
+            ))),
             Err(_) => Err(timed_out(self.timeout)),
             Ok(Ok(chunk)) => Ok(chunk),
             Ok(Err(error)) => Err(SdkError::model(format!(
