@@ -73,7 +73,7 @@ describe('abort', () => {
     await expect(response.result()).rejects.toBe(reason)
     const events: unknown[] = []
     for await (const event of response.stream()) events.push(event)
-    expect(events.at(-1)).toEqual({ type: 'error', error: reason })
+    expect(events.at(-1)).toEqual({ type: 'error', message: '[object Object]', code: 'ABORT', error: reason, sessionId: agent.sessionId })
     expect(agent.messages.at(-1)).toMatchObject({ role: 'tool', content: 'Tool execution aborted: [object Object]' })
     await agent.close()
   })

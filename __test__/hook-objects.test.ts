@@ -171,7 +171,16 @@ describe('mock()', () => {
     })
     expect(order).toEqual(['one'])
     expect(ran).toEqual(['net/get'])
-    expect(result.toolCalls[0]).toEqual({ id: 'a', name: 'fs/read', input: { path: 'x.txt' }, output: '{"items":[]}', status: 'success', mocked: true })
+    expect(result.toolCalls[0]).toEqual({
+      id: 'a',
+      name: 'fs/read',
+      input: { path: 'x.txt' },
+      output: '{"items":[]}',
+      duration: expect.any(Number),
+      isError: false,
+      status: 'success',
+      mocked: true,
+    })
     expect(result.toolCalls[1].mocked).toBeUndefined()
     expect(post.find((event) => event.toolName === 'fs/read')).toMatchObject({ mocked: true, toolOutput: '{"items":[]}', result: { content: '{"items":[]}', success: true } })
   })

@@ -16,7 +16,7 @@ async function collect(stream: AsyncIterable<StreamEvent>) {
 }
 
 describe('a run', () => {
-  it('streams turn, tool_use, tool_result, content, usage and result in order', async () => {
+  it('streams turn_start, content, tool_use, tool_result, turn_end, usage and result in order', async () => {
     const agent = await createAgent({
       model: scriptedModel([
         { text: 'let me check', toolCalls: [{ id: 'c1', name: 'echo', input: { text: 'hi' } }], usage: { inputTokens: 10, outputTokens: 4 } },
@@ -26,23 +26,35 @@ describe('a run', () => {
     })
     const response = await agent.send('go')
     const events = await collect(response.stream())
+    const sessionId = agent.sessionId
+    const usage = { inputTokens: 30, outputTokens: 6, totalTokens: 36, maxContextTokens: 128000 }
     expect(events).toEqual([
-      { type: 'turn', index: 1 },
-      { type: 'content', delta: 'let me check' },
-      { type: 'tool_use', id: 'c1', name: 'echo', input: { text: 'hi' } },
-      { type: 'tool_result', id: 'c1', name: 'echo', output: 'echo:hi', status: 'success' },
-      { type: 'turn', index: 2 },
-      { type: 'content', delta: 'done' },
-      { type: 'usage', usage: { inputTokens: 30, outputTokens: 6, totalTokens: 36 } },
+      { type: 'turn_start', turn: 1, sessionId },
+      { type: 'content', delta: 'let me check', sessionId },
+      { type: 'tool_use', id: 'c1', name: 'echo', input: { text: 'hi' }, sessionId },
+      { type: 'tool_result', id: 'c1', name: 'echo', output: 'echo:hi', isError: false, status: 'success', sessionId },
+      { type: 'turn_end', turn: 1, sessionId },
+      { type: 'turn_start', turn: 2, sessionId },
+      { type: 'content', delta: 'done', sessionId },
+      { type: 'turn_end', turn: 2, sessionId },
+      { type: 'usage', usage, sessionId },
       {
         type: 'result',
+        subtype: 'success',
+        content: 'done',
         result: {
+          result: 'done',
+          toolCalls: [
+            { id: 'c1', name: 'echo', input: { text: 'hi' }, output: 'echo:hi', duration: expect.any(Number), isError: false, status: 'success' },
+          ],
+          usage,
+          duration: expect.any(Number),
+          turnsCount: 2,
           content: 'done',
-          toolCalls: [{ id: 'c1', name: 'echo', input: { text: 'hi' }, output: 'echo:hi', status: 'success' }],
-          usage: { inputTokens: 30, outputTokens: 6, totalTokens: 36 },
           turns: 2,
           stopReason: 'done',
         },
+        sessionId,
       },
     ])
     expect(await response.text()).toBe('done')
@@ -74,8 +86,8 @@ describe('a run', () => {
     })()
     // The text reader is waiting while the tool runs; a stream() reader sees the call now.
     const events = response.stream()[Symbol.asyncIterator]()
-    expect((await events.next()).value).toEqual({ type: 'turn', index: 1 })
-    expect((await events.next()).value).toEqual({ type: 'tool_use', id: 's1', name: 'slow', input: {} })
+    expect((await events.next()).value).toEqual({ type: 'turn_start', turn: 1, sessionId: agent.sessionId })
+    expect((await events.next()).value).toEqual({ type: 'tool_use', id: 's1', name: 'slow', input: {}, sessionId: agent.sessionId })
     expect(deltas).toEqual([])
     finish('slow done')
     expect((await events.next()).value).toMatchObject({ type: 'tool_result', output: 'slow done' })
@@ -309,7 +321,7 @@ describe('limits and session state', () => {
     expect(error).toMatchObject({ code: 'MODEL_ERROR', message: 'scriptedModel ran out of turns: it has 1, and this is model call 2' })
     await expect(response.result()).rejects.toBe(error)
     const events = await collect(response.stream())
-    expect(events.at(-1)).toEqual({ type: 'error', error })
+    expect(events.at(-1)).toEqual({ type: 'error', message: error.message, code: 'MODEL_ERROR', error, sessionId: agent.sessionId })
     await expect(async () => {
       for await (const _ of response.textStream()) {
       }

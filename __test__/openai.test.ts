@@ -131,7 +131,7 @@ describe('non-streaming', () => {
     expect(server.requests[0].body.stream_options).toBeUndefined()
     const events: string[] = []
     for await (const event of response.stream()) events.push(event.type)
-    expect(events).toEqual(['turn', 'tool_use', 'tool_result', 'turn', 'content', 'usage', 'result'])
+    expect(events).toEqual(['turn_start', 'tool_use', 'tool_result', 'turn_end', 'turn_start', 'content', 'turn_end', 'usage', 'result'])
     await agent.close()
   })
 })

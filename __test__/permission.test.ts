@@ -81,7 +81,13 @@ describe('the permission function', () => {
       tools,
       advanced: { permission: (request) => (request.toolName === 'Bash' ? { behavior: 'deny', message: 'Stop everything', interrupt: true } : 'allow') },
     })
-    expect(result).toMatchObject({ stopReason: 'interrupted', content: 'Stop everything', turns: 1 })
+    expect(result).toMatchObject({
+      stopReason: 'interrupted',
+      result: 'Tool execution aborted: Stop everything',
+      content: 'Tool execution aborted: Stop everything',
+      turnsCount: 1,
+      turns: 1,
+    })
     expect(result.toolCalls.map((call) => call.output)).toEqual(['read a.txt', 'wrote x', 'Tool execution aborted: Stop everything'])
     expect(modelCalls).toBe(1)
   })
@@ -189,7 +195,7 @@ describe('with PermissionRequest hooks', () => {
     expect(skip.stopReason).toBe('done')
     expect(asked).toBe(2)
     const abort = await runAll({ hooks: { PermissionRequest: [async (input) => (input.toolName === 'Bash' ? { action: 'abort', reason: 'halt' } : { action: 'continue' })] } })
-    expect(abort).toMatchObject({ stopReason: 'interrupted', content: 'halt' })
+    expect(abort).toMatchObject({ stopReason: 'interrupted', result: 'Tool execution aborted: halt', content: 'Tool execution aborted: halt' })
     expect(abort.toolCalls[2].output).toBe('Tool execution aborted: halt')
   })
 })

@@ -74,20 +74,6 @@ describe('the process', () => {
   })
 })
 
-describe('the demo', () => {
-  it('explores this project with its scripted model and prints each step', async () => {
-    const output = await new Promise<string>((done, fail) => {
-      const env = childEnv({ OPENAI_API_KEY: undefined })
-      execFile(process.execPath, [resolve(__dirname, '..', 'examples', 'demo.mjs')], { timeout: 15000, env }, (error, stdout) => (error ? fail(error) : done(stdout)))
-    })
-    expect(output).toContain('(scripted model)')
-    expect(output).toContain('→ list_files({"dir":"."})')
-    expect(output).toContain('→ read_file({"path":"package.json"})')
-    expect(output).toContain('This is agent-runtime-hooks@')
-    expect(output).toContain('── done: 3 model turns, 3 tool calls, stop reason done')
-  })
-})
-
 describe('odd return values', () => {
   it('become failed calls or empty outputs, never a crash', async () => {
     const circular: any = { a: 1 }
@@ -99,6 +85,8 @@ describe('odd return values', () => {
       defineTool({ name: 'symbol', execute: () => Symbol('s') as any }),
       defineTool({ name: 'date', execute: () => new Date(0) as any }),
       defineTool({ name: 'hostileThen', execute: () => ({ get then() { throw new Error('no then for you') } }) as any }),
+      defineTool({ name: 'iterator', execute: () => ({ next: () => ({ done: true, value: 1 }) }) as any }),
+      defineTool({ name: 'undefined', execute: () => undefined }),
     ]
     const result = await prompt('go', {
       model: scriptedModel([{ toolCalls: tools.map((tool) => ({ name: tool.name, input: {} })) }, { text: 'fine' }]),
@@ -108,10 +96,12 @@ describe('odd return values', () => {
     expect(result.toolCalls.map((call) => [call.status, call.output])).toEqual([
       ['error', 'Tool execution failed: Do not know how to serialize a BigInt'],
       ['error', expect.stringMatching(/^Tool execution failed: Converting circular structure to JSON/)],
-      ['success', ''],
-      ['success', ''],
+      ['error', 'Tool execution failed: execute returned a function, which cannot be sent to the model as JSON'],
+      ['error', 'Tool execution failed: execute returned a symbol, which cannot be sent to the model as JSON'],
       ['success', '1970-01-01T00:00:00.000Z'],
       ['error', 'Tool execution failed: no then for you'],
+      ['error', 'Tool execution failed: execute returned an iterator that is not a generator, which cannot be sent to the model as JSON'],
+      ['success', ''],
     ])
   })
 

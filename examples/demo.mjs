@@ -1,120 +1,129 @@
-// The demo: an agent with two real tools that read this project's files.
+// The demo: one short release-prep run in which every kind of hook decides something.
 //
-//   npm run demo                      a scripted model drives the agent (no network, no key)
-//   OPENAI_API_KEY=… npm run demo     a real OpenAI-compatible model does
-//                                     (optional: OPENAI_BASE_URL, MODEL)
-import { readdir, readFile, stat } from 'node:fs/promises'
-import { dirname, relative, resolve, sep } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { createAgent, defineTool, scriptedModel } from '../index.mjs'
+//   npm run demo                      a scripted model plays the agent: deterministic, no key, no network
+//   OPENAI_API_KEY=… npm run demo     a real model does, with the same hooks
+//                                     (OPENAI_MODEL, default gpt-4o-mini; OPENAI_BASE_URL)
+//
+// The tools do real, harmless work: they read this project's files and write only into a
+// temporary folder; the shell runs a few read-only commands in JS and never starts a process.
+// Each decision is printed with ⚑, who took it, and how long it took; a table closes the run.
+import { createAgent } from '../index.mjs'
+import { createPolicyServer } from './policy-server.mjs'
+import { createReport } from './demo/report.mjs'
+import { releaseModel } from './demo/script.mjs'
+import { createTools } from './demo/tools.mjs'
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-
-/** Resolves a path inside the project, refusing anything outside it. */
-function inside(path) {
-  const full = resolve(root, path ?? '.')
-  if (full !== root && !full.startsWith(root + sep)) throw new Error(`${path} is outside the project`)
-  return full
-}
-
-const listFiles = defineTool({
-  name: 'list_files',
-  description: 'Lists the entries of a directory of the project (directories end with /).',
-  parameters: { type: 'object', properties: { dir: { type: 'string', description: 'Directory, relative to the project root' } } },
-  kind: 'readonly',
-  sideEffect: 'pure',
-  async execute({ dir }) {
-    const entries = await readdir(inside(dir), { withFileTypes: true })
-    return entries
-      .filter((entry) => !entry.name.startsWith('.') && entry.name !== 'node_modules' && entry.name !== 'target')
-      .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
-      .sort()
-      .join('\n')
-  },
-})
-
-const readProjectFile = defineTool({
-  name: 'read_file',
-  description: 'Reads a text file of the project (at most 4000 characters).',
-  parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-  kind: 'readonly',
-  sideEffect: 'pure',
-  async execute({ path }) {
-    const full = inside(path)
-    if ((await stat(full)).isDirectory()) return { status: 'error', error: { message: `${path} is a directory` } }
-    const text = await readFile(full, 'utf8')
-    return text.length > 4000 ? `${text.slice(0, 4000)}\n[… ${text.length - 4000} more characters]` : text
-  },
-})
-
-/** Plays a model that explores the project: list, read package.json, then answer from what it read. */
-function explorer() {
-  return scriptedModel(({ turn, messages }) => {
-    const lastTool = [...messages].reverse().find((message) => message.role === 'tool')
-    if (turn === 1) {
-      return { text: 'Let me look around the project.', toolCalls: [{ name: 'list_files', input: { dir: '.' } }], usage: { inputTokens: 120, outputTokens: 18 } }
-    }
-    if (turn === 2) {
-      const listing = lastTool.content.split('\n')
-      const wanted = ['package.json', 'Cargo.toml'].filter((name) => listing.includes(name))
-      return { toolCalls: wanted.map((path) => ({ name: 'read_file', input: { path } })), usage: { inputTokens: 200, outputTokens: 30 } }
-    }
-    const pkg = JSON.parse(messages.find((m) => m.role === 'tool' && m.content.trimStart().startsWith('{'))?.content ?? '{}')
-    const scripts = Object.keys(pkg.scripts ?? {}).join(', ')
-    return {
-      text: `This is ${pkg.name}@${pkg.version}: ${pkg.description}. Its npm scripts are: ${scripts}.`,
-      usage: { inputTokens: 900, outputTokens: 40 },
-    }
-  })
-}
-
+const TENANT = 'acme'
+const PROMPT = 'Get this project ready for a release: tidy the checkout, check the version and the registry config, see what is published, and write release notes.'
 const live = Boolean(process.env.OPENAI_API_KEY)
+const modelName = process.env.OPENAI_MODEL ?? process.env.MODEL ?? 'gpt-4o-mini'
+// A person answers confirmations at a terminal; otherwise (CI, tests, a pipe) a rule does.
+const interactive = Boolean(process.stdout.isTTY && process.stdin.isTTY)
+
+const report = createReport({ interactive })
+const { tools, executions, scratch } = await createTools() // the temporary folder goes when the process exits
+
+// The example policy server (examples/policy-server.mjs), on a free port of 127.0.0.1. It denies
+// commands that wipe disks or delete from absolute paths and allows the rest.
+const policyServer = report.watchPolicyServer(createPolicyServer({ log: () => {} }))
+await new Promise((resolve) => policyServer.listen(0, '127.0.0.1', resolve))
+const policyUrl = `http://127.0.0.1:${policyServer.address().port}/hooks`
+
+// Commands that would throw away work in a git checkout.
+const DESTRUCTIVE = /\bgit\s+(clean\b|reset\s+--hard|checkout\s+--\s|push\s+(-f|--force)\b)/
+// `NAME=value` settings that hold credentials.
+const SECRET = /\b(_authToken|[A-Z_]*(?:TOKEN|SECRET|PASSWORD|API_KEY))=\S+/g
+
+const hooks = [
+  // UserPromptSubmit: every prompt names the tenant the agent works for.
+  {
+    id: 'tenant-prefix',
+    type: 'UserPromptSubmit',
+    handler: (event) => ({ action: 'continue', modifiedInput: { userPrompt: `[tenant:${TENANT}] ${event.userPrompt}` } }),
+  },
+  // PreToolUse: a guard on the shell. A blocked call does not run; the model reads the reason.
+  {
+    id: 'checkout-guard',
+    type: 'PreToolUse',
+    matcher: '^shell$',
+    handler: (event) => {
+      const command = String(event.toolInput?.command ?? '')
+      if (DESTRUCTIVE.test(command)) return { action: 'abort', reason: `Blocked: ${command} would throw away work in this checkout` }
+    },
+  },
+  // PreToolUse with mock(): the registry is answered from a fixture; the tool never runs.
+  {
+    id: 'registry-fixture',
+    type: 'PreToolUse',
+    matcher: '^registry_lookup$',
+    handler: (event) => {
+      const name = String(event.toolInput?.package ?? '')
+      event.mock?.(JSON.stringify({ name, 'dist-tags': { latest: '0.1.0-rc.1' }, source: 'fixture' }))
+    },
+  },
+  // A webhook control: the policy server allows or denies each shell command (after the hooks
+  // above and the permission check, on the final input). If it cannot be reached: block.
+  {
+    id: 'policy-server',
+    type: 'beforeToolCall',
+    matcher: '^shell$',
+    webhook: { url: policyUrl, responseHandling: 'toolCall', onError: 'block', timeout: 5 },
+  },
+  // PostToolUse: secrets are redacted before the model, the stream or agent.messages see them.
+  {
+    id: 'redact-secrets',
+    type: 'PostToolUse',
+    handler: (event) => {
+      const output = String(event.toolOutput)
+      const redacted = output.replace(SECRET, '$1=***')
+      if (redacted !== output) return { action: 'continue', modifiedOutput: redacted }
+    },
+  },
+]
+
+// Permission: reading and the shell run (the guard and the policy server watch the shell);
+// writing asks first.
+const permission = (request) =>
+  request.kind === 'write' ? { behavior: 'ask', message: `It writes ${request.affectedPaths.join(', ')}.` } : 'allow'
+
+// Who answers an ask: you (y/n) at a terminal; otherwise a rule that approves writes into release/.
+const confirmationHandler = {
+  requestConfirmation: (request) =>
+    interactive
+      ? report.askUser(request)
+      : request.affectedFiles.every((path) => path.startsWith('release/'))
+        ? { approved: true }
+        : { approved: false, reason: 'only release/ may be written' },
+}
+
 const agent = await createAgent({
-  model: live ? process.env.MODEL ?? 'gpt-4o-mini' : explorer(),
+  model: live ? modelName : releaseModel(),
   ...(live && process.env.OPENAI_BASE_URL ? { baseUrl: process.env.OPENAI_BASE_URL } : {}),
-  systemPrompt: 'You explore a software project with the tools you have and answer in two sentences.',
-  tools: [listFiles, readProjectFile],
-  maxTurns: 8,
+  systemPrompt:
+    'You prepare releases of the software project in the current directory. Tools: shell (pwd, echo, ls, cat, wc, du), ' +
+    'read_file (release/.npmrc is the registry config), registry_lookup (what is published), write_file (save ' +
+    'release/RELEASE_NOTES.md). Keep every message to one or two sentences.',
+  tools,
+  maxTurns: 10,
+  advanced: {
+    hooks: hooks.map(report.hook), // report.hook only times each handler and notes its decision
+    permission: report.permission(permission),
+    confirmationHandler: report.confirmation(confirmationHandler),
+    hookTimeoutMs: interactive ? 300_000 : 5_000, // one budget per event; a person needs longer
+  },
 })
 
-console.log(`agent ${agent.sessionId} (${live ? `model ${process.env.MODEL ?? 'gpt-4o-mini'}` : 'scripted model'})`)
-const question = 'What is this project, and how do I run it?'
-console.log(`> ${question}\n`)
-const response = await agent.send(question)
-let inText = false
-for await (const event of response.stream()) {
-  if (event.type !== 'content' && inText) {
-    process.stdout.write('\n')
-    inText = false
-  }
-  switch (event.type) {
-    case 'turn':
-      console.log(`── model turn ${event.index}`)
-      break
-    case 'content':
-      if (!inText) process.stdout.write('   assistant: ')
-      inText = true
-      process.stdout.write(event.delta)
-      break
-    case 'tool_use':
-      console.log(`   → ${event.name}(${JSON.stringify(event.input)})`)
-      break
-    case 'tool_result': {
-      const lines = event.output.split('\n')
-      const preview = lines.slice(0, 4).join(' | ') + (lines.length > 4 ? ` | … (${lines.length} lines)` : '')
-      console.log(`   ← ${event.name} [${event.status}] ${preview}`)
-      break
-    }
-    case 'usage':
-      console.log(`── usage: ${event.usage.inputTokens} in, ${event.usage.outputTokens} out`)
-      break
-    case 'result':
-      console.log(`── done: ${event.result.turns} model turns, ${event.result.toolCalls.length} tool calls, stop reason ${event.result.stopReason}`)
-      break
-    case 'error':
-      console.error(`── failed: ${event.error.message}`)
-      process.exitCode = 1
-      break
-  }
+report.line(`agent-runtime-hooks demo · ${live ? `model ${modelName}` : 'scripted model (no key, no network)'} · policy server on 127.0.0.1`)
+report.line(`writes go to ${scratch} (removed at the end)`)
+report.line('⚑ marks a decision: the event, who decided, what, and [the time the decider took]\n')
+report.line(`user: ${PROMPT}`)
+try {
+  const response = await agent.send(PROMPT)
+  for await (const event of response.stream()) report.print(event, agent)
+  const ran = Object.entries(executions).map(([name, count]) => `${name} ${count}×`)
+  report.line(`tools that really ran: ${ran.join(', ')} (blocked, denied and mocked calls never reach a tool)`)
+  report.summary()
+} finally {
+  await agent.close()
+  policyServer.close()
 }
-await agent.close()

@@ -173,6 +173,17 @@ pub trait Host: Send + Sync + 'static {
     /// published afterwards can refer to the reason.
     fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture;
 
+    /// Calls the function and lets it finish on its own (a log line): nobody waits for it, and
+    /// what it returns or throws is ignored.
+    fn call_detached(&self, call: HostCall) {
+        let pending = self.call(call);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = pending.await;
+            });
+        }
+    }
+
     /// Advances generator `generator` of `scope`, which a [`Reply::Tool`] call returned.
     fn step(&self, scope: u32, generator: u32, step: Step) -> HostFuture {
         let _ = (scope, generator, step);

@@ -135,14 +135,8 @@ impl Log {
                 }
             }
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let pending = self.host.call(call);
-        runtime.spawn(async move {
-            // A logger that throws must not turn a log line into a failure.
-            let _ = pending.await;
-        });
+        // A logger that throws must not turn a log line into a failure.
+        self.host.call_detached(call);
     }
 }
 

@@ -19,7 +19,11 @@ use serde_json::{json, Value};
 
 fn error_of(events: &[StreamEvent]) -> &agent_runtime_hooks::error::SdkError {
     match events.last() {
-        Some(StreamEvent::Error { error }) => error,
+        Some(StreamEvent::Error { message, code, error }) => {
+            assert_eq!(message, &error.message);
+            assert_eq!(*code, Some(error.code.code()).filter(|code| !code.is_empty()));
+            error
+        }
         other => panic!("expected an error, got {other:?}"),
     }
 }
@@ -351,7 +355,11 @@ async fn a_permission_request_abort_denies_without_asking_and_interrupts_the_run
     assert_eq!(result.tool_calls[0].output, "Tool execution aborted: not today");
     assert_eq!(
         (result.stop_reason, result.content.as_str(), result.turns),
-        (StopReason::Interrupted, "not today", 1)
+        (StopReason::Interrupted, "Tool execution aborted: not today", 1)
+    );
+    assert_eq!(
+        (result.result.as_str(), result.turns_count),
+        (result.content.as_str(), 1)
     );
     assert!(host.calls_of(2).is_empty() && host.calls_of(0).is_empty());
 }

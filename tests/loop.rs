@@ -144,9 +144,20 @@ async fn max_turns_stops_the_run() {
 
 #[tokio::test]
 async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
+    // The tool ignores its signal: it settles only when released, after the abort.
+    let release = Arc::new(tokio::sync::Notify::new());
+    let released = release.clone();
     let mut host = FakeHost::default();
-    host.functions
-        .insert(0, Box::new(|_| Box::pin(futures::future::pending())));
+    host.functions.insert(
+        0,
+        Box::new(move |_| {
+            let released = released.clone();
+            Box::pin(async move {
+                released.notified().await;
+                Ok(Some(json!("too late")))
+            })
+        }),
+    );
     let (session, _) = session(
         json!({
             "model": {"kind": "scripted", "turns": [{"toolCalls": [{"id": "x", "name": "hang", "input": {}}]}, {"text": "later"}]},
@@ -175,8 +186,9 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
         last = Some(event);
     }
     match last {
-        Some(StreamEvent::Error { error }) => {
-            assert_eq!((error.code, error.message.as_str()), (ErrorCode::Abort, "stop"))
+        Some(StreamEvent::Error { message, code, error }) => {
+            assert_eq!((error.code, error.message.as_str()), (ErrorCode::Abort, "stop"));
+            assert_eq!((message.as_str(), code), ("stop", Some("ABORT")));
         }
         other => panic!("expected the abort error, got {other:?}"),
     }
@@ -187,6 +199,19 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
     );
     let events = run(&session, "again").await;
     assert_eq!(result(&events).content, "later");
+    // A tool still running after its signal aborted is tracked: close fails closed until it settles.
+    let refused = session
+        .close(0, Default::default())
+        .await
+        .expect_err("a tool still runs");
+    assert_eq!(
+        (refused.code, refused.message),
+        (
+            ErrorCode::Plain,
+            format!("Session runtime {} still has a tool execution cleaning up", session.id)
+        )
+    );
+    release.notify_one();
     session.close(0, Default::default()).await.unwrap();
     let closed = session.send(&json!("x"), SendOptions::default()).err().expect("closed");
     assert_eq!(

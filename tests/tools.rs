@@ -84,11 +84,13 @@ impl Host for ToolHost {
         let reply = match (value, values.is_empty()) {
             (Some(value), false) => json!({ "done": false, "value": value }),
             (Some(value), true) => json!({ "done": true, "value": value }),
-            (None, _) => Err(HostError {
-                message: "stepped past the end".into(),
-                thrown: None,
-            })
-            .unwrap(),
+            (None, _) => {
+                let past_the_end = HostError {
+                    message: "stepped past the end".into(),
+                    thrown: None,
+                };
+                return Box::pin(async move { Err(past_the_end) });
+            }
         };
         Box::pin(async move { Ok(Some(reply)) })
     }

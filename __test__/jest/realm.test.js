@@ -16,7 +16,15 @@ test('promises are instances of the test realm Promise', async () => {
   const result = await response.result()
   expect(result.toolCalls).toBeInstanceOf(Array)
   expect(result).toBeInstanceOf(Object)
-  expect(result.toolCalls[0]).toStrictEqual({ id: expect.any(String), name: 'echo', input: { text: 'a' }, output: 'echo:a', status: 'success' })
+  expect(result.toolCalls[0]).toStrictEqual({
+    id: expect.any(String),
+    name: 'echo',
+    input: { text: 'a' },
+    output: 'echo:a',
+    duration: expect.any(Number),
+    isError: false,
+    status: 'success',
+  })
   expect(agent.messages).toBeInstanceOf(Array)
   const closing = agent.close()
   expect(closing).toBeInstanceOf(Promise)

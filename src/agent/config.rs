@@ -846,7 +846,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "maxTurns": 1.5}), "maxTurns must be a positive integer no greater than 2147483647 (got 1.5)"),
             (json!({"model": "m", "apiKey": "k", "temperature": 3}), "temperature must be a number from 0 to 2 (got 3)"),
             (json!({"model": "m", "apiKey": "k", "systemPrompt": 1}), "systemPrompt must be a string (got 1)"),
-            (json!({"model": "m", "apiKey": "k", "maxTurn": 1}), "maxTurn is not a known option (known here: model, apiKey, provider, baseUrl, baseURL, systemPrompt, temperature, maxOutputTokens, maxTurns, tools, advanced)"),
+            (json!({"model": "m", "apiKey": "k", "maxTurn": 1}), "maxTurn is not a known option (known here: model, apiKey, provider, baseUrl, baseURL, systemPrompt, temperature, maxOutputTokens, maxTurns, tools, advanced, profile, filesystem)"),
             (json!({"model": "m", "apiKey": "k", "tools": {}}), "tools must be an array of tool definitions (got an object)"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"execute": {"$function": 0}}]}), "tools[0].name must be a non-empty string"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "x"}]}), "tools[0].execute must be a function"),
@@ -862,7 +862,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

@@ -219,7 +219,7 @@ mod tests {
     ) {
         let (sender, reader) = event_log();
         let reader = Arc::new(reader);
-        sender.send(StreamEvent::Turn { index: 1 });
+        sender.send(StreamEvent::TurnStart { turn: 1 });
         let waiting = pull(&reader).await;
         assert!(!waiting.is_finished(), "a turn alone must not wake a text reader");
         (sender, reader, waiting)
@@ -228,7 +228,7 @@ mod tests {
     #[tokio::test]
     async fn batches_gather_what_arrives_within_the_window_and_end_at_the_last_event() {
         let (sender, reader) = event_log();
-        sender.send(StreamEvent::Turn { index: 1 });
+        sender.send(StreamEvent::TurnStart { turn: 1 });
         let later = sender.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(2)).await;
@@ -238,11 +238,9 @@ mod tests {
         });
         let window = Duration::from_millis(20);
         let first = reader.next_batch(tokio::time::sleep(window)).await.unwrap();
-        assert_eq!(first, vec![StreamEvent::Turn { index: 1 }, content("a")]);
+        assert_eq!(first, vec![StreamEvent::TurnStart { turn: 1 }, content("a")]);
         let started = tokio::time::Instant::now();
-        let error = StreamEvent::Error {
-            error: SdkError::model("x"),
-        };
+        let error = StreamEvent::error(SdkError::model("x"));
         tokio::time::sleep(Duration::from_millis(150)).await;
         sender.send(error.clone());
         let second = reader.next_batch(tokio::time::sleep(window)).await.unwrap();
@@ -256,14 +254,16 @@ mod tests {
     #[tokio::test]
     async fn a_text_reader_sleeps_through_tool_events_and_gets_them_with_the_next_text() {
         let (sender, _reader, waiting) = a_text_reader_waiting_after_a_turn().await;
-        sender.send(StreamEvent::Turn { index: 2 });
+        sender.send(StreamEvent::TurnEnd { turn: 1 });
+        sender.send(StreamEvent::TurnStart { turn: 2 });
         sender.send(content("hi"));
         let batch = waiting.await.unwrap().unwrap();
         assert_eq!(
             batch,
             vec![
-                StreamEvent::Turn { index: 1 },
-                StreamEvent::Turn { index: 2 },
+                StreamEvent::TurnStart { turn: 1 },
+                StreamEvent::TurnEnd { turn: 1 },
+                StreamEvent::TurnStart { turn: 2 },
                 content("hi")
             ]
         );
@@ -272,10 +272,10 @@ mod tests {
     #[tokio::test]
     async fn the_end_of_the_run_wakes_a_text_reader_with_what_is_left() {
         let (sender, reader) = event_log();
-        sender.send(StreamEvent::Turn { index: 1 });
+        sender.send(StreamEvent::TurnStart { turn: 1 });
         drop(sender);
         let batch = reader.next_batch(std::future::pending()).await.unwrap();
-        assert_eq!(batch, vec![StreamEvent::Turn { index: 1 }]);
+        assert_eq!(batch, vec![StreamEvent::TurnStart { turn: 1 }]);
         assert_eq!(reader.next_batch(std::future::pending()).await, None);
     }
 
@@ -321,11 +321,11 @@ mod tests {
         let (sender, reader, waiting) = a_text_reader_waiting_after_a_turn().await;
         reader.want_every_event();
         let batch = tokio::time::timeout(Duration::from_secs(1), waiting).await.unwrap();
-        assert_eq!(batch.unwrap().unwrap(), vec![StreamEvent::Turn { index: 1 }]);
+        assert_eq!(batch.unwrap().unwrap(), vec![StreamEvent::TurnStart { turn: 1 }]);
         // And from then on, any event wakes the next one.
-        sender.send(StreamEvent::Turn { index: 2 });
+        sender.send(StreamEvent::TurnStart { turn: 2 });
         let next = reader.next_batch(std::future::ready(())).await.unwrap();
-        assert_eq!(next, vec![StreamEvent::Turn { index: 2 }]);
+        assert_eq!(next, vec![StreamEvent::TurnStart { turn: 2 }]);
         drop(sender);
     }
 }

@@ -223,6 +223,21 @@ impl Host for JsHost {
         })
     }
 
+    /// On the JS thread the call is made now; elsewhere it hops there first.
+    fn call_detached(&self, call: HostCall) {
+        let functions = self.functions.clone();
+        let crossing = Crossing::Call(call);
+        match super::local::current_env() {
+            Some(env) => {
+                // A promise it returns is dropped: nobody waits for a log line.
+                let _ = crossing.make(&Env::from_raw(env), &functions);
+            }
+            None => self.remote.run(move |env| {
+                let _ = crossing.make(&Env::from_raw(env), &functions);
+            }),
+        }
+    }
+
     fn step(&self, scope: u32, generator: u32, step: Step) -> HostFuture {
         self.request(Crossing::Step { scope, generator, step })
     }

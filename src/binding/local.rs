@@ -9,9 +9,9 @@
 //! agent alive. A task woken on the JS thread while tasks are being polled is queued and polled
 //! in the same turn, without going through the threadsafe function at all.
 //!
-//! The scheduler lives while an agent is open or a task is left: once the last agent closed and
-//! its last task ended, its threadsafe function is released (a test runner's open-handle check
-//! finds nothing left behind), and the next agent makes a new one.
+//! The threadsafe function lives while an agent is open or a task is left: once the last agent
+//! closed and its last task ended, it is released (a test runner's open-handle check finds
+//! nothing left behind), and made anew when the env needs one again.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -19,10 +19,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Wake, Waker};
 
-use napi::bindgen_prelude::{Function, PromiseRaw};
+use napi::bindgen_prelude::{Function, FunctionRef, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
 use nohash_hasher::IntMap;
@@ -44,16 +44,27 @@ type PollFn = ThreadsafeFunction<Job, (), (), Status, false, true>;
 /// itself must not starve the event loop.
 const POLLS_PER_TURN: usize = 1024;
 
-/// An env's scheduler: its threadsafe function, and how many runs keep Node alive. A thread
-/// usually has one env; a test runner that loads the addon once per test file makes more.
+/// An env's scheduler: its threadsafe function (while in use), and how many runs keep Node
+/// alive. A thread usually has one env; a test runner that loads the addon once per test file
+/// makes more.
 struct Driver {
     /// Tells wakers which scheduler's queue they belong to.
     key: usize,
     env: sys::napi_env,
-    poll: Arc<PollFn>,
+    /// The JS function the threadsafe function is made on (it does nothing): kept to make a
+    /// new one after the last was released.
+    wake: FunctionRef<(), ()>,
+    /// The threadsafe function in use, if any; shared with [`Remote`]s.
+    slot: Slot,
     runs_at_work: Cell<usize>,
     /// Agents made in this env and not closed (nor collected).
     open_agents: Cell<usize>,
+}
+
+type Slot = Arc<Mutex<Option<Arc<PollFn>>>>;
+
+fn lock(slot: &Slot) -> MutexGuard<'_, Option<Arc<PollFn>>> {
+    slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 struct Entry {
@@ -74,8 +85,6 @@ thread_local! {
     static DRIVING: Cell<usize> = const { Cell::new(0) };
     /// Set while a task is being polled: user functions can then be called directly.
     static CURRENT_ENV: Cell<Option<sys::napi_env>> = const { Cell::new(None) };
-    /// Every env that ever made a scheduler here (its one-time setup is done).
-    static SEEN: RefCell<Vec<sys::napi_env>> = const { RefCell::new(Vec::new()) };
 }
 
 static NEXT_DRIVER_KEY: AtomicUsize = AtomicUsize::new(1);
@@ -105,21 +114,22 @@ impl Wake for TaskWaker {
     }
 }
 
-/// Hands work to a JS thread from any thread. Weak: a closed agent's host does not keep the
-/// scheduler alive.
+/// Hands work to a JS thread from any thread. It does not keep the threadsafe function: a
+/// closed agent's host holds nothing open.
 #[derive(Clone)]
-pub struct Remote(Weak<PollFn>);
+pub struct Remote(Slot);
 
 impl Remote {
     /// `env`'s, once [`init`] made its scheduler.
     pub fn of(env: sys::napi_env) -> Option<Self> {
-        driver(env).map(|driver| Remote(Arc::downgrade(&driver.poll)))
+        driver(env).map(|driver| Remote(driver.slot.clone()))
     }
 
     /// Runs `job` on the JS thread with its env, as soon as it is free; dropped unrun if that
-    /// environment has shut down or its scheduler was released (every agent closed).
+    /// environment has shut down or no agent of it is open and no work is left.
     pub fn run(&self, job: impl FnOnce(sys::napi_env) + Send + 'static) {
-        if let Some(poll) = self.0.upgrade() {
+        let poll = lock(&self.0).clone();
+        if let Some(poll) = poll {
             poll.call(Job::Run(Box::new(job)), ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
@@ -130,61 +140,87 @@ pub fn current_env() -> Option<sys::napi_env> {
     CURRENT_ENV.with(Cell::get)
 }
 
-/// Makes this thread's scheduler for `env` if it has none (again after every agent closed);
-/// `true` the first time ever for `env`. `wake` is a JS function that does nothing (the
-/// threadsafe function's callback does the polling). The scheduler never keeps Node alive by
-/// itself: see [`KeepAlive`].
+/// Makes this thread's scheduler for `env`, once (`true` when this call made it); `wake` is a
+/// JS function that does nothing (the threadsafe function's callback does the polling). The
+/// scheduler never keeps Node alive by itself: see [`KeepAlive`].
 pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<bool> {
     if driver(env.raw()).is_some() {
         return Ok(false);
     }
-    let first = SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        let first = !seen.contains(&env.raw());
-        if first {
-            seen.push(env.raw());
-        }
-        first
-    });
-    let poll: PollFn = wake
-        .build_threadsafe_function::<Job>()
-        .callee_handled::<false>()
-        .weak::<true>()
-        .build_callback(|context| {
-            match context.value {
-                Job::Poll(id) => drive(context.env.raw(), || poll_one(id)),
-                Job::Run(job) => {
-                    let env = context.env.raw();
-                    drive(env, || job(env))
-                }
-            }
-            Ok(())
-        })?;
+    let key = NEXT_DRIVER_KEY.fetch_add(1, Ordering::Relaxed);
     let driver = Driver {
-        key: NEXT_DRIVER_KEY.fetch_add(1, Ordering::Relaxed),
+        key,
         env: env.raw(),
-        poll: Arc::new(poll),
+        wake: wake.create_ref()?,
+        slot: Slot::default(),
         runs_at_work: Cell::new(0),
         open_agents: Cell::new(0),
     };
-    DRIVERS.with(|drivers| {
-        let mut drivers = drivers.borrow_mut();
-        // An env that shut down leaves an aborted threadsafe function behind.
-        drivers.retain(|driver| !driver.poll.aborted());
-        drivers.push(Rc::new(driver));
-    });
-    Ok(first)
+    // When the env shuts down its scheduler goes (a new env may reuse its address).
+    env.add_env_cleanup_hook(key, |key| {
+        let gone = DRIVERS.with(|drivers| {
+            let mut drivers = drivers.borrow_mut();
+            let at = drivers.iter().position(|driver| driver.key == key)?;
+            Some(drivers.remove(at))
+        });
+        drop(gone);
+    })?;
+    DRIVERS.with(|drivers| drivers.borrow_mut().push(Rc::new(driver)));
+    Ok(true)
 }
 
-/// `env`'s scheduler; one whose env shut down is never returned (a new env may reuse the address).
+/// `env`'s scheduler.
 fn driver(env: sys::napi_env) -> Option<Rc<Driver>> {
-    DRIVERS.with(|drivers| {
-        drivers
-            .borrow()
-            .iter()
-            .find(|driver| driver.env == env && !driver.poll.aborted())
-            .cloned()
-    })
+    DRIVERS.with(|drivers| drivers.borrow().iter().find(|driver| driver.env == env).cloned())
+}
+
+impl Driver {
+    /// The threadsafe function, made anew if it was released. On the JS thread.
+    fn poll(&self) -> napi::Result<Arc<PollFn>> {
+        let mut slot = lock(&self.slot);
+        if let Some(poll) = slot.as_ref().filter(|poll| !poll.aborted()) {
+            return Ok(poll.clone());
+        }
+        let env = Env::from_raw(self.env);
+        let wake = self.wake.borrow_back(&env)?;
+        let poll: Arc<PollFn> = Arc::new(
+            wake.build_threadsafe_function::<Job>()
+                .callee_handled::<false>()
+                .weak::<true>()
+                .build_callback(|context| {
+                    match context.value {
+                        Job::Poll(id) => drive(context.env.raw(), || poll_one(id)),
+                        Job::Run(job) => {
+                            let env = context.env.raw();
+                            drive(env, || job(env))
+                        }
+                    }
+                    Ok(())
+                })?,
+        );
+        if self.runs_at_work.get() > 0 {
+            // SAFETY: made just now on this env's thread, and not released.
+            unsafe { sys::napi_ref_threadsafe_function(self.env, poll.raw()) };
+        }
+        *slot = Some(poll.clone());
+        Ok(poll)
+    }
+
+    /// Releases the threadsafe function now: wakers left in timers or channels may still hold
+    /// it, and a later wake-up of one is then a no-op.
+    fn release(&self) {
+        let Some(poll) = lock(&self.slot).take() else { return };
+        poll.handle.with_write_aborted(|mut aborted| {
+            if !*aborted {
+                // SAFETY: the handle is live (not aborted, checked under its lock), and marking
+                // it aborted under the same lock keeps napi-rs from releasing it a second time.
+                unsafe {
+                    sys::napi_release_threadsafe_function(poll.raw(), sys::ThreadsafeFunctionReleaseMode::abort);
+                }
+                *aborted = true;
+            }
+        });
+    }
 }
 
 /// Keeps `future` as a task of `env`'s scheduler, not yet scheduled; returns its waker.
@@ -195,7 +231,7 @@ fn register(env: sys::napi_env, future: impl Future<Output = ()> + 'static) -> n
         id,
         driver: driver.key,
         scheduled: AtomicBool::new(false),
-        poll: driver.poll.clone(),
+        poll: driver.poll()?,
     });
     let entry = Entry {
         task: Box::pin(future),
@@ -313,30 +349,16 @@ impl Drop for AgentCount {
     }
 }
 
-/// Drops `env`'s scheduler once no agent is open and none of its tasks is left: its threadsafe
-/// function is released when the last waker lets go of it.
+/// Releases `env`'s threadsafe function once no agent is open and none of its tasks is left.
 fn release_if_idle(env: sys::napi_env) {
     let Some(driver) = driver(env) else { return };
     if driver.open_agents.get() > 0 || driver.runs_at_work.get() > 0 {
         return;
     }
-    let tasks_left = TASKS.with(|tasks| tasks.borrow().values().any(|entry| entry.env == env));
-    if tasks_left {
+    if TASKS.with(|tasks| tasks.borrow().values().any(|entry| entry.env == env)) {
         return;
     }
-    DRIVERS.with(|drivers| drivers.borrow_mut().retain(|kept| !Rc::ptr_eq(kept, &driver)));
-    // Wakers parked in timers or channels may still hold the function: release it now, not when
-    // the last of them is dropped (a later wake-up of one is then a no-op).
-    driver.poll.handle.with_write_aborted(|mut aborted| {
-        if !*aborted {
-            // SAFETY: the handle is live (not aborted, checked under its lock), and marking it
-            // aborted under the same lock keeps napi-rs from releasing it a second time.
-            unsafe {
-                sys::napi_release_threadsafe_function(driver.poll.raw(), sys::ThreadsafeFunctionReleaseMode::abort);
-            }
-            *aborted = true;
-        }
-    });
+    driver.release();
 }
 
 /// Lets every task already woken on this thread run first: awaited on the JS thread, it ends
@@ -361,6 +383,7 @@ pub struct KeepAlive(Rc<Driver>);
 impl KeepAlive {
     pub fn new(env: sys::napi_env) -> napi::Result<Self> {
         let driver = driver(env).ok_or_else(|| napi::Error::from_reason("no agent was created in this environment"))?;
+        driver.poll()?;
         driver.count_run(1);
         Ok(KeepAlive(driver))
     }
@@ -369,6 +392,10 @@ impl KeepAlive {
 impl Drop for KeepAlive {
     fn drop(&mut self) {
         self.0.count_run(-1);
+        // Inside a turn, its end looks again, once the turn's tasks are done.
+        if DRIVING.with(Cell::get) == 0 {
+            release_if_idle(self.0.env);
+        }
     }
 }
 
@@ -378,14 +405,16 @@ impl Driver {
         let before = self.runs_at_work.get();
         let after = before.saturating_add_signed(change);
         self.runs_at_work.set(after);
-        if self.poll.aborted() || (before == 0) == (after == 0) {
+        let Some(poll) = lock(&self.slot).clone() else { return };
+        if poll.aborted() || (before == 0) == (after == 0) {
             return;
         }
+        // SAFETY: a live threadsafe function of this env, on its thread.
         unsafe {
             if before == 0 {
-                sys::napi_ref_threadsafe_function(self.env, self.poll.raw());
+                sys::napi_ref_threadsafe_function(self.env, poll.raw());
             } else {
-                sys::napi_unref_threadsafe_function(self.env, self.poll.raw());
+                sys::napi_unref_threadsafe_function(self.env, poll.raw());
             }
         }
     }

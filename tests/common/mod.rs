@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use agent_runtime_hooks::agent::{AgentConfig, SendOptions, Session, StreamEvent};
-use agent_runtime_hooks::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
+use agent_runtime_hooks::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture, Reply};
 use serde_json::{json, Value};
 
 pub type Function = Box<dyn Fn(Vec<Value>) -> HostFuture + Send + Sync>;
@@ -66,7 +66,16 @@ impl Host for FakeHost {
                 })
             }),
         };
-        if !call.mock {
+        if call.reply == Reply::Tool {
+            // As `index.js` does for a tool's return: `{ returned }`, or `{}` for `undefined`.
+            return Box::pin(async move {
+                Ok(Some(match reply.await? {
+                    Some(value) => json!({ "returned": value }),
+                    None => json!({}),
+                }))
+            });
+        }
+        if call.reply != Reply::DataWithMock {
             return reply;
         }
         // As `index.js` does for PreToolUse: `{ returned, mocked }`. A fake function mocks by
@@ -112,7 +121,14 @@ pub async fn run(session: &Arc<Session>, message: &str) -> Vec<StreamEvent> {
 
 pub fn result(events: &[StreamEvent]) -> &agent_runtime_hooks::agent::PromptResult {
     match events.last() {
-        Some(StreamEvent::Result { result }) => result,
+        Some(StreamEvent::Result {
+            subtype,
+            content,
+            result,
+        }) => {
+            assert_eq!((*subtype, content), ("success", &result.content));
+            result
+        }
         other => panic!("expected a result, got {other:?}"),
     }
 }
