@@ -195,15 +195,22 @@ describe('bounded model I/O', () => {
     await new Promise((resolve) => setTimeout(resolve, 150))
     agent.abort(new Error('enough'))
     expect(await settled).toMatchObject({ message: 'enough' })
-    // Let the abort land, then watch a second go by.
+    // Let the abort land, then watch a second go by. A stream still being read would cost
+    // most of a core in every such second and keep growing; on a loaded machine the first
+    // second may still hold the abort's own clean-up, so a few seconds are looked at.
     await new Promise((resolve) => setTimeout(resolve, 100))
-    const cpu = process.cpuUsage()
-    const rss = process.memoryUsage().rss
-    await new Promise((resolve) => setTimeout(resolve, 1000))
-    const spent = process.cpuUsage(cpu)
-    const cpuMs = (spent.user + spent.system) / 1000
-    const grown = (process.memoryUsage().rss - rss) / 2 ** 20
-    console.log(`after the abort: ${cpuMs.toFixed(1)} ms CPU in 1 s; RSS ${((rss - before) / 2 ** 20).toFixed(0)} MiB over the start, then ${grown.toFixed(1)} MiB more`)
+    let cpuMs = Infinity
+    let grown = Infinity
+    let rss = 0
+    for (let second = 0; second < 4 && !(cpuMs < 150 && grown < 32); second++) {
+      const cpu = process.cpuUsage()
+      rss = process.memoryUsage().rss
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      const spent = process.cpuUsage(cpu)
+      cpuMs = (spent.user + spent.system) / 1000
+      grown = (process.memoryUsage().rss - rss) / 2 ** 20
+      console.log(`second ${second + 1} after the abort: ${cpuMs.toFixed(1)} ms CPU; RSS ${((rss - before) / 2 ** 20).toFixed(0)} MiB over the start, then ${grown.toFixed(1)} MiB more`)
+    }
     expect(cpuMs).toBeLessThan(150)
     expect(grown).toBeLessThan(32)
     expect(rss - before).toBeLessThan(600 * 2 ** 20)
