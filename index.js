@@ -231,50 +231,59 @@ const REPLY_DATA_WITH_MOCK = 1
 const REPLY_TOOL = 3
 const REPLY_HANDLER = 4
 
-/** A value that is not plain data, found by `plainData`. */
-class NotData extends Error {}
+/** A value that is not plain data, found by `checkPlainData`: what is wrong, and where. */
+class NotData extends Error {
+  constructor(problem) {
+    super(problem)
+    this.problem = problem
+    /** The keys leading to it, outermost first (`.a`, `[0]`). */
+    this.where = []
+  }
+
+  /** `the value.a[0] is a getter` */
+  describe() {
+    return `the value${this.where.join('')} ${this.problem}`
+  }
+}
+
+/** Deeper than this is taken for a cycle (JSON.stringify would refuse one anyway). */
+const MAX_DATA_DEPTH = 100
+const { isProxy } = require('node:util').types
 
 /**
- * A copy of `value` made of its own enumerable data properties only, for decisions and hook
- * outputs: what was checked is what is used. A getter (it could answer differently on each
- * read, or throw), a `toJSON` (it could replace what was checked), a function, a symbol, a
- * bigint or a cycle is not data and throws `NotData` naming where it is.
+ * Checks that `value` is plain data, for decisions and hook outputs: only own enumerable data
+ * properties, so that `JSON.stringify` then reads exactly what was checked. A getter (it could
+ * answer differently on each read, or throw), a `toJSON` (it could replace what was checked), a
+ * Proxy, a function, a symbol, a bigint or a cycle throws `NotData` naming where it is. Checked
+ * in place, nothing copied: this runs for every hook output.
  */
-function plainData(value, path = 'the value', seen = new Set()) {
+function checkPlainData(value, depth = 0) {
   switch (typeof value) {
     case 'string':
     case 'boolean':
     case 'undefined':
-      return value
     case 'number':
-      return Number.isFinite(value) ? value : null
+      return
     case 'object':
       break
     default:
-      throw new NotData(`${path} is ${describeValue(value)}`)
+      throw new NotData(`is ${describeValue(value)}`)
   }
-  if (value === null) return null
-  if (seen.has(value)) throw new NotData(`${path} is circular`)
-  if (typeof value.toJSON === 'function') throw new NotData(`${path} has a toJSON method`)
-  seen.add(value)
+  if (value === null) return
+  if (depth > MAX_DATA_DEPTH) throw new NotData('is nested too deeply, or circular')
+  if (isProxy(value)) throw new NotData('is a Proxy')
+  if (typeof value.toJSON === 'function') throw new NotData('has a toJSON method')
   const array = Array.isArray(value)
-  const copy = array ? [] : {}
-  const descriptors = Object.getOwnPropertyDescriptors(value)
-  for (const key of array ? Array.from({ length: value.length }, (_, index) => String(index)) : Object.keys(descriptors)) {
-    const descriptor = descriptors[key]
-    const at = array ? `${path}[${key}]` : `${path}.${key}`
-    if (descriptor === undefined) {
-      copy.push(null)
-      continue
+  for (const key of Object.keys(value)) {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key)
+    try {
+      if (descriptor !== undefined && !('value' in descriptor)) throw new NotData('is a getter')
+      checkPlainData(descriptor?.value, depth + 1)
+    } catch (error) {
+      if (error instanceof NotData) error.where.unshift(array ? `[${key}]` : `.${key}`)
+      throw error
     }
-    if (!descriptor.enumerable && !array) continue
-    if (!('value' in descriptor)) throw new NotData(`${at} is a getter`)
-    const item = plainData(descriptor.value, at, seen)
-    if (array) copy.push(item === undefined ? null : item)
-    else if (item !== undefined) copy[key] = item
   }
-  seen.delete(value)
-  return copy
 }
 
 function describeValue(value) {
@@ -317,16 +326,18 @@ function makeInvoke(functions, scopes) {
   return function invoke(fn, argsJson, scopeId, reply, signalArg, signalKey, dispatch, last, linked, errorJson) {
     const args = JSON.parse(argsJson)
     const scope = scopes.get(scopeId) ?? new Scope()
-    // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply. A
-    // result that is not plain data is reported as such: the call then fails (never runs).
+    // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply, as
+    // the JSON text it had when mocked. A result that is not plain data is reported as such:
+    // the call then fails (never runs).
     let mocked
     if (reply === REPLY_DATA_WITH_MOCK) {
       args[0].mock = (result) => {
         if (mocked !== undefined || result === undefined) return false
         try {
-          mocked = plainData(result, 'the mock result')
+          checkPlainData(result)
+          mocked = JSON.stringify(result)
         } catch (error) {
-          mocked = { [JS_VALUE_KEY]: `a value that is not plain data (${error instanceof NotData ? error.message : messageOf(error)})` }
+          mocked = JSON.stringify({ [JS_VALUE_KEY]: `a value that is not plain data (${error instanceof NotData ? error.describe() : messageOf(error)})` })
         }
         return true
       }
@@ -398,13 +409,17 @@ function encodeReply(value, reply, scope, mocked, functions) {
   if (reply === REPLY_DATA || reply === REPLY_DATA_WITH_MOCK) {
     // Not data: Rust gets a marker it names, and treats as the invalid decision it is.
     try {
-      value = plainData(value)
+      checkPlainData(value)
     } catch (error) {
       if (!(error instanceof NotData)) throw error
-      value = { [JS_VALUE_KEY]: `a value that is not plain data (${error.message})` }
+      value = { [JS_VALUE_KEY]: `a value that is not plain data (${error.describe()})` }
     }
   }
-  if (reply === REPLY_DATA_WITH_MOCK) return JSON.stringify({ returned: value, mocked })
+  if (reply === REPLY_DATA_WITH_MOCK) {
+    const returned = JSON.stringify(value)
+    const parts = [returned === undefined ? '' : `"returned":${returned}`, mocked === undefined ? '' : `"mocked":${mocked}`]
+    return `{${parts.filter(Boolean).join(',')}}`
+  }
   return JSON.stringify(value) ?? ''
 }
 
@@ -509,7 +524,9 @@ class AgentResponse {
           try {
             for (const event of JSON.parse(batch)) {
               if (event.type === 'error') event.error = toError(event.error, this.#scope)
-              await this.#notify(event)
+              // Awaited only where there are listeners: most events of most runs have none.
+              const listeners = this.#listeners.get(event.type)
+              if (listeners !== undefined) for (const listener of listeners) await listener(event)
               this.#events.push(event)
               if (event.type === 'result' || event.type === 'error') this.#ended = true
               // Iterators see each event as soon as its own listeners are done.
@@ -554,13 +571,6 @@ class AgentResponse {
   #fail(error) {
     this.#events.push({ type: 'error', message: error.message, code: error.code, error, sessionId: this.#sessionId })
     this.#ended = true
-  }
-
-  /** Awaits the event's `on()` listeners in order. */
-  async #notify(event) {
-    const listeners = this.#listeners.get(event.type)
-    if (listeners === undefined) return
-    for (const listener of listeners) await listener(event)
   }
 
   get isSettled() {
