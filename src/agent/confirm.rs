@@ -4,11 +4,14 @@
 //! `{ approved, reason?, scope? }` under `hookTimeoutMs`, failing closed like the permission
 //! function.
 
+use std::collections::HashSet;
+use std::sync::{Mutex, MutexGuard};
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::config::Confirmation as Configured;
-use super::session::Session;
+use super::parts::Agent;
 use crate::hooks::dispatch::Caller;
 use crate::hooks::pending::Owner;
 use crate::hooks::HookEvent;
@@ -38,18 +41,69 @@ pub(crate) enum Answer {
     NoHandler,
 }
 
+/// What a session remembers of its confirmations: the handler its factory made, and the calls
+/// approved for the rest of the session.
+#[derive(Default)]
+pub struct Approvals {
+    state: Mutex<Remembered>,
+}
+
+#[derive(Default)]
+struct Remembered {
+    handler: Option<Callable>,
+    /// Tool calls approved with `scope: 'session'`, by [`approval_key`].
+    approved: HashSet<String>,
+}
+
+impl Approvals {
+    fn state(&self) -> MutexGuard<'_, Remembered> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn approved(&self, tool: &str, args: &Map<String, Value>) -> bool {
+        self.state().approved.contains(&approval_key(tool, args))
+    }
+
+    fn approve(&self, tool: &str, args: &Map<String, Value>) {
+        self.state().approved.insert(approval_key(tool, args));
+    }
+
+    /// Keeps the handler the factory made; if two calls asked at once, the first one made stays.
+    fn keep_handler(&self, method: Callable) -> Callable {
+        *self.state().handler.get_or_insert(method)
+    }
+}
+
+/// A tool and its arguments, the same whatever the order of their keys.
+fn approval_key(tool: &str, args: &Map<String, Value>) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|key| (key.clone(), sorted(&map[key]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    format!("{tool}\0{}", sorted(&Value::Object(args.clone())))
+}
+
 pub(crate) struct Confirmation<'a> {
-    pub session: &'a Session,
+    pub agent: &'a Agent,
+    pub approvals: &'a Approvals,
     pub caller: Caller<'a>,
 }
 
 impl Confirmation<'_> {
     pub async fn ask(&self, request: &ConfirmationRequest<'_>) -> Answer {
-        let session = self.session;
-        if session.approved_for_session(request.tool_name, request.args) {
+        let agent = self.agent;
+        if self.approvals.approved(request.tool_name, request.args) {
             return Answer::Approved;
         }
-        let dispatcher = &session.dispatcher;
+        let dispatcher = &agent.dispatcher;
         if dispatcher.pending().count(Owner::Permission) > 0 {
             return Answer::Failed("A permission callback is still cleaning up".into());
         }
@@ -62,14 +116,14 @@ impl Confirmation<'_> {
         let mut call = HostCall::new(method, Args::of(&[request]), self.caller.scope);
         call.signal = Some(timeout.signal("abortSignal", true, self.caller.cancel.is_some()));
         let answered = dispatcher
-            .call_guarded(session.host.call(call), &timeout, self.caller, Owner::Permission)
+            .call_guarded(agent.host.call(call), &timeout, self.caller, Owner::Permission)
             .await;
         match answered {
             Err(error) => Answer::Failed(error.message()),
             Ok(answer) => match read_answer(answer.as_ref()) {
                 Ok((true, remember)) => {
                     if remember {
-                        session.approve_for_session(request.tool_name, request.args);
+                        self.approvals.approve(request.tool_name, request.args);
                     }
                     Answer::Approved
                 }
@@ -82,20 +136,21 @@ impl Confirmation<'_> {
     /// The handler's `requestConfirmation`: the configured one, or the one the factory made
     /// for this session (asked once, on the first `'ask'`).
     async fn handler(&self) -> Result<Option<Callable>, String> {
-        let session = self.session;
-        let factory = match session.config.confirmation {
+        let agent = self.agent;
+        let factory = match agent.config.confirmation {
             None => return Ok(None),
             Some(Configured::Handler(method)) => return Ok(Some(method)),
             Some(Configured::Factory(factory)) => factory,
         };
-        if let Some(method) = session.confirmation_handler() {
+        let made_before = self.approvals.state().handler;
+        if let Some(method) = made_before {
             return Ok(Some(method));
         }
         let call = HostCall {
             reply: Reply::Handler,
-            ..HostCall::new(factory, Args::of(&[&session.id]), self.caller.scope)
+            ..HostCall::new(factory, Args::of(&[&agent.id]), self.caller.scope)
         };
-        let made = session.host.call(call).await.map_err(|error| error.message)?;
+        let made = agent.host.call(call).await.map_err(|error| error.message)?;
         let method = made
             .as_ref()
             .and_then(|made| made.get("function"))
@@ -107,7 +162,7 @@ impl Confirmation<'_> {
                     made.as_ref().map_or_else(|| "undefined".into(), describe)
                 )
             })?;
-        Ok(Some(session.keep_confirmation_handler(method)))
+        Ok(Some(self.approvals.keep_handler(method)))
     }
 }
 
@@ -163,5 +218,15 @@ mod tests {
             rejection(Some(&json!({"approved": false, "reason": ""}))),
             "User rejected"
         );
+    }
+
+    #[test]
+    fn a_session_approval_is_for_the_same_tool_and_arguments_in_any_key_order() {
+        let approvals = Approvals::default();
+        let args = |value: Value| value.as_object().unwrap().clone();
+        approvals.approve("write", &args(json!({"path": "a", "opts": {"x": 1, "y": 2}})));
+        assert!(approvals.approved("write", &args(json!({"opts": {"y": 2, "x": 1}, "path": "a"}))));
+        assert!(!approvals.approved("write", &args(json!({"path": "b", "opts": {"x": 1, "y": 2}}))));
+        assert!(!approvals.approved("edit", &args(json!({"path": "a", "opts": {"x": 1, "y": 2}}))));
     }
 }

@@ -3,15 +3,20 @@
 
 pub mod config;
 mod confirm;
+pub mod control;
+pub mod conversation;
 pub mod events;
+pub mod parts;
 pub mod permission;
 mod pipeline;
 pub mod reader;
 mod run;
 pub mod session;
+pub mod settings;
 pub mod tools;
 
 pub use config::AgentConfig;
+pub use control::{RunControl, SendOptions};
 pub use events::{PromptResult, StopReason, StreamEvent, ToolCallRecord};
 pub use reader::EventReader;
-pub use session::{RunControl, RunHandle, SendOptions, Session};
+pub use session::{RunHandle, Session};

@@ -6,11 +6,12 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::confirm::{Answer, Confirmation, ConfirmationRequest};
+use super::confirm::{Answer, Approvals, Confirmation, ConfirmationRequest};
 use super::events::{StreamEvent, ToolCallRecord};
+use super::parts::Agent;
 use super::permission::{self, Decision, Permission};
 use super::reader::EventSender;
-use super::session::{RunSettings, Session};
+use super::settings::RunSettings;
 use super::tools::{self, CallResult, Execution, NotStarted, ToolContext, ToolSpec};
 use crate::hooks::apply::{self, PostVerdict, PreVerdict};
 use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
@@ -23,7 +24,9 @@ use crate::text::describe;
 
 /// The part of the run a tool call needs.
 pub(crate) struct CallSite<'a> {
-    pub session: &'a Session,
+    pub agent: &'a Agent,
+    /// What the session remembers of its confirmations.
+    pub approvals: &'a Approvals,
     /// The run's copy of the session's settings (permission, default context, …).
     pub settings: &'a RunSettings,
     pub caller: Caller<'a>,
@@ -57,7 +60,7 @@ pub(crate) async fn run(
     let started = std::time::Instant::now();
     let call = Call { site, request, index };
     let tool = site
-        .session
+        .agent
         .config
         .tools
         .iter()
@@ -147,7 +150,7 @@ impl Call<'_> {
         let name = self.name();
         ToolFields {
             event: event.name(),
-            session_id: &self.site.session.id,
+            session_id: &self.site.agent.id,
             tool_name: name,
             tool_input: input,
             tool_call_id: &self.request.id,
@@ -185,7 +188,7 @@ impl Call<'_> {
 
     fn has(&self, event: HookEvent) -> bool {
         self.site
-            .session
+            .agent
             .dispatcher
             .has(event, Some(self.name()), self.site.caller.context)
     }
@@ -200,8 +203,8 @@ impl Call<'_> {
     }
 
     async fn run_tool(&self, tool: &ToolSpec, mut input: Map<String, Value>) -> Outcome {
-        let session = self.site.session;
-        let dispatcher = &session.dispatcher;
+        let agent = self.site.agent;
+        let dispatcher = &agent.dispatcher;
         let name = self.name().to_string();
 
         let mut mocked = None;
@@ -245,7 +248,7 @@ impl Call<'_> {
                 }
                 let context = ToolContext {
                     tool_call_id: &self.request.id,
-                    session_id: &session.id,
+                    session_id: &agent.id,
                     defaults: &self.site.settings.default_context,
                 };
                 let progress = |progress: Value| {
@@ -256,10 +259,10 @@ impl Call<'_> {
                     })
                 };
                 let execution = Execution {
-                    host: &session.host,
+                    host: &agent.host,
                     dispatcher,
                     caller: self.site.caller,
-                    timeout_ms: session.config.tool_timeout_ms,
+                    timeout_ms: agent.config.tool_timeout_ms,
                     progress: &progress,
                 };
                 match tools::execute(tool, &input, context, execution).await {
@@ -275,7 +278,7 @@ impl Call<'_> {
     /// PermissionRequest hooks, then `advanced.permission`. `Some` stops the call (with the
     /// run-interrupting message, if it interrupts).
     async fn authorize(&self, tool: &ToolSpec, input: &mut Map<String, Value>) -> Option<(CallResult, Option<String>)> {
-        let session = self.site.session;
+        let agent = self.site.agent;
         let name = self.name().to_string();
         if self.has(HookEvent::PermissionRequest) {
             let fields = ToolFields {
@@ -283,7 +286,7 @@ impl Call<'_> {
                 affected_paths: Some(permission::affected_paths(input)),
                 ..self.fields(HookEvent::PermissionRequest, input)
             };
-            let outputs = match session
+            let outputs = match agent
                 .dispatcher
                 .dispatch(
                     self.input(HookEvent::PermissionRequest, &fields, None),
@@ -319,7 +322,8 @@ impl Call<'_> {
     ) -> Option<(CallResult, Option<String>)> {
         let name = self.name();
         let confirmation = Confirmation {
-            session: self.site.session,
+            agent: self.site.agent,
+            approvals: self.site.approvals,
             caller: self.site.caller,
         };
         let request = ConfirmationRequest {
@@ -355,7 +359,7 @@ impl Call<'_> {
             message: format!("Permission check failed: {message}"),
             interrupt: false,
         };
-        let dispatcher = &self.site.session.dispatcher;
+        let dispatcher = &self.site.agent.dispatcher;
         if dispatcher.pending().count(Owner::Permission) > 0 {
             return denied("A permission callback is still cleaning up".into());
         }
@@ -364,7 +368,7 @@ impl Call<'_> {
             "input": input,
             "kind": tool.kind.as_str(),
             "affectedPaths": permission::affected_paths(input),
-            "sessionId": self.site.session.id,
+            "sessionId": self.site.agent.id,
             "toolCallId": self.request.id,
         });
         let timeout = dispatcher.start_timeout(HookEvent::PermissionRequest);
@@ -372,7 +376,7 @@ impl Call<'_> {
         call.signal = Some(timeout.signal("signal", true, self.site.caller.cancel.is_some()));
         match dispatcher
             .call_guarded(
-                self.site.session.host.call(call),
+                self.site.agent.host.call(call),
                 &timeout,
                 self.site.caller,
                 Owner::Permission,
@@ -394,7 +398,7 @@ impl Call<'_> {
     async fn finish(&self, input: Map<String, Value>, mut result: CallResult, interrupt: Option<String>) -> Outcome {
         let controls =
             self.site
-                .session
+                .agent
                 .dispatcher
                 .controls(HookEvent::PostToolUse, self.name(), self.site.caller.context);
         if !controls.is_empty() {
@@ -405,7 +409,7 @@ impl Call<'_> {
                     HookEvent::PostToolUse,
                     &payload,
                     self.site.caller,
-                    self.site.session.dispatcher.log(),
+                    self.site.agent.dispatcher.log(),
                 )
                 .await,
             ) {
@@ -429,7 +433,7 @@ impl Call<'_> {
             return result;
         }
         let fields = self.result_fields(HookEvent::PostToolUse, input, &result);
-        let dispatcher = &self.site.session.dispatcher;
+        let dispatcher = &self.site.agent.dispatcher;
         match dispatcher
             .dispatch(self.input(HookEvent::PostToolUse, &fields, None), self.site.caller)
             .await
@@ -469,7 +473,7 @@ impl Call<'_> {
             message: failure.message.clone(),
             thrown: failure.thrown,
         });
-        let dispatcher = &self.site.session.dispatcher;
+        let dispatcher = &self.site.agent.dispatcher;
         match dispatcher
             .dispatch(
                 self.input(HookEvent::PostToolUseFailure, &fields, error),
@@ -479,7 +483,7 @@ impl Call<'_> {
         {
             Ok(dispatched) => self.apply_post(&dispatched.outputs, result),
             Err(error) => {
-                self.site.session.dispatcher.log().warn(
+                self.site.agent.dispatcher.log().warn(
                     "PostToolUseFailure hook execution failed; keeping the original tool error",
                     json!({"tool": self.name(), "toolCallId": self.request.id, "error": error.message()}),
                 );

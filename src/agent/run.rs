@@ -9,10 +9,14 @@ use serde_json::{json, Map, Value};
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::confirm::Approvals;
+use super::control::{RunControl, SendOptions};
+use super::conversation::Conversation;
 use super::events::{PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
+use super::parts::Agent;
 use super::pipeline::{self, CallSite};
 use super::reader::EventSender;
-use super::session::{RunControl, RunSettings, SendOptions, Session};
+use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
@@ -25,7 +29,10 @@ use crate::text::describe;
 use crate::webhook::environment;
 
 pub(crate) struct Run {
-    session: Arc<Session>,
+    agent: Arc<Agent>,
+    /// The only mutable part of the session a run touches.
+    conversation: Arc<Conversation>,
+    approvals: Arc<Approvals>,
     control: Arc<RunControl>,
     events: EventSender,
     /// The session's settings when the run started (`setModel` and the like apply later).
@@ -52,8 +59,15 @@ pub(crate) struct Run {
 type Finish = Result<(String, StopReason)>;
 
 impl Run {
-    pub fn new(session: Arc<Session>, control: Arc<RunControl>, events: EventSender, options: SendOptions) -> Self {
-        let settings = session.settings();
+    pub fn new(
+        agent: Arc<Agent>,
+        conversation: Arc<Conversation>,
+        approvals: Arc<Approvals>,
+        settings: RunSettings,
+        control: Arc<RunControl>,
+        events: EventSender,
+        options: SendOptions,
+    ) -> Self {
         let max_turns = options.max_turns.unwrap_or(settings.max_turns);
         let (extra, setup_error) = match environment::hooks(&options.environment) {
             Ok(hooks) => (hooks, None),
@@ -62,13 +76,15 @@ impl Run {
         let span = tracing::info_span!(
             parent: None,
             "agent_run",
-            session_id = %session.id,
+            session_id = %agent.id,
             turns = Empty,
             stop_reason = Empty,
             otel.status_description = Empty
         );
         Run {
-            session,
+            agent,
+            conversation,
+            approvals,
             control,
             events,
             settings,
@@ -130,14 +146,14 @@ impl Run {
     }
 
     fn has(&self, event: HookEvent) -> bool {
-        self.session.dispatcher.has(event, None, &self.context)
+        self.agent.dispatcher.has(event, None, &self.context)
     }
 
     /// Fields every run-level event carries.
     fn run_fields(&self, event: HookEvent) -> Map<String, Value> {
         let mut fields = Map::new();
         fields.insert("event".into(), json!(event.name()));
-        fields.insert("sessionId".into(), json!(self.session.id));
+        fields.insert("sessionId".into(), json!(self.agent.id));
         fields.insert("operationId".into(), json!(self.id));
         fields
     }
@@ -158,7 +174,7 @@ impl Run {
             tool: None,
             error: None,
         };
-        self.session
+        self.agent
             .dispatcher
             .dispatch(input, caller)
             .await
@@ -181,7 +197,7 @@ impl Run {
         if matches!(&outcome, Err(error) if error.code == ErrorCode::Abort) {
             // Callbacks told to stop usually settle at once; let them, so the session is not
             // found still cleaning up by the caller's next step.
-            self.session.dispatcher.pending().settle(SETTLE_GRACE).await;
+            self.agent.dispatcher.pending().settle(SETTLE_GRACE).await;
         }
         let outcome = self.task_completed(outcome, &description).await;
         if let Err(error) = &outcome {
@@ -193,7 +209,7 @@ impl Run {
             Err(error) if error.code == ErrorCode::Abort => Some(error.message.as_str()),
             _ => None,
         };
-        self.session.finish_run(&control, aborted);
+        self.conversation.finish(&control, aborted);
         // How the run ended; a failure (not an abort) marks its span as an error.
         self.span.record("turns", self.turns);
         self.span.record("stop_reason", reason(&outcome));
@@ -205,7 +221,7 @@ impl Run {
         }
         match outcome {
             Ok((content, stop_reason)) => {
-                let usage = TokenUsage::of(self.usage, self.session.config.max_context_tokens);
+                let usage = TokenUsage::of(self.usage, self.agent.config.max_context_tokens);
                 self.emit(StreamEvent::Usage { usage });
                 let result = PromptResult {
                     result: content.clone(),
@@ -227,7 +243,7 @@ impl Run {
     async fn steps(&mut self, content: UserContent) -> Finish {
         let content = self.user_prompt_submit(content).await?;
         self.checkpoint()?;
-        self.session.push(Message::User { content });
+        self.conversation.push(Message::User { content });
         loop {
             if self.turns >= self.max_turns {
                 return Ok((self.last_text.clone(), StopReason::MaxTurns));
@@ -245,7 +261,7 @@ impl Run {
             self.checkpoint()?;
             self.usage.add(reply.usage);
             let ModelReply { text, tool_calls, .. } = reply;
-            self.session.push(Message::Assistant {
+            self.conversation.push(Message::Assistant {
                 content: (!text.is_empty() || tool_calls.is_empty()).then(|| text.clone()),
                 tool_calls: tool_calls
                     .iter()
@@ -261,7 +277,7 @@ impl Run {
             let (mut records, interrupt) = self.run_tool_calls(&tool_calls).await;
             self.checkpoint()?;
             for record in &mut records {
-                self.session.push(Message::Tool {
+                self.conversation.push(Message::Tool {
                     tool_call_id: record.id.clone(),
                     content: record.output.clone(),
                     is_error: record.is_error,
@@ -307,7 +323,7 @@ impl Run {
             error: None,
         };
         let dispatched = self
-            .session
+            .agent
             .dispatcher
             .dispatch(input, self.caller())
             .await
@@ -330,7 +346,7 @@ impl Run {
         let reason = reason(&outcome);
         let mut payload = Map::new();
         payload.insert("event".into(), json!("TaskCompleted"));
-        payload.insert("sessionId".into(), json!(self.session.id));
+        payload.insert("sessionId".into(), json!(self.agent.id));
         payload.insert("taskId".into(), json!(self.id));
         payload.insert("taskDescription".into(), json!(description));
         payload.insert("resultSummary".into(), json!(summary));
@@ -351,7 +367,7 @@ impl Run {
             tool: None,
             error: None,
         };
-        let dispatched = self.session.dispatcher.dispatch(input, caller).await;
+        let dispatched = self.agent.dispatcher.dispatch(input, caller).await;
         match (outcome, dispatched) {
             (Ok(finished), Ok(dispatched)) => match apply::first_abort(&dispatched.outputs, HookEvent::TaskCompleted) {
                 Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
@@ -360,7 +376,7 @@ impl Run {
             (Ok(_), Err(HookError::Cancelled)) => Err(SdkError::new(ErrorCode::Abort, self.control.reason())),
             (Ok(_), Err(error)) => Err(error.into_sdk()),
             (Err(original), Err(error)) => {
-                self.session.dispatcher.log().warn(
+                self.agent.dispatcher.log().warn(
                     "TaskCompleted hook failed after the run failed; keeping the run's error",
                     json!({"error": error.message()}),
                 );
@@ -415,7 +431,7 @@ impl Run {
         payload.insert("lastAssistantContent".into(), json!(self.last_text));
         self.usage_fields(&mut payload);
         if let Err(failure) = self.lifecycle(HookEvent::StopFailure, payload, self.detached()).await {
-            self.session.dispatcher.log().warn(
+            self.agent.dispatcher.log().warn(
                 "StopFailure hook failed; keeping the run's error",
                 json!({"error": failure.message}),
             );
@@ -424,9 +440,9 @@ impl Run {
 
     async fn call_model(&self) -> Result<ModelReply> {
         let turn = model_turn(
-            self.session.clone(),
+            self.agent.clone(),
             self.settings.model.clone(),
-            self.session.messages(),
+            self.conversation.messages(),
             self.turns,
             self.scope,
             self.events.clone(),
@@ -454,7 +470,8 @@ impl Run {
             });
         }
         let site = CallSite {
-            session: &self.session,
+            agent: &self.agent,
+            approvals: &self.approvals,
             settings: &self.settings,
             caller: self.caller(),
             step_index: self.turns - 1,
@@ -478,18 +495,18 @@ impl Run {
 
 /// One model call over the conversation `messages`; content deltas are published as they come.
 async fn model_turn(
-    session: Arc<Session>,
+    agent: Arc<Agent>,
     model: Arc<dyn Model>,
     messages: Arc<Vec<Arc<Message>>>,
     turn: u32,
     scope: u32,
     events: EventSender,
 ) -> Result<ModelReply> {
-    let config = &session.config;
+    let config = &agent.config;
     let request = ModelRequest {
         system_prompt: config.system_prompt.as_deref(),
         messages: &messages,
-        tools: &session.tool_schemas,
+        tools: &agent.tool_schemas,
         temperature: config.temperature,
         max_output_tokens: config.max_output_tokens,
         turn,

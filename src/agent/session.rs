@@ -1,139 +1,51 @@
-//! One agent session: its conversation, whether a run is active, whether it is closed.
+//! One agent session: the lifecycle around an immutable [`Agent`] — its conversation, the
+//! settings runs start from, whether it is closing or closed — and the runs it starts.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{json, Map, Value};
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::config::{AgentConfig, Fields, MAX_TIMER_MS};
+use super::confirm::Approvals;
+use super::control::{RunControl, SendOptions};
+use super::conversation::Conversation;
+use super::parts::Agent;
 use super::permission::Permission;
 use super::reader::{event_log, EventReader};
 use super::run::Run;
+use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext, HookError};
 use crate::hooks::pending::{Owner, SETTLE_GRACE};
 use crate::hooks::HookEvent;
-use crate::host::{Callable, Host};
+use crate::host::Host;
 use crate::ids;
-use crate::log::Log;
-use crate::model::{Message, Model, ToolSchema, UserContent};
+use crate::model::{Message, UserContent};
 use crate::text::describe;
 use crate::webhook::environment;
 use crate::webhook::Environment;
 
 pub struct Session {
     pub id: String,
-    pub(crate) config: AgentConfig,
-    pub(crate) tool_schemas: Vec<ToolSchema>,
-    pub(crate) host: Arc<dyn Host>,
-    pub(crate) dispatcher: Dispatcher,
+    agent: Arc<Agent>,
+    conversation: Arc<Conversation>,
+    approvals: Arc<Approvals>,
     state: Mutex<State>,
-}
-
-/// What `setModel`, `setMaxTurns`, `setPermissionMode` and `setDefaultContext` change. A run
-/// takes a copy when it starts: a change applies from the next run.
-#[derive(Clone)]
-pub struct RunSettings {
-    pub model: Arc<dyn Model>,
-    /// `supportedModels()`'s `name`.
-    pub model_name: String,
-    pub max_turns: u32,
-    pub permission: Option<Permission>,
-    /// What tools get as their context besides the signal and ids.
-    pub default_context: Arc<Map<String, Value>>,
 }
 
 type CloseAttempt = Shared<BoxFuture<'static, Result<()>>>;
 
 struct State {
     settings: RunSettings,
-    /// The confirmation handler `confirmationHandlerFactory` made.
-    confirmation: Option<Callable>,
-    /// Tool calls approved for the rest of the session (`scope: 'session'`).
-    approved: HashSet<String>,
-    /// Shared with in-flight model requests: a snapshot is an `Arc` clone, and a push copies
-    /// the list only while a snapshot is still held.
-    messages: Arc<Vec<Arc<Message>>>,
-    active: Option<Arc<RunControl>>,
     /// `close()` was called: no new runs.
     closing: bool,
     /// `close()` succeeded.
     closed: bool,
     /// The close in progress; concurrent `close()` calls share it.
     close_attempt: Option<CloseAttempt>,
-}
-
-/// Stops a run: the caller's signal and `agent.abort()` both end up here.
-#[derive(Default)]
-pub struct RunControl {
-    token: CancellationToken,
-    reason: Mutex<Option<String>>,
-    finished: CancellationToken,
-}
-
-impl RunControl {
-    /// Aborts the run; the first reason given is the one reported.
-    pub fn abort(&self, reason: String) {
-        lock(&self.reason).get_or_insert(reason);
-        self.token.cancel();
-    }
-
-    pub(crate) async fn aborted(&self) {
-        self.token.cancelled().await
-    }
-
-    /// Whether the run was aborted, however little has been awaited since.
-    pub(crate) fn is_aborted(&self) -> bool {
-        self.token.is_cancelled()
-    }
-
-    pub(crate) fn token(&self) -> &CancellationToken {
-        &self.token
-    }
-
-    /// Called once the run published its last event.
-    pub(crate) fn finish(&self) {
-        self.finished.cancel();
-    }
-
-    /// Resolves once the run has published its last event.
-    pub async fn finished(&self) {
-        self.finished.cancelled().await
-    }
-
-    pub(crate) fn reason(&self) -> String {
-        lock(&self.reason).clone().unwrap_or_else(|| "Operation aborted".into())
-    }
-}
-
-/// Per-`send` options.
-#[derive(Debug, Clone, Default)]
-pub struct SendOptions {
-    pub max_turns: Option<u32>,
-    /// The host scope whose signal tools and callbacks of this run receive.
-    pub scope: u32,
-    /// The environment variables of [`Session::environment_names`], read when the run started.
-    pub environment: Environment,
-}
-
-impl SendOptions {
-    /// `maxTurns` of a `send`'s options (JSON as the wrapper encodes options: NaN, bigints and
-    /// functions marked), read as `createAgent` reads its own; a bad one is `INVALID_INPUT`.
-    pub fn max_turns(options: &Value) -> Result<Option<u32>> {
-        let read = Fields::object(options, "options", "an object")
-            .and_then(|options| options.positive_integer("maxTurns", MAX_TIMER_MS));
-        match read {
-            Ok(turns) => Ok(turns.map(|n| n as u32)),
-            Err(error) => Err(SdkError {
-                code: ErrorCode::InvalidInput,
-                ..error
-            }),
-        }
-    }
 }
 
 /// The caller's end of a run: its events, the means to abort it, and its submission's ids.
@@ -143,22 +55,6 @@ pub struct RunHandle {
     /// The run's id (`operationId` in hook payloads).
     pub request_id: String,
     pub input_id: String,
-}
-
-/// A tool and its arguments, the same whatever the order of their keys.
-fn approval_key(tool: &str, args: &Map<String, Value>) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                Value::Object(keys.into_iter().map(|key| (key.clone(), sorted(&map[key]))).collect())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    format!("{tool}\0{}", sorted(&Value::Object(args.clone())))
 }
 
 fn invalid_input(message: impl Into<String>) -> SdkError {
@@ -171,34 +67,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Session {
-    pub fn new(mut config: AgentConfig, host: Arc<dyn Host>) -> Arc<Self> {
-        let log = Log::new(host.clone(), config.logger.take());
-        let dispatcher = Dispatcher::new(
-            std::mem::take(&mut config.hooks),
-            config.hook_timeout_ms,
-            config.session_end_hook_timeout_ms,
-            host.clone(),
-            log,
-        );
-        let settings = RunSettings {
-            model: config.build_model(host.clone()),
-            model_name: config.model_name().0,
-            max_turns: config.max_turns,
-            permission: config.permission,
-            default_context: Arc::new(config.default_context.clone()),
-        };
+    pub fn new(config: AgentConfig, host: Arc<dyn Host>) -> Arc<Self> {
+        let settings = RunSettings::of(&config, host.clone());
+        let agent = Agent::new(config, host);
         Arc::new(Session {
-            id: ids::uuid(),
-            tool_schemas: config.tool_schemas(),
-            config,
-            host,
-            dispatcher,
+            id: agent.id.clone(),
+            agent: Arc::new(agent),
+            conversation: Arc::default(),
+            approvals: Arc::default(),
             state: Mutex::new(State {
                 settings,
-                confirmation: None,
-                approved: HashSet::new(),
-                messages: Arc::default(),
-                active: None,
                 closing: false,
                 closed: false,
                 close_attempt: None,
@@ -208,7 +86,7 @@ impl Session {
 
     /// The options the session was made with.
     pub fn config(&self) -> &AgentConfig {
-        &self.config
+        &self.agent.config
     }
 
     /// The settings a run starting now uses.
@@ -219,7 +97,7 @@ impl Session {
     /// `supportedModels()`: `[{ id: 'default', name, provider }]`.
     pub fn supported_models(&self) -> Value {
         let name = lock(&self.state).settings.model_name.clone();
-        json!([{"id": "default", "name": name, "provider": self.config.model_name().1}])
+        json!([{"id": "default", "name": name, "provider": self.agent.config.model_name().1}])
     }
 
     /// `setModel(id)`, from the next run. A scripted model cannot be swapped for a model id.
@@ -230,9 +108,13 @@ impl Session {
                 describe(id)
             )));
         };
-        let model = self.config.with_model(id, self.host.clone()).ok_or_else(|| {
-            invalid_input("setModel() cannot replace a scriptedModel(...): create an agent with a model id")
-        })?;
+        let model = self
+            .agent
+            .config
+            .with_model(id, self.agent.host.clone())
+            .ok_or_else(|| {
+                invalid_input("setModel() cannot replace a scriptedModel(...): create an agent with a model id")
+            })?;
         let mut state = lock(&self.state);
         state.settings.model = model;
         state.settings.model_name = id.to_string();
@@ -282,47 +164,23 @@ impl Session {
         Ok(())
     }
 
-    /// The handler `confirmationHandlerFactory` made for this session, if it was asked yet.
-    pub(crate) fn confirmation_handler(&self) -> Option<Callable> {
-        lock(&self.state).confirmation
-    }
-
-    /// Keeps the handler the factory made; if two calls asked at once, the first one made stays.
-    pub(crate) fn keep_confirmation_handler(&self, method: Callable) -> Callable {
-        *lock(&self.state).confirmation.get_or_insert(method)
-    }
-
-    /// A confirmation with `scope: 'session'` approved this tool with these arguments.
-    pub(crate) fn approved_for_session(&self, tool: &str, args: &Map<String, Value>) -> bool {
-        lock(&self.state).approved.contains(&approval_key(tool, args))
-    }
-
-    pub(crate) fn approve_for_session(&self, tool: &str, args: &Map<String, Value>) {
-        lock(&self.state).approved.insert(approval_key(tool, args));
-    }
-
     /// `fork()`: this conversation becomes `other`'s.
     pub fn copy_conversation_from(&self, other: &Session) {
-        let messages = other.messages();
-        lock(&self.state).messages = messages;
+        self.conversation.replace(other.messages());
     }
 
     /// The conversation so far, without the system prompt.
     pub fn messages(&self) -> Arc<Vec<Arc<Message>>> {
-        lock(&self.state).messages.clone()
+        self.conversation.messages()
     }
 
     /// The session's hook dispatcher (its callbacks, budgets and pending cleanups).
     pub fn dispatcher(&self) -> &Dispatcher {
-        &self.dispatcher
+        &self.agent.dispatcher
     }
 
     pub fn is_closed(&self) -> bool {
         lock(&self.state).closed
-    }
-
-    pub(crate) fn push(&self, message: Message) {
-        Arc::make_mut(&mut lock(&self.state).messages).push(Arc::new(message));
     }
 
     /// Starts a run. The returned future drives it and must be spawned; the handle receives
@@ -334,21 +192,29 @@ impl Session {
     ) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
         let content = parse_message(message)?;
         let control = Arc::new(RunControl::default());
-        {
-            let mut state = lock(&self.state);
+        let settings = {
+            let state = lock(&self.state);
             if state.closing || state.closed {
                 return Err(SdkError::new(ErrorCode::SessionClosed, "Session is closed"));
             }
-            if state.active.is_some() {
+            if !self.conversation.begin(&control) {
                 return Err(SdkError::new(
                     ErrorCode::SessionBusy,
                     "The previous Agent response is still active. Consume it before sending another message.",
                 ));
             }
-            state.active = Some(control.clone());
-        }
+            state.settings.clone()
+        };
         let (sender, events) = event_log();
-        let run = Run::new(self.clone(), control.clone(), sender, options);
+        let run = Run::new(
+            self.agent.clone(),
+            self.conversation.clone(),
+            self.approvals.clone(),
+            settings,
+            control.clone(),
+            sender,
+            options,
+        );
         let span = run.span().clone();
         Ok((
             RunHandle {
@@ -363,7 +229,7 @@ impl Session {
 
     /// Aborts the active run, if any.
     pub fn abort(&self, reason: String) {
-        if let Some(control) = lock(&self.state).active.clone() {
+        if let Some(control) = self.conversation.active() {
             control.abort(reason);
         }
     }
@@ -371,7 +237,7 @@ impl Session {
     /// The environment variables runs read: those webhook header templates may use, and the
     /// `AGENT_HOOK_WEBHOOK_*` variables of environment hooks.
     pub fn environment_names(&self) -> Vec<String> {
-        let mut names = self.dispatcher.registry().env_var_names();
+        let mut names = self.dispatcher().registry().env_var_names();
         names.extend(environment::VARIABLES.iter().map(|name| name.to_string()));
         names
     }
@@ -384,7 +250,7 @@ impl Session {
             extra: Vec::new(),
             environment: Arc::new(environment),
         };
-        if !self.dispatcher.has(HookEvent::SessionStart, None, &context) {
+        if !self.dispatcher().has(HookEvent::SessionStart, None, &context) {
             return Ok(());
         }
         let mut payload = Map::new();
@@ -402,7 +268,7 @@ impl Session {
             cancel: None,
             context: &context,
         };
-        let started = match self.dispatcher.dispatch(input, caller).await {
+        let started = match self.dispatcher().dispatch(input, caller).await {
             Ok(dispatched) => match apply::first_abort(&dispatched.outputs, HookEvent::SessionStart) {
                 Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
                 None => Ok(()),
@@ -411,7 +277,7 @@ impl Session {
         };
         if started.is_err() {
             if let Err(error) = self.session_end(scope, &context).await {
-                self.dispatcher.log().warn(
+                self.dispatcher().log().warn(
                     "SessionEnd failed while cleaning up after SessionStart",
                     json!({"error": error.message}),
                 );
@@ -457,7 +323,7 @@ impl Session {
     async fn close_once(&self, scope: u32, environment: Environment) -> Result<()> {
         self.stop_active_run().await;
         // A close refused because a callback is still cleaning up leaves the session open.
-        let pending = self.dispatcher.pending();
+        let pending = self.dispatcher().pending();
         pending.settle(SETTLE_GRACE).await;
         for (owner, what) in [
             (Owner::Hook, "an inline hook callback"),
@@ -481,15 +347,14 @@ impl Session {
     }
 
     async fn stop_active_run(&self) {
-        let active = lock(&self.state).active.clone();
-        if let Some(control) = active {
+        if let Some(control) = self.conversation.active() {
             control.abort("Session is closed".into());
             control.finished().await;
         }
     }
 
     async fn session_end(&self, scope: u32, context: &HookContext) -> Result<()> {
-        if !self.dispatcher.has(HookEvent::SessionEnd, None, context) {
+        if !self.dispatcher().has(HookEvent::SessionEnd, None, context) {
             return Ok(());
         }
         let mut payload = Map::new();
@@ -502,7 +367,7 @@ impl Session {
             context,
         };
         let dispatched = self
-            .dispatcher
+            .dispatcher()
             .dispatch_session_end(payload.into(), caller)
             .await
             .map_err(HookError::into_sdk)?;
@@ -511,49 +376,6 @@ impl Session {
             None => Ok(()),
         }
     }
-
-    /// Called by the run as it ends, before its last event is published, so a caller that sees
-    /// the result can send again at once. An aborted run's unanswered tool calls get results.
-    pub(crate) fn finish_run(&self, control: &Arc<RunControl>, aborted: Option<&str>) {
-        let mut state = lock(&self.state);
-        if let Some(reason) = aborted {
-            answer_open_calls(Arc::make_mut(&mut state.messages), reason);
-        }
-        if state.active.as_ref().is_some_and(|active| Arc::ptr_eq(active, control)) {
-            state.active = None;
-        }
-    }
-}
-
-/// Gives every tool call of the last assistant message without a result the result
-/// `Tool execution aborted: <reason>`, so the conversation stays valid for the next `send`.
-fn answer_open_calls(messages: &mut Vec<Arc<Message>>, reason: &str) {
-    let Some(position) = messages
-        .iter()
-        .rposition(|message| matches!(message.as_ref(), Message::Assistant { .. }))
-    else {
-        return;
-    };
-    let Message::Assistant { tool_calls, .. } = messages[position].as_ref() else {
-        return;
-    };
-    let answered: Vec<&str> = messages[position + 1..]
-        .iter()
-        .filter_map(|message| match message.as_ref() {
-            Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let missing: Vec<Message> = tool_calls
-        .iter()
-        .filter(|call| !answered.contains(&call.id.as_str()))
-        .map(|call| Message::Tool {
-            tool_call_id: call.id.clone(),
-            content: format!("Tool execution aborted: {reason}"),
-            is_error: true,
-        })
-        .collect();
-    messages.extend(missing.into_iter().map(Arc::new));
 }
 
 /// A `send` message: a string, or an array of `{ type: 'text', text }` and
@@ -589,63 +411,7 @@ pub fn parse_message(value: &Value) -> Result<UserContent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::AssistantToolCall;
     use serde_json::json;
-
-    #[test]
-    fn max_turns_per_send_must_be_a_positive_integer() {
-        assert_eq!(SendOptions::max_turns(&json!({})).unwrap(), None);
-        assert_eq!(SendOptions::max_turns(&json!({"maxTurns": null})).unwrap(), None);
-        assert_eq!(SendOptions::max_turns(&json!({"maxTurns": 3})).unwrap(), Some(3));
-        for (bad, shown) in [
-            (json!(0), "0"),
-            (json!(-1), "-1"),
-            (json!(1.5), "1.5"),
-            (json!({"$js": "NaN"}), "NaN"),
-            (json!({"$js": "Infinity"}), "Infinity"),
-            (json!(2_147_483_648u64), "2147483648"),
-            (json!("3"), "\"3\""),
-            (json!({"a": 1}), "an object"),
-        ] {
-            let error = SendOptions::max_turns(&json!({ "maxTurns": bad })).unwrap_err();
-            assert_eq!(error.code, ErrorCode::InvalidInput);
-            assert_eq!(
-                error.message,
-                format!("maxTurns must be a positive integer no greater than 2147483647 (got {shown})")
-            );
-        }
-    }
-
-    #[test]
-    fn aborted_calls_get_a_result_each() {
-        let mut messages = vec![
-            Arc::new(Message::User {
-                content: UserContent::Text("go".into()),
-            }),
-            Arc::new(Message::Assistant {
-                content: None,
-                tool_calls: vec![
-                    AssistantToolCall::new("a".into(), "t".into(), "{}".into()),
-                    AssistantToolCall::new("b".into(), "t".into(), "{}".into()),
-                ],
-            }),
-            Arc::new(Message::Tool {
-                tool_call_id: "a".into(),
-                content: "done".into(),
-                is_error: false,
-            }),
-        ];
-        answer_open_calls(&mut messages, "stop now");
-        assert_eq!(messages.len(), 4);
-        assert_eq!(
-            *messages[3],
-            Message::Tool {
-                tool_call_id: "b".into(),
-                content: "Tool execution aborted: stop now".into(),
-                is_error: true,
-            }
-        );
-    }
 
     #[test]
     fn messages_are_strings_or_parts() {

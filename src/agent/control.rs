@@ -1,0 +1,115 @@
+//! A run's controls: how it is aborted and how its end is awaited, and the options one `send`
+//! starts it with.
+
+use std::sync::{Mutex, MutexGuard};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{Fields, MAX_TIMER_MS};
+use crate::error::{ErrorCode, Result, SdkError};
+use crate::webhook::Environment;
+
+/// Stops a run: the caller's signal and `agent.abort()` both end up here.
+#[derive(Default)]
+pub struct RunControl {
+    token: CancellationToken,
+    reason: Mutex<Option<String>>,
+    finished: CancellationToken,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves plain data behind; keep serving it.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl RunControl {
+    /// Aborts the run; the first reason given is the one reported.
+    pub fn abort(&self, reason: String) {
+        lock(&self.reason).get_or_insert(reason);
+        self.token.cancel();
+    }
+
+    pub(crate) async fn aborted(&self) {
+        self.token.cancelled().await
+    }
+
+    /// Whether the run was aborted, however little has been awaited since.
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    pub(crate) fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    /// Called once the run published its last event.
+    pub(crate) fn finish(&self) {
+        self.finished.cancel();
+    }
+
+    /// Resolves once the run has published its last event.
+    pub async fn finished(&self) {
+        self.finished.cancelled().await
+    }
+
+    pub(crate) fn reason(&self) -> String {
+        lock(&self.reason).clone().unwrap_or_else(|| "Operation aborted".into())
+    }
+}
+
+/// Per-`send` options.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    pub max_turns: Option<u32>,
+    /// The host scope whose signal tools and callbacks of this run receive.
+    pub scope: u32,
+    /// The environment variables the session reads, read when the run started.
+    pub environment: Environment,
+}
+
+impl SendOptions {
+    /// `maxTurns` of a `send`'s options (JSON as the wrapper encodes options: NaN, bigints and
+    /// functions marked), read as `createAgent` reads its own; a bad one is `INVALID_INPUT`.
+    pub fn max_turns(options: &Value) -> Result<Option<u32>> {
+        let read = Fields::object(options, "options", "an object")
+            .and_then(|options| options.positive_integer("maxTurns", MAX_TIMER_MS));
+        match read {
+            Ok(turns) => Ok(turns.map(|n| n as u32)),
+            Err(error) => Err(SdkError {
+                code: ErrorCode::InvalidInput,
+                ..error
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn max_turns_per_send_must_be_a_positive_integer() {
+        assert_eq!(SendOptions::max_turns(&json!({})).unwrap(), None);
+        assert_eq!(SendOptions::max_turns(&json!({"maxTurns": null})).unwrap(), None);
+        assert_eq!(SendOptions::max_turns(&json!({"maxTurns": 3})).unwrap(), Some(3));
+        for (bad, shown) in [
+            (json!(0), "0"),
+            (json!(-1), "-1"),
+            (json!(1.5), "1.5"),
+            (json!({"$js": "NaN"}), "NaN"),
+            (json!({"$js": "Infinity"}), "Infinity"),
+            (json!(2_147_483_648u64), "2147483648"),
+            (json!("3"), "\"3\""),
+            (json!({"a": 1}), "an object"),
+        ] {
+            let error = SendOptions::max_turns(&json!({ "maxTurns": bad })).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidInput);
+            assert_eq!(
+                error.message,
+                format!("maxTurns must be a positive integer no greater than 2147483647 (got {shown})")
+            );
+        }
+    }
+}
