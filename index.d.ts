@@ -169,8 +169,12 @@ export interface ConnectionOptions {
   streamIdleTimeoutMs?: number
 }
 
-/** What every hook callback receives; the fields present depend on the event. */
-export interface HookInput {
+/**
+ * What every hook input has. The tool fields Blade's `HookInput` declares are optional here on
+ * every event, so code written against Blade's loose type still type-checks; narrow on `event`
+ * to get each event's own fields (`src/agent/payloads.rs` is the Rust side).
+ */
+export interface HookInputBase {
   event: HookEventName
   sessionId: string
   /** Aborts at the event's deadline (reason: HookTimeoutError) or with the caller's signal. */
@@ -184,6 +188,91 @@ export interface HookInput {
   error?: Error
   [key: string]: unknown
 }
+
+/** The fields of every tool event, in both vocabularies. */
+export interface ToolHookInput extends HookInputBase {
+  event: 'PreToolUse' | 'PermissionRequest' | 'PostToolUse' | 'PostToolUseFailure'
+  toolName: string
+  toolInput: JsonObject
+  toolCallId: string
+  /** Counts model turns from 0. */
+  stepIndex: number
+  /** The call's place among its turn's calls, from 0. */
+  callIndex: number
+  /** One id per run. */
+  operationId: string
+  /** = `toolName`. */
+  apiName: string
+  /** The part of the tool name before the first `/`, else `''`. */
+  identifier: string
+  /** = `toolInput`. */
+  args: JsonObject
+}
+export interface PreToolUseInput extends ToolHookInput {
+  event: 'PreToolUse'
+}
+export interface PermissionRequestInput extends ToolHookInput {
+  event: 'PermissionRequest'
+  toolKind: ToolKind
+  affectedPaths: string[]
+}
+export interface PostToolUseInput extends ToolHookInput {
+  event: 'PostToolUse'
+  toolOutput: string
+  result: { content: string; success: boolean }
+  /** The result came from a PreToolUse `mock()`. */
+  mocked: boolean
+}
+export interface PostToolUseFailureInput extends ToolHookInput {
+  event: 'PostToolUseFailure'
+  toolOutput: string
+  result: { content: string; success: boolean }
+  mocked: boolean
+  error: Error
+}
+export interface UserPromptSubmitInput extends HookInputBase {
+  event: 'UserPromptSubmit'
+  userPrompt: string
+  hasImages: boolean
+  imageCount: number
+  operationId: string
+}
+export interface SessionStartInput extends HookInputBase {
+  event: 'SessionStart'
+  isResume: boolean
+}
+export interface SessionEndInput extends HookInputBase {
+  event: 'SessionEnd'
+  reason: 'other'
+}
+export interface TaskCompletedInput extends HookInputBase {
+  event: 'TaskCompleted'
+  taskId: string
+  taskDescription: string
+  /** The final text, or the error's message. */
+  resultSummary: string
+  success: boolean
+  reason: 'done' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
+  operationId: string
+  lastAssistantContent: string
+  steps: number
+  totalInputTokens: number
+  totalOutputTokens: number
+  totalTokens: number
+  totalToolCalls: number
+}
+/** What a hook callback receives: one shape per event, told apart by `event`. */
+export type HookInput =
+  | PreToolUseInput
+  | PermissionRequestInput
+  | PostToolUseInput
+  | PostToolUseFailureInput
+  | UserPromptSubmitInput
+  | SessionStartInput
+  | SessionEndInput
+  | TaskCompletedInput
+/** The input of event `E`. */
+export type HookInputOf<E extends HookEventName> = Extract<HookInput, { event: E }>
 
 export interface HookOutput {
   action: 'continue' | 'skip' | 'abort'
@@ -231,8 +320,19 @@ export type HookTypeName = HookEventName | LifecycleEventName | LifecycleAlias
 /** What a mocked PreToolUse call returns instead of running the tool. */
 export type MockResult = string | { content: string; success?: boolean }
 
+/** What hook objects' handlers of the other lifecycle events receive (StepStart, StepEnd, …). */
+export interface LifecycleHookInput {
+  event: LifecycleEventName
+  sessionId: string
+  abortSignal: AbortSignal
+  operationId?: string
+  stepIndex?: number
+  toolName?: string
+  [key: string]: unknown
+}
+
 /** What hook objects' handlers receive: the event's fields; PreToolUse adds `mock()`. */
-export interface HookEventPayload extends HookInput {
+export type HookEventPayload = (HookInput | LifecycleHookInput) & {
   /** PreToolUse only: answer the call without running the tool; the first mock wins. */
   mock?: (result: MockResult) => boolean
   operationId?: string
@@ -276,7 +376,12 @@ export interface AgentHook {
   webhook?: WebhookConfig
 }
 export type HookEntry = HookCallback | (Omit<AgentHook, 'type'> & { type?: HookTypeName })
-export type InlineHooks = Partial<Record<HookTypeName, HookEntry[]>>
+/** A bare callback of event `E`: it gets that event's input. */
+export type HookCallbackOf<E extends HookEventName> = (input: HookInputOf<E>) => HookOutput | Promise<HookOutput>
+/** Callbacks and hook objects per event (callbacks get the event's own input type), or per lifecycle type. */
+export type InlineHooks = { [E in HookEventName]?: Array<HookCallbackOf<E> | (Omit<AgentHook, 'type'> & { type?: HookTypeName })> } & {
+  [T in Exclude<HookTypeName, HookEventName>]?: HookEntry[]
+}
 
 export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
 

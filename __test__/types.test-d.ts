@@ -1,6 +1,6 @@
 // Compile-time checks of index.d.ts (run by `tsc` in `npm test`): the types accept what the
 // contract allows and reject what it does not.
-import { createAgent, defineTool, scriptedModel, type AgentHook, type AgentOptions, type HookOutput, type PromptResult, type StreamEvent } from '../index.js'
+import { createAgent, defineTool, scriptedModel, type AgentHook, type AgentOptions, type HookCallback, type HookInput, type HookOutput, type PromptResult, type StreamEvent } from '../index.js'
 
 export const allowed: AgentOptions[] = [
   { model: 'gpt-4o-mini', provider: 'deepseek' },
@@ -37,3 +37,28 @@ export async function narrowing(options: AgentOptions): Promise<string> {
   }
   return text
 }
+
+// A bare callback gets its own event's input; a HookInput narrows on `event`.
+export const narrowedHooks: AgentOptions['advanced'] = {
+  hooks: {
+    PreToolUse: [(input) => ({ action: input.toolCallId.length > 0 && input.stepIndex >= 0 ? 'continue' : 'abort' })],
+    PermissionRequest: [(input) => ({ action: input.affectedPaths.length > 0 && input.toolKind === 'write' ? 'skip' : 'continue' })],
+    TaskCompleted: [(input) => ({ action: input.success ? 'continue' : 'abort', reason: input.reason })],
+    // @ts-expect-error — UserPromptSubmit has no toolCallId: it may be undefined
+    UserPromptSubmit: [(input) => ({ action: 'continue', reason: input.toolCallId.toUpperCase() })],
+  },
+}
+
+export function fieldsOf(input: HookInput): string {
+  if (input.event === 'PostToolUseFailure') return `${input.error.message} ${input.result.content} ${input.mocked}`
+  if (input.event === 'SessionStart') return String(input.isResume)
+  // @ts-expect-error — isResume is not a field of every event
+  const resumed: boolean = input.isResume
+  void resumed
+  // Blade's loose reading still type-checks: the tool fields are optional on every event.
+  return input.toolName ?? input.sessionId
+}
+
+// A callback written against the whole union fits every event.
+export const anyEvent: HookCallback = (input) => ({ action: input.event === 'SessionEnd' && input.reason === 'other' ? 'continue' : 'continue' })
+export const everywhere: AgentOptions['advanced'] = { hooks: { PreToolUse: [anyEvent], SessionEnd: [anyEvent] } }

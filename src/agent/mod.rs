@@ -7,6 +7,7 @@ pub mod control;
 pub mod conversation;
 pub mod events;
 pub mod parts;
+pub mod payloads;
 pub mod permission;
 mod pipeline;
 pub mod reader;

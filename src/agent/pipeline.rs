@@ -3,12 +3,12 @@
 //! mocked) → after-controls → PostToolUse / PostToolUseFailure. Hook failures here become
 //! failed calls, never a failed run.
 
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::confirm::{Answer, Approvals, Confirmation, ConfirmationRequest};
 use super::events::{StreamEvent, ToolCallRecord};
 use super::parts::Agent;
+use super::payloads::{PermissionAsk, ResultField, ToolEvent};
 use super::permission::{self, Decision, Permission};
 use super::reader::EventSender;
 use super::settings::RunSettings;
@@ -95,60 +95,15 @@ pub(crate) async fn run(
 
 type Outcome = (CallResult, Map<String, Value>, Option<String>);
 
-/// The fields every tool event carries, in both vocabularies, then what some events add.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ToolFields<'a> {
-    event: &'static str,
-    session_id: &'a str,
-    tool_name: &'a str,
-    tool_input: &'a Map<String, Value>,
-    tool_call_id: &'a str,
-    step_index: u32,
-    call_index: usize,
-    operation_id: &'a str,
-    api_name: &'a str,
-    identifier: &'a str,
-    args: &'a Map<String, Value>,
-    /// PermissionRequest's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_kind: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    affected_paths: Option<Vec<String>>,
-    /// After the call: the model-facing output, the structured result, and `mocked`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_output: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<ResultField<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mocked: Option<bool>,
-}
-
-impl ToolFields<'_> {
-    /// As a map, for result controls' webhooks, which reshape it.
-    fn to_map(&self) -> Map<String, Value> {
-        match serde_json::to_value(self) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct ResultField<'a> {
-    content: &'a str,
-    success: bool,
-}
-
 impl Call<'_> {
     fn name(&self) -> &str {
         &self.request.name
     }
 
     /// The fields every tool event carries, in both vocabularies.
-    fn fields<'b>(&'b self, event: HookEvent, input: &'b Map<String, Value>) -> ToolFields<'b> {
+    fn fields<'b>(&'b self, event: HookEvent, input: &'b Map<String, Value>) -> ToolEvent<'b> {
         let name = self.name();
-        ToolFields {
+        ToolEvent {
             event: event.name(),
             session_id: &self.site.agent.id,
             tool_name: name,
@@ -174,8 +129,8 @@ impl Call<'_> {
         event: HookEvent,
         input: &'b Map<String, Value>,
         result: &'b CallResult,
-    ) -> ToolFields<'b> {
-        ToolFields {
+    ) -> ToolEvent<'b> {
+        ToolEvent {
             tool_output: Some(&result.output),
             result: Some(ResultField {
                 content: &result.output,
@@ -193,7 +148,7 @@ impl Call<'_> {
             .has(event, Some(self.name()), self.site.caller.context)
     }
 
-    fn input(&self, event: HookEvent, fields: &ToolFields<'_>, error: Option<ErrorSlot>) -> EventInput<'_> {
+    fn input(&self, event: HookEvent, fields: &ToolEvent<'_>, error: Option<ErrorSlot>) -> EventInput<'_> {
         EventInput {
             event,
             payload: EventFields::of(fields),
@@ -281,7 +236,7 @@ impl Call<'_> {
         let agent = self.site.agent;
         let name = self.name().to_string();
         if self.has(HookEvent::PermissionRequest) {
-            let fields = ToolFields {
+            let fields = ToolEvent {
                 tool_kind: Some(tool.kind.as_str()),
                 affected_paths: Some(permission::affected_paths(input)),
                 ..self.fields(HookEvent::PermissionRequest, input)
@@ -363,14 +318,14 @@ impl Call<'_> {
         if dispatcher.pending().count(Owner::Permission) > 0 {
             return denied("A permission callback is still cleaning up".into());
         }
-        let request = json!({
-            "toolName": self.name(),
-            "input": input,
-            "kind": tool.kind.as_str(),
-            "affectedPaths": permission::affected_paths(input),
-            "sessionId": self.site.agent.id,
-            "toolCallId": self.request.id,
-        });
+        let request = PermissionAsk {
+            tool_name: self.name(),
+            input,
+            kind: tool.kind.as_str(),
+            affected_paths: permission::affected_paths(input),
+            session_id: &self.site.agent.id,
+            tool_call_id: &self.request.id,
+        };
         let timeout = dispatcher.start_timeout(HookEvent::PermissionRequest);
         let mut call = HostCall::new(function, Args::of(&[request]), self.site.caller.scope);
         call.signal = Some(timeout.signal("signal", true, self.site.caller.cancel.is_some()));

@@ -14,6 +14,7 @@ use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
 use super::events::{PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
 use super::parts::Agent;
+use super::payloads;
 use super::pipeline::{self, CallSite};
 use super::reader::EventSender;
 use super::settings::RunSettings;
@@ -21,7 +22,7 @@ use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
 use crate::hooks::pending::SETTLE_GRACE;
-use crate::hooks::HookEvent;
+use crate::hooks::{EventFields, HookEvent};
 use crate::ids;
 use crate::model::{AssistantToolCall, Message, Model, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
 use crate::offload::offload;
@@ -149,28 +150,22 @@ impl Run {
         self.agent.dispatcher.has(event, None, &self.context)
     }
 
-    /// Fields every run-level event carries.
-    fn run_fields(&self, event: HookEvent) -> Map<String, Value> {
-        let mut fields = Map::new();
-        fields.insert("event".into(), json!(event.name()));
-        fields.insert("sessionId".into(), json!(self.agent.id));
-        fields.insert("operationId".into(), json!(self.id));
-        fields
-    }
-
-    fn usage_fields(&self, fields: &mut Map<String, Value>) {
-        fields.insert("steps".into(), json!(self.turns));
-        fields.insert("totalInputTokens".into(), json!(self.usage.input_tokens));
-        fields.insert("totalOutputTokens".into(), json!(self.usage.output_tokens));
-        fields.insert("totalTokens".into(), json!(self.usage.total_tokens));
-        fields.insert("totalToolCalls".into(), json!(self.tool_calls.len()));
+    /// The run's totals so far, as the step and end events carry them.
+    fn totals(&self) -> payloads::Totals {
+        payloads::Totals {
+            steps: self.turns,
+            total_input_tokens: self.usage.input_tokens,
+            total_output_tokens: self.usage.output_tokens,
+            total_tokens: self.usage.total_tokens,
+            total_tool_calls: self.tool_calls.len(),
+        }
     }
 
     /// A lifecycle event: observers only, but a critical delivery failure fails the run.
-    async fn lifecycle(&self, event: HookEvent, payload: Map<String, Value>, caller: Caller<'_>) -> Result<()> {
+    async fn lifecycle(&self, event: HookEvent, payload: EventFields, caller: Caller<'_>) -> Result<()> {
         let input = EventInput {
             event,
-            payload: payload.into(),
+            payload,
             tool: None,
             error: None,
         };
@@ -251,9 +246,13 @@ impl Run {
             self.turns += 1;
             self.emit(StreamEvent::TurnStart { turn: self.turns });
             if self.has(HookEvent::StepStart) {
-                let mut payload = self.run_fields(HookEvent::StepStart);
-                payload.insert("stepIndex".into(), json!(self.turns - 1));
-                payload.insert("steps".into(), json!(self.turns - 1));
+                let payload = EventFields::of(&payloads::StepStart {
+                    event: HookEvent::StepStart.name(),
+                    session_id: &self.agent.id,
+                    operation_id: &self.id,
+                    step_index: self.turns - 1,
+                    steps: self.turns - 1,
+                });
                 self.lifecycle(HookEvent::StepStart, payload, self.caller()).await?;
             }
             self.checkpoint()?;
@@ -310,15 +309,17 @@ impl Run {
             return Ok(content);
         }
         let images = content.image_count();
-        let mut payload = self.run_fields(HookEvent::UserPromptSubmit);
-        payload.remove("operationId");
-        payload.insert("userPrompt".into(), json!(content.text()));
-        payload.insert("hasImages".into(), json!(images > 0));
-        payload.insert("imageCount".into(), json!(images));
-        payload.insert("operationId".into(), json!(self.id));
+        let payload = EventFields::of(&payloads::UserPromptSubmit {
+            event: HookEvent::UserPromptSubmit.name(),
+            session_id: &self.agent.id,
+            user_prompt: &content.text(),
+            has_images: images > 0,
+            image_count: images,
+            operation_id: &self.id,
+        });
         let input = EventInput {
             event: HookEvent::UserPromptSubmit,
-            payload: payload.into(),
+            payload,
             tool: None,
             error: None,
         };
@@ -343,18 +344,18 @@ impl Run {
             Ok((content, stop)) => (*stop == StopReason::Done, content.clone()),
             Err(error) => (false, error.message.clone()),
         };
-        let reason = reason(&outcome);
-        let mut payload = Map::new();
-        payload.insert("event".into(), json!("TaskCompleted"));
-        payload.insert("sessionId".into(), json!(self.agent.id));
-        payload.insert("taskId".into(), json!(self.id));
-        payload.insert("taskDescription".into(), json!(description));
-        payload.insert("resultSummary".into(), json!(summary));
-        payload.insert("success".into(), json!(success));
-        payload.insert("reason".into(), json!(reason));
-        payload.insert("operationId".into(), json!(self.id));
-        payload.insert("lastAssistantContent".into(), json!(self.last_text));
-        self.usage_fields(&mut payload);
+        let payload = EventFields::of(&payloads::TaskCompleted {
+            event: HookEvent::TaskCompleted.name(),
+            session_id: &self.agent.id,
+            task_id: &self.id,
+            task_description: description,
+            result_summary: &summary,
+            success,
+            reason: reason(&outcome),
+            operation_id: &self.id,
+            last_assistant_content: &self.last_text,
+            totals: self.totals(),
+        });
         // After an abort the caller's signal has fired; the hook still gets its own budget.
         let caller = if outcome.is_ok() {
             self.caller()
@@ -363,7 +364,7 @@ impl Run {
         };
         let input = EventInput {
             event: HookEvent::TaskCompleted,
-            payload: payload.into(),
+            payload,
             tool: None,
             error: None,
         };
@@ -397,23 +398,18 @@ impl Run {
         if !self.has(HookEvent::StepEnd) {
             return Ok(());
         }
-        let mut payload = self.run_fields(HookEvent::StepEnd);
-        payload.insert("stepIndex".into(), json!(self.turns - 1));
-        payload.insert(
-            "stepType".into(),
-            json!(if calls.is_empty() { "call_llm" } else { "call_tool" }),
-        );
-        payload.insert("content".into(), json!(text));
-        payload.insert(
-            "toolCalls".into(),
-            json!(calls
-                .iter()
-                .map(|call| json!({"id": call.id, "name": call.name, "arguments": call.arguments}))
-                .collect::<Vec<_>>()),
-        );
-        payload.insert("toolsResult".into(), serde_json::to_value(records).unwrap_or_default());
-        payload.insert("shouldContinue".into(), json!(more));
-        self.usage_fields(&mut payload);
+        let payload = EventFields::of(&payloads::StepEnd {
+            event: HookEvent::StepEnd.name(),
+            session_id: &self.agent.id,
+            operation_id: &self.id,
+            step_index: self.turns - 1,
+            step_type: if calls.is_empty() { "call_llm" } else { "call_tool" },
+            content: text,
+            tool_calls: calls.iter().map(payloads::StepToolCall::of).collect(),
+            tools_result: records,
+            should_continue: more,
+            totals: self.totals(),
+        });
         self.lifecycle(HookEvent::StepEnd, payload, self.caller()).await
     }
 
@@ -423,13 +419,17 @@ impl Run {
         if !self.has(HookEvent::StopFailure) {
             return;
         }
-        let mut payload = self.run_fields(HookEvent::StopFailure);
-        payload.insert("reason".into(), json!("error"));
-        payload.insert("errorMessage".into(), json!(error.message));
-        payload.insert("errorType".into(), json!(error.code.code()));
-        payload.insert("errorDetail".into(), serde_json::to_value(error).unwrap_or_default());
-        payload.insert("lastAssistantContent".into(), json!(self.last_text));
-        self.usage_fields(&mut payload);
+        let payload = EventFields::of(&payloads::StopFailure {
+            event: HookEvent::StopFailure.name(),
+            session_id: &self.agent.id,
+            operation_id: &self.id,
+            reason: "error",
+            error_message: &error.message,
+            error_type: error.code.code(),
+            error_detail: error,
+            last_assistant_content: &self.last_text,
+            totals: self.totals(),
+        });
         if let Err(failure) = self.lifecycle(HookEvent::StopFailure, payload, self.detached()).await {
             self.agent.dispatcher.log().warn(
                 "StopFailure hook failed; keeping the run's error",

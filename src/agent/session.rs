@@ -12,6 +12,7 @@ use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
 use super::parts::Agent;
+use super::payloads;
 use super::permission::Permission;
 use super::reader::{event_log, EventReader};
 use super::run::Run;
@@ -20,7 +21,7 @@ use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext, HookError};
 use crate::hooks::pending::{Owner, SETTLE_GRACE};
-use crate::hooks::HookEvent;
+use crate::hooks::{EventFields, HookEvent};
 use crate::host::Host;
 use crate::ids;
 use crate::model::{Message, UserContent};
@@ -253,13 +254,14 @@ impl Session {
         if !self.dispatcher().has(HookEvent::SessionStart, None, &context) {
             return Ok(());
         }
-        let mut payload = Map::new();
-        payload.insert("event".into(), json!("SessionStart"));
-        payload.insert("sessionId".into(), json!(self.id));
-        payload.insert("isResume".into(), json!(false));
+        let payload = EventFields::of(&payloads::SessionStart {
+            event: HookEvent::SessionStart.name(),
+            session_id: &self.id,
+            is_resume: false,
+        });
         let input = EventInput {
             event: HookEvent::SessionStart,
-            payload: payload.into(),
+            payload,
             tool: None,
             error: None,
         };
@@ -357,10 +359,11 @@ impl Session {
         if !self.dispatcher().has(HookEvent::SessionEnd, None, context) {
             return Ok(());
         }
-        let mut payload = Map::new();
-        payload.insert("event".into(), json!("SessionEnd"));
-        payload.insert("sessionId".into(), json!(self.id));
-        payload.insert("reason".into(), json!("other"));
+        let payload = EventFields::of(&payloads::SessionEnd {
+            event: HookEvent::SessionEnd.name(),
+            session_id: &self.id,
+            reason: "other",
+        });
         let caller = Caller {
             scope,
             cancel: None,
@@ -368,7 +371,7 @@ impl Session {
         };
         let dispatched = self
             .dispatcher()
-            .dispatch_session_end(payload.into(), caller)
+            .dispatch_session_end(payload, caller)
             .await
             .map_err(HookError::into_sdk)?;
         match apply::first_abort(&dispatched.outputs, HookEvent::SessionEnd) {

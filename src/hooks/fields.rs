@@ -38,12 +38,6 @@ impl Default for EventFields {
     }
 }
 
-impl From<Map<String, Value>> for EventFields {
-    fn from(map: Map<String, Value>) -> Self {
-        EventFields::of(&map)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +70,5 @@ mod tests {
     #[test]
     fn what_is_not_an_object_becomes_an_empty_one() {
         assert_eq!(EventFields::of(&[1, 2]).json(), "{}");
-        assert_eq!(EventFields::from(Map::new()).json(), "{}");
     }
 }

@@ -1,0 +1,244 @@
+//! What each hook event carries: one struct per event (the inputs callbacks get, without
+//! `abortSignal`, and the payloads webhooks are sent), serialized straight to text in
+//! declaration order. `docs/hooks.md` and `docs/webhooks.md` describe the same fields; the
+//! `HookInput` union of `index.d.ts` is their JS side.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::events::ToolCallRecord;
+use crate::error::SdkError;
+use crate::model::ToolCallRequest;
+
+/// SessionStart, inside `createAgent`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStart<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub is_resume: bool,
+}
+
+/// SessionEnd, inside `close()`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEnd<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    /// Always `other`, as Blade passes it.
+    pub reason: &'static str,
+}
+
+/// UserPromptSubmit, before a prompt enters the loop.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserPromptSubmit<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub user_prompt: &'a str,
+    pub has_images: bool,
+    pub image_count: usize,
+    pub operation_id: &'a str,
+}
+
+/// The run's totals so far, which the step and end events carry.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub steps: u32,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    pub total_tokens: u64,
+    pub total_tool_calls: usize,
+}
+
+/// StepStart (`beforeStep`), before each model call.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepStart<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    /// Counts model calls from 0.
+    pub step_index: u32,
+    /// Steps finished before this one.
+    pub steps: u32,
+}
+
+/// A tool call as StepEnd shows it: what the model asked for.
+#[derive(Serialize)]
+pub struct StepToolCall<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub arguments: &'a str,
+}
+
+impl<'a> StepToolCall<'a> {
+    pub fn of(call: &'a ToolCallRequest) -> Self {
+        StepToolCall {
+            id: &call.id,
+            name: &call.name,
+            arguments: &call.arguments,
+        }
+    }
+}
+
+/// StepEnd (`afterStep`): the step's text, tool calls and results, and the run's totals.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepEnd<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub step_index: u32,
+    /// `call_llm` for a turn without tool calls, else `call_tool`.
+    pub step_type: &'static str,
+    pub content: &'a str,
+    pub tool_calls: Vec<StepToolCall<'a>>,
+    pub tools_result: &'a [ToolCallRecord],
+    /// Another model call follows.
+    pub should_continue: bool,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+/// TaskCompleted (`onComplete`), when a run ends, whatever its outcome.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCompleted<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub task_id: &'a str,
+    /// The prompt's text.
+    pub task_description: &'a str,
+    /// The final text, or the error's message.
+    pub result_summary: &'a str,
+    pub success: bool,
+    /// `done`, `max_turns`, `interrupted`, `aborted` or `error`.
+    pub reason: &'static str,
+    pub operation_id: &'a str,
+    pub last_assistant_content: &'a str,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+/// StopFailure (`onError`), when a run failed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopFailure<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub reason: &'static str,
+    pub error_message: &'a str,
+    pub error_type: &'static str,
+    pub error_detail: &'a SdkError,
+    pub last_assistant_content: &'a str,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+/// The fields every tool event carries, in both vocabularies (PreToolUse, PermissionRequest,
+/// PostToolUse, PostToolUseFailure), then what some of them add.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolEvent<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub tool_name: &'a str,
+    pub tool_input: &'a Map<String, Value>,
+    pub tool_call_id: &'a str,
+    pub step_index: u32,
+    pub call_index: usize,
+    pub operation_id: &'a str,
+    pub api_name: &'a str,
+    /// The part of the name before the first `/`, else empty.
+    pub identifier: &'a str,
+    pub args: &'a Map<String, Value>,
+    /// PermissionRequest's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affected_paths: Option<Vec<String>>,
+    /// After the call: the model-facing output, the structured result, and `mocked`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_output: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<ResultField<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mocked: Option<bool>,
+}
+
+impl ToolEvent<'_> {
+    /// As a map, for result controls' webhooks, which reshape it.
+    pub fn to_map(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+}
+
+/// A finished call's result, as tool events after the call show it.
+#[derive(Serialize)]
+pub struct ResultField<'a> {
+    pub content: &'a str,
+    pub success: bool,
+}
+
+/// What the permission function is asked (the host adds `signal`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionAsk<'a> {
+    pub tool_name: &'a str,
+    pub input: &'a Map<String, Value>,
+    pub kind: &'static str,
+    pub affected_paths: Vec<String>,
+    pub session_id: &'a str,
+    pub tool_call_id: &'a str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::EventFields;
+
+    #[test]
+    fn payloads_keep_their_declared_order() {
+        let fields = EventFields::of(&UserPromptSubmit {
+            event: "UserPromptSubmit",
+            session_id: "s",
+            user_prompt: "hi",
+            has_images: false,
+            image_count: 0,
+            operation_id: "o",
+        });
+        assert_eq!(
+            fields.json(),
+            r#"{"event":"UserPromptSubmit","sessionId":"s","userPrompt":"hi","hasImages":false,"imageCount":0,"operationId":"o"}"#
+        );
+        let totals = Totals {
+            steps: 1,
+            total_input_tokens: 2,
+            total_output_tokens: 3,
+            total_tokens: 5,
+            total_tool_calls: 0,
+        };
+        let fields = EventFields::of(&StepEnd {
+            event: "StepEnd",
+            session_id: "s",
+            operation_id: "o",
+            step_index: 0,
+            step_type: "call_llm",
+            content: "done",
+            tool_calls: Vec::new(),
+            tools_result: &[],
+            should_continue: false,
+            totals,
+        });
+        assert_eq!(
+            fields.json(),
+            r#"{"event":"StepEnd","sessionId":"s","operationId":"o","stepIndex":0,"stepType":"call_llm","content":"done","toolCalls":[],"toolsResult":[],"shouldContinue":false,"steps":1,"totalInputTokens":2,"totalOutputTokens":3,"totalTokens":5,"totalToolCalls":0}"#
+        );
+    }
+}
