@@ -127,67 +127,10 @@ impl NativeAgent {
         options: String,
         environment: Object,
     ) -> Either<NativeRun, String> {
-        let read = |what: &str, text: &str| {
-            parse_js_json::<Value>(text).map_err(|error| {
-                Either::B(error_json(&SdkError::new(
-                    ErrorCode::InvalidInput,
-                    format!("{what} could not be read: {error}"),
-                )))
-            })
-        };
-        let message = match read("message", &message) {
-            Ok(message) => message,
-            Err(refused) => return refused,
-        };
-        // Options are JSON as `createAgent`'s are: NaN, bigints and functions arrive marked.
-        let options = match read("send options", &options) {
-            Ok(options) => options,
-            Err(refused) => return refused,
-        };
-        let max_turns = match SendOptions::max_turns(&options) {
-            Ok(max_turns) => max_turns,
-            Err(error) => return Either::B(error_json(&error)),
-        };
-        let not_started = |error: napi::Error| {
-            Either::B(error_json(&SdkError::new(
-                ErrorCode::Plain,
-                format!("the run could not be started: {}", error.reason),
-            )))
-        };
-        // Held by the run until it ends: a run at work keeps Node alive, as a pending request
-        // would; an idle agent never does. Made before the session marks a run active, so a
-        // failure here leaves no run behind.
-        let keep_alive = match local::KeepAlive::new(env.raw()) {
-            Ok(keep_alive) => keep_alive,
-            Err(error) => return not_started(error),
-        };
-        let environment = match read_environment(&environment, &self.environment_names) {
-            Ok(environment) => environment,
-            Err(error) => return not_started(error),
-        };
-        let options = SendOptions {
-            max_turns,
-            scope,
-            environment,
-        };
-        let (handle, run) = match self.session.send(&message, options) {
-            Ok(started) => started,
-            Err(error) => return Either::B(error_json(&error)),
-        };
-        // The scheduler the keep-alive found is there to take the run.
-        if let Err(error) = local::spawn(env.raw(), async move {
-            run.await;
-            drop(keep_alive);
-        }) {
-            return not_started(error);
+        match self.start_run(env, &message, scope, &options, &environment) {
+            Ok(run) => Either::A(run),
+            Err(refused) => Either::B(error_json(&refused)),
         }
-        Either::A(NativeRun {
-            events: Arc::new(handle.events),
-            control: handle.control,
-            session_id: self.session.id.clone().into(),
-            request_id: handle.request_id,
-            input_id: handle.input_id,
-        })
     }
 
     /// Option keys accepted but not built here, for the wrapper's warnings.
@@ -237,11 +180,6 @@ impl NativeAgent {
         self.session.copy_conversation_from(&other.session);
     }
 
-    #[napi]
-    pub fn abort(&self, reason: String) {
-        self.session.abort(reason);
-    }
-
     /// Runs SessionStart; resolves `null`, or the JSON of the error that stopped it.
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn start<'env>(
@@ -279,6 +217,53 @@ impl NativeAgent {
 }
 
 impl NativeAgent {
+    fn start_run(
+        &self,
+        env: &Env,
+        message: &str,
+        scope: u32,
+        options: &str,
+        environment: &Object,
+    ) -> std::result::Result<NativeRun, SdkError> {
+        let read = |what: &str, text: &str| {
+            parse_js_json::<Value>(text)
+                .map_err(|error| SdkError::new(ErrorCode::InvalidInput, format!("{what} could not be read: {error}")))
+        };
+        let message = read("message", message)?;
+        // Options are JSON as `createAgent`'s are: NaN, bigints and functions arrive marked.
+        let max_turns = SendOptions::max_turns(&read("send options", options)?)?;
+        let not_started = |error: napi::Error| {
+            SdkError::new(
+                ErrorCode::Plain,
+                format!("the run could not be started: {}", error.reason),
+            )
+        };
+        // Held by the run until it ends: a run at work keeps Node alive, as a pending request
+        // would; an idle agent never does. Made before the session marks a run active, so a
+        // failure here leaves no run behind.
+        let keep_alive = local::KeepAlive::new(env.raw()).map_err(not_started)?;
+        let environment = read_environment(environment, &self.environment_names).map_err(not_started)?;
+        let options = SendOptions {
+            max_turns,
+            scope,
+            environment,
+        };
+        let (handle, run) = self.session.send(&message, options)?;
+        // The scheduler the keep-alive found is there to take the run.
+        local::spawn(env.raw(), async move {
+            run.await;
+            drop(keep_alive);
+        })
+        .map_err(not_started)?;
+        Ok(NativeRun {
+            events: Arc::new(handle.events),
+            control: handle.control,
+            session_id: self.session.id.clone().into(),
+            request_id: handle.request_id,
+            input_id: handle.input_id,
+        })
+    }
+
     /// Runs `work` on the session with the environment variables it needs, read now.
     fn with_environment<'env, Work>(
         &self,

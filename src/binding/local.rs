@@ -428,20 +428,31 @@ pub fn promise<'env>(
 ) -> napi::Result<PromiseRaw<'env, Option<String>>> {
     let mut deferred = std::ptr::null_mut();
     let mut promise = std::ptr::null_mut();
+    // SAFETY: `env` is the live env of this (the JS) thread; both out-pointers are ours.
     napi::check_status!(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
     spawn_now(env.raw(), async move {
         let value = work.await;
         // Settled inside a poll, so this is the JS thread and its env is current.
         let Some(env) = current_env() else { return };
-        unsafe {
+        // SAFETY: on the JS thread with its current env; `deferred` was made by that env and is
+        // resolved exactly once, here; `text` outlives the call that copies it.
+        let status = unsafe {
             let mut settled = std::ptr::null_mut();
-            match value {
+            let made = match value {
                 Some(text) => {
                     sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut settled)
                 }
                 None => sys::napi_get_null(env, &mut settled),
             };
-            sys::napi_resolve_deferred(env, deferred, settled);
+            if made == sys::Status::napi_ok {
+                sys::napi_resolve_deferred(env, deferred, settled)
+            } else {
+                made
+            }
+        };
+        // Only an env shutting down refuses these; nobody is left to tell.
+        if status != sys::Status::napi_ok {
+            tracing::debug!(status, "a promise could not be settled");
         }
     })?;
     Ok(PromiseRaw::new(env.raw(), promise))

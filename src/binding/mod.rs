@@ -25,9 +25,11 @@ fn init() {
 }
 
 fn yield_to_the_js_thread() {
+    // On Linux a nice value belongs to the thread (who = 0 is the calling thread).
     #[cfg(target_os = "linux")]
+    // SAFETY: setpriority takes plain integers and touches no memory of ours; a failure only
+    // leaves the thread at its priority.
     unsafe {
-        // On Linux a nice value belongs to the thread (who = 0 is the calling thread).
         libc::setpriority(libc::PRIO_PROCESS, 0, 5);
     }
 }
