@@ -482,6 +482,8 @@ export interface AgentAdvancedOptions {
   toolTimeoutMs?: number
   /** Reported as `usage.maxContextTokens`; default 128000. */
   maxContextTokens?: number
+  /** Pending approvals carry an HMAC token that `approve` must be given (approvals relayed by an untrusted client cannot be forged or moved). */
+  approvalSecret?: string
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
   agents?: unknown
@@ -571,6 +573,21 @@ export interface PromptResult {
   /** = `turnsCount`. */
   turns: number
   stopReason: 'done' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
+  /** The calls a run paused on (`stopReason: 'interrupted'` by an `'ask'` nobody answered). */
+  pendingApprovals?: PendingApproval[]
+}
+
+/** A tool call waiting for a person's decision. */
+export interface PendingApproval {
+  toolCallId: string
+  toolName: string
+  /** What the call would run with (after PreToolUse and PermissionRequest rewrites). */
+  input: JsonObject
+  /** SHA-256 (lowercase hex) of the RFC 8785 JSON of `{ input, toolName }`. */
+  fingerprint: string
+  reason: 'ask' | 'outcome_unknown' | 'deferred'
+  /** With `advanced.approvalSecret`: what `approve` must be given. */
+  token?: string
 }
 
 /** Blade's `StreamMessage` variants and fields (ours after Blade's); every event has `sessionId`. */
@@ -648,6 +665,14 @@ export interface Agent {
   setDefaultContext(context: DefaultContext): void
   /** A new agent with the same options and a copy of the conversation. */
   fork(): Promise<Agent>
+  /** What a paused run waits on now. */
+  readonly pendingApprovals: PendingApproval[]
+  /** Approves a paused call; `updatedInput` replaces its input. */
+  approve(toolCallId: string, options?: { updatedInput?: JsonObject; token?: string }): Promise<void>
+  /** Rejects a paused call; `stop` ends the run there instead of telling the model. */
+  reject(toolCallId: string, options?: { reason?: string; stop?: boolean }): Promise<void>
+  /** Goes on with the paused run once every waiting call has a decision. */
+  resume(options?: SendOptions): Promise<AgentResponse>
   [Symbol.asyncDispose](): Promise<void>
 }
 

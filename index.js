@@ -670,15 +670,46 @@ class Agent {
   }
 
   async send(message, options = {}) {
-    if (options !== undefined && options !== null && typeof options !== 'object') throw invalidInput(`send options must be an object (got ${typeof options})`)
+    const encoded = JSON.stringify(splitFunctions(message, 'the message', invalidInput).data) ?? 'null'
+    return this.#start(options, 'send', (scopeId, runOptions) => this.#native.send(encoded, scopeId, runOptions, process.env))
+  }
+
+  /** Goes on with a run paused for approvals, once each waiting call has a decision. */
+  async resume(options = {}) {
+    return this.#start(options, 'resume', (scopeId, runOptions) => this.#native.resume(scopeId, runOptions, process.env))
+  }
+
+  /** The calls a paused run waits on: `{ toolCallId, toolName, input, fingerprint, reason, token? }`. */
+  get pendingApprovals() {
+    return JSON.parse(this.#native.pendingApprovals())
+  }
+
+  /** Approves a paused call: `{ updatedInput?, token? }`. */
+  async approve(toolCallId, options = {}) {
+    this.#decide(true, toolCallId, options)
+  }
+
+  /** Rejects a paused call: `{ reason?, stop? }`. */
+  async reject(toolCallId, options = {}) {
+    this.#decide(false, toolCallId, options)
+  }
+
+  #decide(approve, toolCallId, options) {
+    if (typeof toolCallId !== 'string') throw invalidInput(`the tool call id must be a string (got ${describeValue(toolCallId)})`)
+    const failure = this.#native.decide(approve, toolCallId, JSON.stringify(splitFunctions(options ?? {}, 'the options', invalidInput).data))
+    if (failure !== null) throw toError(JSON.parse(failure))
+  }
+
+  /** Starts a run (`send`, `resume`): its abort plumbing and its response. */
+  #start(options, what, begin) {
+    if (options !== undefined && options !== null && typeof options !== 'object') throw invalidInput(`${what} options must be an object (got ${typeof options})`)
     const { signal, maxTurns } = options ?? {}
     if (signal !== undefined && !isSignal(signal)) throw invalidInput(`options.signal must be an AbortSignal (got ${signal === null ? 'null' : typeof signal})`)
     signal?.throwIfAborted()
     const controller = new AbortController()
     const scopeId = this.#nextScope++
     const scope = new Scope(controller.signal)
-    const encoded = JSON.stringify(splitFunctions(message, 'the message', invalidInput).data) ?? 'null'
-    const made = this.#native.send(encoded, scopeId, JSON.stringify(splitFunctions({ maxTurns }, 'the send options', invalidInput).data), process.env)
+    const made = begin(scopeId, JSON.stringify(splitFunctions({ maxTurns }, `the ${what} options`, invalidInput).data))
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
     // Every abort of the run comes through here (the controller is never handed out), so the

@@ -31,6 +31,18 @@ pub enum ErrorCode {
     Plain,
     /// A webhook with `fallback: 'none'` could not be delivered; `critical` names it.
     CriticalHookDelivery,
+    /// `send` or `resume` while paused calls wait for a decision (the message names them).
+    ApprovalsPending,
+    /// `resume` with nothing paused.
+    NothingToResume,
+    /// `approve` / `reject` of a call that is not waiting (or was decided already).
+    ApprovalNotPending,
+    /// `approve` without the token `approvalSecret` asks for, or with another call's.
+    ApprovalTokenInvalid,
+    /// `resumeAgent` of a session the store does not have.
+    SessionNotFound,
+    /// The store could not be read or written.
+    Store,
 }
 
 impl ErrorCode {
@@ -48,6 +60,12 @@ impl ErrorCode {
             ErrorCode::HookTimeout => "HOOK_TIMEOUT",
             ErrorCode::Plain => "",
             ErrorCode::CriticalHookDelivery => "CRITICAL_HOOK_DELIVERY",
+            ErrorCode::ApprovalsPending => "APPROVALS_PENDING",
+            ErrorCode::NothingToResume => "NOTHING_TO_RESUME",
+            ErrorCode::ApprovalNotPending => "APPROVAL_NOT_PENDING",
+            ErrorCode::ApprovalTokenInvalid => "APPROVAL_TOKEN_INVALID",
+            ErrorCode::SessionNotFound => "SESSION_NOT_FOUND",
+            ErrorCode::Store => "STORE_ERROR",
         }
     }
 }

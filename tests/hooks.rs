@@ -403,17 +403,22 @@ async fn a_permission_function_that_throws_or_times_out_denies() {
 }
 
 #[tokio::test]
-async fn ask_denies_until_human_intervention_exists() {
+async fn an_ask_nobody_answers_pauses_the_call_for_a_person() {
     let host = FakeHost::default().returning(0, json!("ran"));
-    let (session, _) = new_session(
-        json!({"model": one_call("Bash", json!({})), "tools": [tool("Bash", 0)], "advanced": {"permission": "default"}}),
+    let (session, host) = new_session(
+        json!({"model": one_call("Bash", json!({"command": "ls"})), "tools": [tool("Bash", 0)], "advanced": {"permission": "default"}}),
         host,
     );
     let events = run(&session, "go").await;
-    assert_eq!(
-        result(&events).tool_calls[0].output,
-        "Tool execution aborted: Tool \"Bash\" requires approval"
-    );
+    let result = result(&events);
+    assert_eq!(result.stop_reason, agent_runtime_hooks::agent::StopReason::Interrupted);
+    assert!(result.tool_calls.is_empty());
+    let pending = result.pending_approvals.as_ref().expect("pending approvals");
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].tool_call_id, "c1");
+    assert_eq!(pending[0].tool_name, "Bash");
+    assert!(host.calls_of(0).is_empty(), "the tool ran");
+    assert_eq!(session.pending_approvals(), *pending);
 }
 
 #[tokio::test]

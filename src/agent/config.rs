@@ -153,6 +153,8 @@ pub struct AgentConfig {
     pub confirmation: Option<Confirmation>,
     /// Option keys accepted but not built, as the user wrote them (`advanced.skills`).
     pub unsupported: Vec<String>,
+    /// `advanced.approvalSecret`: pending approvals carry an HMAC token `approve` must be given.
+    pub approval_secret: Option<String>,
 }
 
 /// Blade's `advanced.confirmationHandler` (its `requestConfirmation` method) or
@@ -204,6 +206,7 @@ impl AgentConfig {
                 "maxContextTokens",
                 "confirmationHandler",
                 "confirmationHandlerFactory",
+                "approvalSecret",
             ],
             &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED],
         )?;
@@ -275,6 +278,17 @@ impl AgentConfig {
             default_context: read_default_context(&advanced, options.get("filesystem"))?,
             confirmation: read_confirmation(&advanced)?,
             unsupported,
+            approval_secret: match advanced.get("approvalSecret") {
+                None => None,
+                Some(Value::String(secret)) if !secret.is_empty() => Some(secret.clone()),
+                // Named by kind only: it is a secret.
+                Some(other) => {
+                    return Err(SdkError::config(format!(
+                        "advanced.approvalSecret must be a non-empty string (got {})",
+                        kind(other)
+                    )))
+                }
+            },
         })
     }
 
@@ -862,7 +876,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

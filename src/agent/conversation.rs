@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::approvals::{Decision, PausedTurn};
 use super::control::RunControl;
 use crate::model::Message;
 
@@ -17,6 +18,8 @@ struct State {
     /// the list only while a snapshot is still held.
     messages: Arc<Vec<Arc<Message>>>,
     active: Option<Arc<RunControl>>,
+    /// The turn a run paused in, waiting for decisions.
+    paused: Option<PausedTurn>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -39,6 +42,51 @@ impl Conversation {
         lock(&self.state).messages = messages;
     }
 
+    /// The text of the last prompt (a resumed run's `taskDescription`).
+    pub(crate) fn last_prompt(&self) -> String {
+        let messages = self.messages();
+        messages
+            .iter()
+            .rev()
+            .find_map(|message| match message.as_ref() {
+                Message::User { content } => Some(content.text()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// The turn waiting for decisions, if any.
+    pub(crate) fn paused(&self) -> Option<PausedTurn> {
+        lock(&self.state).paused.clone()
+    }
+
+    /// A run paused in `turn`.
+    pub(crate) fn pause(&self, turn: PausedTurn) {
+        lock(&self.state).paused = Some(turn);
+    }
+
+    /// Takes the paused turn for a run that goes on with it.
+    pub(crate) fn take_paused(&self) -> Option<PausedTurn> {
+        lock(&self.state).paused.take()
+    }
+
+    /// Records `decision` on the paused call `tool_call_id`; `false` when it is not waiting for
+    /// one (unknown, or decided already).
+    pub(crate) fn decide(&self, tool_call_id: &str, decision: Decision) -> bool {
+        let mut state = lock(&self.state);
+        let call = state
+            .paused
+            .as_mut()
+            .and_then(|turn| turn.pending.iter_mut().find(|call| call.tool_call_id == tool_call_id));
+        match call {
+            Some(call) if call.decision.is_none() => {
+                call.decision = Some(decision);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The active run, if any.
     pub(crate) fn active(&self) -> Option<Arc<RunControl>> {
         lock(&self.state).active.clone()
@@ -58,7 +106,8 @@ impl Conversation {
     /// the result can send again at once. An aborted run's unanswered tool calls get results.
     pub(crate) fn finish(&self, control: &Arc<RunControl>, aborted: Option<&str>) {
         let mut state = lock(&self.state);
-        if let Some(reason) = aborted {
+        // A paused turn keeps its calls open: they are answered when it is resumed.
+        if let (Some(reason), None) = (aborted, &state.paused) {
             answer_open_calls(Arc::make_mut(&mut state.messages), reason);
         }
         if state.active.as_ref().is_some_and(|active| Arc::ptr_eq(active, control)) {

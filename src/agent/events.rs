@@ -2,9 +2,10 @@
 //! deltas, the turn's `tool_use`s, `tool_progress` as it comes, its `tool_result`s in call
 //! order, `turn_end`; then `usage` and `result`, or a final `error`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::approvals::PendingApproval;
 use crate::error::SdkError;
 use crate::model::Usage;
 
@@ -118,7 +119,7 @@ impl TokenUsage {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallStatus {
     Success,
@@ -158,7 +159,7 @@ impl StopReason {
 }
 
 /// One tool call of a run: Blade's `ToolCallRecord` fields, then ours.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallRecord {
     pub id: String,
@@ -197,4 +198,7 @@ pub struct PromptResult {
     /// = `turnsCount`.
     pub turns: u32,
     pub stop_reason: StopReason,
+    /// The calls the run paused on (`stopReason: 'interrupted'` by an `'ask'`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_approvals: Option<Vec<PendingApproval>>,
 }

@@ -1,6 +1,7 @@
 //! The agent: options, the session (conversation, busy/closed state), the loop, tool execution
 //! and the events a run streams.
 
+pub mod approvals;
 pub mod config;
 mod confirm;
 pub mod control;

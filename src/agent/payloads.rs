@@ -6,6 +6,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::approvals::PausedCall;
 use super::events::ToolCallRecord;
 use crate::error::SdkError;
 use crate::model::ToolCallRequest;
@@ -184,6 +185,56 @@ impl ToolEvent<'_> {
 pub struct ResultField<'a> {
     pub content: &'a str,
     pub success: bool,
+}
+
+/// A call waiting for a person, as HumanInterventionRequest lists it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingTool<'a> {
+    pub tool_call_id: &'a str,
+    pub tool_name: &'a str,
+    pub api_name: &'a str,
+    pub identifier: &'a str,
+    pub input: &'a Map<String, Value>,
+}
+
+impl<'a> PendingTool<'a> {
+    pub fn of(call: &'a PausedCall) -> Self {
+        let name = call.tool_name.as_str();
+        PendingTool {
+            tool_call_id: &call.tool_call_id,
+            tool_name: name,
+            api_name: name,
+            identifier: name.split_once('/').map_or("", |(identifier, _)| identifier),
+            input: &call.input,
+        }
+    }
+}
+
+/// HumanInterventionRequest (`beforeHumanIntervention`): a run paused for approvals.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HumanInterventionRequest<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub step_index: u32,
+    pub pending_tools: Vec<PendingTool<'a>>,
+}
+
+/// HumanInterventionResult (`afterHumanIntervention`) just before a decided call goes on, or
+/// HumanInterventionStop (`onStopByHumanIntervention`) for a rejection that ends the run.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HumanInterventionResult<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub step_index: u32,
+    /// `approve` or `reject`.
+    pub action: &'static str,
+    pub tool_call_id: &'a str,
+    pub tool_name: &'a str,
 }
 
 /// What the permission function is asked (the host adds `signal`).

@@ -5,6 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::approvals::{self, PausedCall, PendingReason};
 use super::confirm::{Answer, Approvals, Confirmation, ConfirmationRequest};
 use super::events::{StreamEvent, ToolCallRecord};
 use super::parts::Agent;
@@ -20,6 +21,7 @@ use crate::hooks::pending::Owner;
 use crate::hooks::{EventFields, HookEvent};
 use crate::host::{Args, ErrorSlot, HostCall};
 use crate::model::ToolCallRequest;
+use crate::store;
 use crate::text::describe;
 
 /// The part of the run a tool call needs.
@@ -51,53 +53,125 @@ pub(crate) struct Finished {
     pub interrupt: Option<String>,
 }
 
+/// How a call left the pipeline: with a result, or paused for a person's decision.
+pub(crate) enum Ended {
+    Finished(Finished),
+    Paused(PausedCall),
+}
+
 pub(crate) async fn run(
     site: &CallSite<'_>,
     request: &ToolCallRequest,
     index: usize,
     input: Result<Map<String, Value>, String>,
-) -> Finished {
+) -> Ended {
     let started = std::time::Instant::now();
     let call = Call { site, request, index };
-    let tool = site
-        .agent
-        .config
-        .tools
-        .iter()
-        .find(|tool| tool.schema.name == request.name);
-    let (result, input, interrupt) = match (tool, input) {
+    let (result, input, interrupt) = match (call.tool(), input) {
         // Arguments that are not a JSON object: no hooks at all.
         (Some(_), Err(problem)) => (CallResult::failed(problem, None), Map::new(), None),
         (None, input) => {
             let input = input.unwrap_or_default();
-            let result = CallResult::failed(format!("Tool \"{}\" not found", request.name), None);
-            (call.post_hooks(&input, result).await, input, None)
+            (call.post_hooks(&input, call.not_found()).await, input, None)
         }
-        (Some(tool), Ok(input)) => call.run_tool(tool, input).await,
-    };
-    let is_error = !result.is_success();
-    Finished {
-        record: ToolCallRecord {
-            id: request.id.clone(),
-            name: request.name.clone(),
-            input: Value::Object(input),
-            output: result.output,
-            duration: started.elapsed().as_millis() as u64,
-            is_error,
-            status: result.status,
-            mocked: result.mocked.then_some(true),
-            classification: result.classification.map(str::to_string),
-            display: result.display,
+        (Some(tool), Ok(input)) => match call.run_tool(tool, input).await {
+            Ok(outcome) => outcome,
+            Err(input) => {
+                return Ended::Paused(PausedCall {
+                    index,
+                    tool_call_id: request.id.clone(),
+                    tool_name: request.name.clone(),
+                    fingerprint: store::fingerprint(&request.name, &input),
+                    input,
+                    reason: PendingReason::Ask,
+                    decision: None,
+                })
+            }
         },
+    };
+    Ended::Finished(Finished {
+        record: record(request, input, result, started),
+        interrupt,
+    })
+}
+
+/// Goes on with a call a person decided about (§8.1): approved, it continues from where it
+/// paused — before-controls on its final input, execute, after-controls, post hooks (PreToolUse
+/// and the permission are not asked again); rejected, it fails with Blade's text, and a
+/// rejection with `stop` ends the run with that text.
+pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, paused: &PausedCall) -> Finished {
+    let started = std::time::Instant::now();
+    let call = Call {
+        site,
+        request,
+        index: paused.index,
+    };
+    let (result, input, interrupt) = match (&paused.decision, call.tool()) {
+        (Some(approvals::Decision::Approve { updated_input }), Some(tool)) => {
+            let input = updated_input.clone().unwrap_or_else(|| paused.input.clone());
+            call.execute(tool, input).await
+        }
+        (Some(approvals::Decision::Approve { .. }), None) => {
+            let input = paused.input.clone();
+            (call.post_hooks(&input, call.not_found()).await, input, None)
+        }
+        // No decision is never resumed; were it, it would be a rejection (fail closed).
+        (Some(approvals::Decision::Reject { reason, stop }), _) => {
+            call.rejected(paused, reason.as_deref(), *stop).await
+        }
+        (None, _) => call.rejected(paused, None, false).await,
+    };
+    Finished {
+        record: record(request, input, result, started),
         interrupt,
     }
 }
 
 type Outcome = (CallResult, Map<String, Value>, Option<String>);
 
+/// A finished call as the run reports it.
+fn record(
+    request: &ToolCallRequest,
+    input: Map<String, Value>,
+    result: CallResult,
+    started: std::time::Instant,
+) -> ToolCallRecord {
+    ToolCallRecord {
+        id: request.id.clone(),
+        name: request.name.clone(),
+        input: Value::Object(input),
+        is_error: !result.is_success(),
+        output: result.output,
+        duration: started.elapsed().as_millis() as u64,
+        status: result.status,
+        mocked: result.mocked.then_some(true),
+        classification: result.classification.map(str::to_string),
+        display: result.display,
+    }
+}
+
 impl Call<'_> {
     fn name(&self) -> &str {
         &self.request.name
+    }
+
+    /// The tool the model asked for, if the agent has it.
+    fn tool(&self) -> Option<&ToolSpec> {
+        let tools = &self.site.agent.config.tools;
+        tools.iter().find(|tool| tool.schema.name == self.request.name)
+    }
+
+    fn not_found(&self) -> CallResult {
+        CallResult::failed(format!("Tool \"{}\" not found", self.request.name), None)
+    }
+
+    /// A rejected approval: `Tool execution aborted: User rejected execution: <reason>`; with
+    /// `stop`, the run ends with that text.
+    async fn rejected(&self, paused: &PausedCall, reason: Option<&str>, stop: bool) -> Outcome {
+        let text = format!("User rejected execution: {}", reason.unwrap_or("User rejected"));
+        let (result, input, _) = self.finish(paused.input.clone(), CallResult::aborted(text), None).await;
+        let interrupt = stop.then(|| result.output.clone());
+        (result, input, interrupt)
     }
 
     /// The fields every tool event carries, in both vocabularies.
@@ -157,9 +231,9 @@ impl Call<'_> {
         }
     }
 
-    async fn run_tool(&self, tool: &ToolSpec, mut input: Map<String, Value>) -> Outcome {
-        let agent = self.site.agent;
-        let dispatcher = &agent.dispatcher;
+    /// The whole pipeline; `Err` with the call's input when it paused for a person.
+    async fn run_tool(&self, tool: &ToolSpec, mut input: Map<String, Value>) -> Result<Outcome, Map<String, Value>> {
+        let dispatcher = &self.site.agent.dispatcher;
         let name = self.name().to_string();
 
         let mut mocked = None;
@@ -170,22 +244,33 @@ impl Call<'_> {
                 .await
             {
                 Ok(dispatched) => dispatched,
-                Err(error) => return self.hook_failed(input, &error).await,
+                Err(error) => return Ok(self.hook_failed(input, &error).await),
             };
             match apply::pre_tool_use(&dispatched.outputs, &mut input, &name) {
                 PreVerdict::Continue => mocked = dispatched.mocked,
-                PreVerdict::Skip(output) => return self.finish(input, CallResult::success(output), None).await,
-                PreVerdict::Abort(reason) => return self.finish(input, CallResult::aborted(reason), None).await,
+                PreVerdict::Skip(output) => return Ok(self.finish(input, CallResult::success(output), None).await),
+                PreVerdict::Abort(reason) => return Ok(self.finish(input, CallResult::aborted(reason), None).await),
             }
         }
+        if let Some(mock) = mocked {
+            return Ok(self.finish(input, mock_result(&mock), None).await);
+        }
+        match self.authorize(tool, &mut input).await {
+            Gate::Go => Ok(self.execute(tool, input).await),
+            Gate::Stop(result, interrupt) => Ok(self.finish(input, result, interrupt).await),
+            Gate::Pause => Err(input),
+        }
+    }
 
-        let result = match mocked {
-            Some(mock) => mock_result(&mock),
-            None => {
-                if let Some(stopped) = self.authorize(tool, &mut input).await {
-                    return self.finish(input, stopped.0, stopped.1).await;
-                }
-                let controls = dispatcher.controls(HookEvent::PreToolUse, &name, self.site.caller.context);
+    /// Before-controls on the final input, then `execute` (unless a control denied), then the
+    /// after-controls and post hooks.
+    async fn execute(&self, tool: &ToolSpec, input: Map<String, Value>) -> Outcome {
+        let agent = self.site.agent;
+        let dispatcher = &agent.dispatcher;
+        let name = self.name();
+        let result = {
+            {
+                let controls = dispatcher.controls(HookEvent::PreToolUse, name, self.site.caller.context);
                 if !controls.is_empty() {
                     let payload = self.fields(HookEvent::PreToolUse, &input).to_map();
                     if let Some(blocked) = blocked(
@@ -230,9 +315,9 @@ impl Call<'_> {
         self.finish(input, result, None).await
     }
 
-    /// PermissionRequest hooks, then `advanced.permission`. `Some` stops the call (with the
-    /// run-interrupting message, if it interrupts).
-    async fn authorize(&self, tool: &ToolSpec, input: &mut Map<String, Value>) -> Option<(CallResult, Option<String>)> {
+    /// PermissionRequest hooks, then `advanced.permission` (and, for an `'ask'`, the
+    /// confirmation handler).
+    async fn authorize(&self, tool: &ToolSpec, input: &mut Map<String, Value>) -> Gate {
         let agent = self.site.agent;
         let name = self.name().to_string();
         if self.has(HookEvent::PermissionRequest) {
@@ -250,31 +335,28 @@ impl Call<'_> {
                 .await
             {
                 Ok(dispatched) => dispatched.outputs,
-                Err(error) => return Some((CallResult::failed(error.message(), error.thrown()), None)),
+                Err(error) => return Gate::Stop(CallResult::failed(error.message(), error.thrown()), None),
             };
             if let Some(denial) = apply::permission_request(&outputs, input, &name) {
-                return Some(stopped(CallResult::aborted(denial.message), denial.interrupt));
+                return stopped(CallResult::aborted(denial.message), denial.interrupt);
             }
         }
-        let permission = self.site.settings.permission?;
+        let Some(permission) = self.site.settings.permission else {
+            return Gate::Go;
+        };
         match self.decide(tool, input, permission).await {
             Decision::Allow { updated_input } => {
                 input.extend(updated_input.unwrap_or_default());
-                None
+                Gate::Go
             }
-            Decision::Deny { message, interrupt } => Some(stopped(CallResult::aborted(message), interrupt)),
+            Decision::Deny { message, interrupt } => stopped(CallResult::aborted(message), interrupt),
             Decision::Ask { message } => self.confirm(tool, input, message).await,
         }
     }
 
-    /// An `'ask'`: the confirmation handler decides. Without one, the call is denied (fail
-    /// closed; pausing for a person comes with durable sessions).
-    async fn confirm(
-        &self,
-        tool: &ToolSpec,
-        input: &Map<String, Value>,
-        message: Option<String>,
-    ) -> Option<(CallResult, Option<String>)> {
+    /// An `'ask'`: the confirmation handler decides. Without one, the call pauses for a person
+    /// (§8.1): it never turns into an allow.
+    async fn confirm(&self, tool: &ToolSpec, input: &Map<String, Value>, message: Option<String>) -> Gate {
         let name = self.name();
         let confirmation = Confirmation {
             agent: self.site.agent,
@@ -290,16 +372,15 @@ impl Call<'_> {
             affected_files: permission::affected_paths(input),
         };
         match confirmation.ask(&request).await {
-            Answer::Approved => None,
-            Answer::NoHandler => Some((CallResult::aborted(format!("Tool \"{name}\" requires approval")), None)),
-            Answer::Rejected(reason) => Some(stopped(
-                CallResult::aborted(format!("User rejected execution: {reason}")),
-                true,
-            )),
-            Answer::Failed(message) => Some((
+            Answer::Approved => Gate::Go,
+            Answer::NoHandler => Gate::Pause,
+            Answer::Rejected(reason) => {
+                stopped(CallResult::aborted(format!("User rejected execution: {reason}")), true)
+            }
+            Answer::Failed(message) => Gate::Stop(
                 CallResult::aborted(format!("User confirmation failed: {message}")),
                 None,
-            )),
+            ),
         }
     }
 
@@ -448,11 +529,20 @@ impl Call<'_> {
     }
 }
 
+/// Whether a call goes on to execute after the permission stage.
+enum Gate {
+    Go,
+    /// Stopped with this result; with the run-interrupting text, when it interrupts.
+    Stop(CallResult, Option<String>),
+    /// Waits for a person's decision.
+    Pause,
+}
+
 /// A call stopped before it ran; when `interrupt`, the run ends after this turn with the
 /// call's text as its content, as Blade ends it.
-fn stopped(result: CallResult, interrupt: bool) -> (CallResult, Option<String>) {
+fn stopped(result: CallResult, interrupt: bool) -> Gate {
     let interrupt = interrupt.then(|| result.output.clone());
-    (result, interrupt)
+    Gate::Stop(result, interrupt)
 }
 
 /// What a control's verdict does to the call, if it blocks it.

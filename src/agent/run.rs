@@ -9,13 +9,14 @@ use serde_json::{json, Map, Value};
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::approvals::{Decision, PausedTurn, PendingApproval, TurnCall};
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
 use super::events::{PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
 use super::parts::Agent;
 use super::payloads;
-use super::pipeline::{self, CallSite};
+use super::pipeline::{self, CallSite, Ended};
 use super::reader::EventSender;
 use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
@@ -26,6 +27,7 @@ use crate::hooks::{EventFields, HookEvent};
 use crate::ids;
 use crate::model::{AssistantToolCall, Message, Model, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
 use crate::offload::offload;
+use crate::store;
 use crate::text::describe;
 use crate::webhook::environment;
 
@@ -52,6 +54,8 @@ pub(crate) struct Run {
     /// The environment's hooks could not be read: the run fails with this.
     setup_error: Option<SdkError>,
     last_text: String,
+    /// The calls this run paused on, for its result's `pendingApprovals`.
+    paused: Option<Vec<PendingApproval>>,
     /// The root of the run's trace: model calls, tool calls and dispatches nest in it. A root
     /// even when `send` is called from inside another run's tool or hook.
     span: tracing::Span,
@@ -102,6 +106,7 @@ impl Run {
             },
             setup_error,
             last_text: String::new(),
+            paused: None,
             span,
         }
     }
@@ -178,15 +183,18 @@ impl Run {
     }
 
     /// Runs to the end and publishes the outcome as the last event.
-    pub async fn drive(mut self, content: UserContent) {
+    pub async fn drive(mut self, start: Start) {
         let control = self.control.clone();
-        let description = content.text();
+        let description = match &start {
+            Start::Prompt(content) => content.text(),
+            Start::Resume => self.conversation.last_prompt(),
+        };
         let outcome = match self.setup_error.take() {
             Some(error) => Err(error),
             None => tokio::select! {
                 biased;
                 _ = control.aborted() => Err(SdkError::new(ErrorCode::Abort, control.reason())),
-                outcome = self.steps(content) => outcome,
+                outcome = self.steps(start) => outcome,
             },
         };
         if matches!(&outcome, Err(error) if error.code == ErrorCode::Abort) {
@@ -227,6 +235,7 @@ impl Run {
                     content,
                     turns: self.turns,
                     stop_reason,
+                    pending_approvals: self.paused.take(),
                 };
                 self.emit(StreamEvent::result(result));
             }
@@ -235,10 +244,19 @@ impl Run {
         control.finish();
     }
 
-    async fn steps(&mut self, content: UserContent) -> Finish {
-        let content = self.user_prompt_submit(content).await?;
-        self.checkpoint()?;
-        self.conversation.push(Message::User { content });
+    async fn steps(&mut self, start: Start) -> Finish {
+        match start {
+            Start::Prompt(content) => {
+                let content = self.user_prompt_submit(content).await?;
+                self.checkpoint()?;
+                self.conversation.push(Message::User { content });
+            }
+            Start::Resume => {
+                if let Some(finished) = self.resume_turn().await? {
+                    return Ok(finished);
+                }
+            }
+        }
         loop {
             if self.turns >= self.max_turns {
                 return Ok((self.last_text.clone(), StopReason::MaxTurns));
@@ -273,23 +291,22 @@ impl Run {
                 self.step_end(&text, &tool_calls, &[], false).await?;
                 return Ok((text, StopReason::Done));
             }
-            let (mut records, interrupt) = self.run_tool_calls(&tool_calls).await;
+            let ended = self.run_tool_calls(&tool_calls).await;
             self.checkpoint()?;
+            if ended.iter().any(|ended| matches!(ended, Ended::Paused(_))) {
+                return self.pause(text, &tool_calls, ended).await;
+            }
+            let mut interrupt = None;
+            let mut records = Vec::with_capacity(ended.len());
+            for ended in ended {
+                if let Ended::Finished(finished) = ended {
+                    interrupt = interrupt.or(finished.interrupt);
+                    records.push(finished.record);
+                }
+            }
             for record in &mut records {
-                self.conversation.push(Message::Tool {
-                    tool_call_id: record.id.clone(),
-                    content: record.output.clone(),
-                    is_error: record.is_error,
-                });
-                self.emit(StreamEvent::ToolResult {
-                    id: record.id.clone(),
-                    name: record.name.clone(),
-                    output: record.output.clone(),
-                    is_error: record.is_error,
-                    display: record.display.take(),
-                    status: record.status,
-                    classification: record.classification.clone(),
-                });
+                self.conversation.push(tool_message(record));
+                self.emit_result(record);
             }
             self.emit(StreamEvent::TurnEnd { turn: self.turns });
             let more = interrupt.is_none() && self.turns < self.max_turns;
@@ -459,7 +476,7 @@ impl Run {
 
     /// Runs one turn's tool calls concurrently; results come back in call order, with the first
     /// interrupting denial.
-    async fn run_tool_calls(&self, calls: &[ToolCallRequest]) -> (Vec<ToolCallRecord>, Option<String>) {
+    async fn run_tool_calls(&self, calls: &[ToolCallRequest]) -> Vec<Ended> {
         let inputs: Vec<std::result::Result<Map<String, Value>, String>> =
             calls.iter().map(|call| parse_arguments(&call.arguments)).collect();
         for (call, input) in calls.iter().zip(&inputs) {
@@ -469,27 +486,179 @@ impl Run {
                 input: Value::Object(input.clone().unwrap_or_default()),
             });
         }
-        let site = CallSite {
-            agent: &self.agent,
-            approvals: &self.approvals,
-            settings: &self.settings,
-            caller: self.caller(),
-            step_index: self.turns - 1,
-            operation_id: &self.id,
-            events: &self.events,
-        };
-        let finished = join_all(calls.iter().zip(inputs).enumerate().map(|(index, (call, input))| {
+        let site = self.site(self.turns - 1);
+        join_all(calls.iter().zip(inputs).enumerate().map(|(index, (call, input))| {
             let span = tracing::info_span!("tool_call", tool = %call.name, tool_call_id = %call.id, status = Empty);
             let finished = span.clone();
             pipeline::run(&site, call, index, input)
                 .instrument(span)
-                .inspect(move |done| {
-                    finished.record("status", done.record.status.name());
+                .inspect(move |ended| {
+                    let status = match ended {
+                        Ended::Finished(done) => done.record.status.name(),
+                        Ended::Paused(_) => "paused",
+                    };
+                    finished.record("status", status);
                 })
         }))
-        .await;
-        let interrupt = finished.iter().find_map(|done| done.interrupt.clone());
-        (finished.into_iter().map(|done| done.record).collect(), interrupt)
+        .await
+    }
+
+    /// What a tool call of step `step_index` needs of the run.
+    fn site(&self, step_index: u32) -> CallSite<'_> {
+        CallSite {
+            agent: &self.agent,
+            approvals: &self.approvals,
+            settings: &self.settings,
+            caller: self.caller(),
+            step_index,
+            operation_id: &self.id,
+            events: &self.events,
+        }
+    }
+
+    fn emit_result(&self, record: &mut ToolCallRecord) {
+        self.emit(StreamEvent::ToolResult {
+            id: record.id.clone(),
+            name: record.name.clone(),
+            output: record.output.clone(),
+            is_error: record.is_error,
+            display: record.display.take(),
+            status: record.status,
+            classification: record.classification.clone(),
+        });
+    }
+
+    /// Some calls of the turn wait for a person (§8.1): the turn's finished calls are reported,
+    /// the pause is kept (before anything is announced), HumanInterventionRequest fires, and
+    /// the run ends `interrupted` with the pending approvals. The turn's tool messages wait
+    /// until every call has its result.
+    async fn pause(&mut self, text: String, calls: &[ToolCallRequest], ended: Vec<Ended>) -> Finish {
+        let mut results = Vec::with_capacity(ended.len());
+        let mut pending = Vec::new();
+        for ended in ended {
+            match ended {
+                Ended::Finished(mut finished) => {
+                    self.emit_result(&mut finished.record);
+                    self.tool_calls.push(finished.record.clone());
+                    results.push(Some(finished.record));
+                }
+                Ended::Paused(call) => {
+                    results.push(None);
+                    pending.push(call);
+                }
+            }
+        }
+        let turn = PausedTurn {
+            operation_id: self.id.clone(),
+            step_index: self.turns - 1,
+            text: text.clone(),
+            calls: calls.iter().map(TurnCall::of).collect(),
+            results,
+            pending,
+        };
+        self.conversation.pause(turn.clone());
+        self.paused = Some(self.approvals_of(&turn));
+        if self.has(HookEvent::HumanInterventionRequest) {
+            let pending_tools = turn.pending.iter().map(payloads::PendingTool::of).collect();
+            let payload = EventFields::of(&payloads::HumanInterventionRequest {
+                event: HookEvent::HumanInterventionRequest.name(),
+                session_id: &self.agent.id,
+                operation_id: &self.id,
+                step_index: turn.step_index,
+                pending_tools,
+            });
+            self.lifecycle(HookEvent::HumanInterventionRequest, payload, self.caller())
+                .await?;
+        }
+        Ok((text, StopReason::Interrupted))
+    }
+
+    /// What the caller is told waits: the paused calls, with a token each under `approvalSecret`.
+    fn approvals_of(&self, turn: &PausedTurn) -> Vec<PendingApproval> {
+        let secret = self.agent.config.approval_secret.as_deref();
+        turn.pending
+            .iter()
+            .map(|call| PendingApproval {
+                tool_call_id: call.tool_call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                input: call.input.clone(),
+                fingerprint: call.fingerprint.clone(),
+                reason: call.reason,
+                token: secret
+                    .map(|secret| store::approval_token(secret, &self.agent.id, &call.tool_call_id, &call.fingerprint)),
+            })
+            .collect()
+    }
+
+    /// Goes on with the paused turn: each decided call, in order, after its
+    /// HumanInterventionResult (HumanInterventionStop for a rejection that stops the run);
+    /// then the whole turn's tool messages in call order. `Some` when the run ends here.
+    async fn resume_turn(&mut self) -> Result<Option<(String, StopReason)>> {
+        let Some(turn) = self.conversation.take_paused() else {
+            return Err(SdkError::new(
+                ErrorCode::NothingToResume,
+                "There is nothing to resume: no run is paused",
+            ));
+        };
+        let requests: Vec<ToolCallRequest> = turn.calls.iter().map(TurnCall::request).collect();
+        let mut results = turn.results;
+        let mut resumed = Vec::with_capacity(turn.pending.len());
+        let mut interrupt = None;
+        for call in &turn.pending {
+            let stops = matches!(call.decision, Some(Decision::Reject { stop: true, .. }));
+            let event = if stops {
+                HookEvent::HumanInterventionStop
+            } else {
+                HookEvent::HumanInterventionResult
+            };
+            if self.has(event) {
+                let payload = EventFields::of(&payloads::HumanInterventionResult {
+                    event: event.name(),
+                    session_id: &self.agent.id,
+                    operation_id: &self.id,
+                    step_index: turn.step_index,
+                    action: match call.decision {
+                        Some(Decision::Approve { .. }) => "approve",
+                        _ => "reject",
+                    },
+                    tool_call_id: &call.tool_call_id,
+                    tool_name: &call.tool_name,
+                });
+                self.lifecycle(event, payload, self.caller()).await?;
+            }
+            self.checkpoint()?;
+            let site = self.site(turn.step_index);
+            let finished = pipeline::resume(&site, &requests[call.index], call).await;
+            interrupt = interrupt.or(finished.interrupt);
+            resumed.push(call.index);
+            results[call.index] = Some(finished.record);
+        }
+        self.checkpoint()?;
+        for (index, record) in results.iter_mut().enumerate() {
+            let Some(record) = record else { continue };
+            self.conversation.push(tool_message(record));
+            if resumed.contains(&index) {
+                self.emit_result(record);
+                self.tool_calls.push(record.clone());
+            }
+        }
+        self.last_text = turn.text;
+        Ok(interrupt.map(|text| (text, StopReason::Interrupted)))
+    }
+}
+
+/// How a run begins: with a prompt, or by going on with a paused turn.
+pub(crate) enum Start {
+    Prompt(UserContent),
+    Resume,
+}
+
+/// A finished call's result as the conversation keeps it.
+fn tool_message(record: &ToolCallRecord) -> Message {
+    Message::Tool {
+        tool_call_id: record.id.clone(),
+        content: record.output.clone(),
+        is_error: record.is_error,
     }
 }
 

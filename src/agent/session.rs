@@ -7,6 +7,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
+use super::approvals::{self, Decision, PausedTurn, PendingApproval};
 use super::config::{AgentConfig, Fields, MAX_TIMER_MS};
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
@@ -15,7 +16,7 @@ use super::parts::Agent;
 use super::payloads;
 use super::permission::Permission;
 use super::reader::{event_log, EventReader};
-use super::run::Run;
+use super::run::{Run, Start};
 use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
@@ -25,6 +26,7 @@ use crate::hooks::{EventFields, HookEvent};
 use crate::host::Host;
 use crate::ids;
 use crate::model::{Message, UserContent};
+use crate::store;
 use crate::text::describe;
 use crate::webhook::environment;
 use crate::webhook::Environment;
@@ -56,6 +58,20 @@ pub struct RunHandle {
     /// The run's id (`operationId` in hook payloads).
     pub request_id: String,
     pub input_id: String,
+}
+
+/// `APPROVALS_PENDING`, naming the calls still without a decision.
+fn approvals_pending(turn: &PausedTurn, what: &str) -> SdkError {
+    let waiting = turn.undecided();
+    let message = if waiting.is_empty() {
+        format!("A paused run waits to be resumed: call resume() before {what}()")
+    } else {
+        format!(
+            "Approvals are pending for tool calls {}: approve or reject each before {what}()",
+            waiting.join(", ")
+        )
+    };
+    SdkError::new(ErrorCode::ApprovalsPending, message)
 }
 
 fn invalid_input(message: impl Into<String>) -> SdkError {
@@ -192,6 +208,87 @@ impl Session {
         options: SendOptions,
     ) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
         let content = parse_message(message)?;
+        if let Some(turn) = self.conversation.paused() {
+            return Err(approvals_pending(&turn, "send"));
+        }
+        self.start_run(Start::Prompt(content), options)
+    }
+
+    /// `resume()`: goes on with the paused turn once every waiting call has a decision.
+    pub fn resume(self: &Arc<Self>, options: SendOptions) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
+        let Some(turn) = self.conversation.paused() else {
+            return Err(SdkError::new(
+                ErrorCode::NothingToResume,
+                "There is nothing to resume: no run is paused",
+            ));
+        };
+        if !turn.undecided().is_empty() {
+            return Err(approvals_pending(&turn, "resume"));
+        }
+        self.start_run(Start::Resume, options)
+    }
+
+    /// `pendingApprovals`: what waits now, with a token each when `approvalSecret` is set.
+    pub fn pending_approvals(&self) -> Vec<PendingApproval> {
+        let Some(turn) = self.conversation.paused() else {
+            return Vec::new();
+        };
+        turn.pending
+            .iter()
+            .filter(|call| call.decision.is_none())
+            .map(|call| PendingApproval {
+                tool_call_id: call.tool_call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                input: call.input.clone(),
+                fingerprint: call.fingerprint.clone(),
+                reason: call.reason,
+                token: self
+                    .agent
+                    .config
+                    .approval_secret
+                    .as_deref()
+                    .map(|secret| store::approval_token(secret, &self.id, &call.tool_call_id, &call.fingerprint)),
+            })
+            .collect()
+    }
+
+    /// `approve(toolCallId, { updatedInput?, token? })`.
+    pub fn approve(&self, tool_call_id: &str, options: &Value) -> Result<()> {
+        let approvals::ApproveOptions { updated_input, token } =
+            approvals::read_approve(options).map_err(invalid_input)?;
+        if let Some(secret) = &self.agent.config.approval_secret {
+            let waiting = self.pending_approvals();
+            let call = waiting.iter().find(|call| call.tool_call_id == tool_call_id);
+            if let Some(call) = call {
+                let expected = store::approval_token(secret, &self.id, tool_call_id, &call.fingerprint);
+                if token.as_deref() != Some(expected.as_str()) {
+                    return Err(SdkError::new(
+                        ErrorCode::ApprovalTokenInvalid,
+                        format!("The approval token for tool call {tool_call_id} is missing or does not match"),
+                    ));
+                }
+            }
+        }
+        self.decide(tool_call_id, Decision::Approve { updated_input })
+    }
+
+    /// `reject(toolCallId, { reason?, stop? })`.
+    pub fn reject(&self, tool_call_id: &str, options: &Value) -> Result<()> {
+        let decision = approvals::read_reject(options).map_err(invalid_input)?;
+        self.decide(tool_call_id, decision)
+    }
+
+    fn decide(&self, tool_call_id: &str, decision: Decision) -> Result<()> {
+        if self.conversation.decide(tool_call_id, decision) {
+            return Ok(());
+        }
+        Err(SdkError::new(
+            ErrorCode::ApprovalNotPending,
+            format!("Tool call {tool_call_id} is not waiting for approval"),
+        ))
+    }
+
+    fn start_run(self: &Arc<Self>, start: Start, options: SendOptions) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
         let control = Arc::new(RunControl::default());
         let settings = {
             let state = lock(&self.state);
@@ -224,7 +321,7 @@ impl Session {
                 request_id: run.id().to_string(),
                 input_id: ids::uuid(),
             },
-            Box::pin(run.drive(content).instrument(span)),
+            Box::pin(run.drive(start).instrument(span)),
         ))
     }
 

@@ -127,10 +127,46 @@ impl NativeAgent {
         options: String,
         environment: Object,
     ) -> Either<NativeRun, String> {
-        match self.start_run(env, &message, scope, &options, &environment) {
+        match self.start_run(env, Some(&message), scope, &options, &environment) {
             Ok(run) => Either::A(run),
             Err(refused) => Either::B(error_json(&refused)),
         }
+    }
+
+    /// `resume()`: goes on with the paused turn, or returns the JSON of the error that refused it.
+    #[napi]
+    pub fn resume(&self, env: &Env, scope: u32, options: String, environment: Object) -> Either<NativeRun, String> {
+        match self.start_run(env, None, scope, &options, &environment) {
+            Ok(run) => Either::A(run),
+            Err(refused) => Either::B(error_json(&refused)),
+        }
+    }
+
+    /// `pendingApprovals` as JSON.
+    #[napi]
+    pub fn pending_approvals(&self) -> String {
+        serde_json::to_string(&self.session.pending_approvals()).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// `approve(toolCallId, options)` (`reject` when `approve` is false); the JSON of the error
+    /// that refused it, or null.
+    #[napi]
+    pub fn decide(&self, approve: bool, tool_call_id: String, options: String) -> Option<String> {
+        let options: Value = match parse_js_json(&options) {
+            Ok(options) => options,
+            Err(error) => {
+                return Some(error_json(&SdkError::new(
+                    ErrorCode::InvalidInput,
+                    format!("the options could not be read: {error}"),
+                )))
+            }
+        };
+        let decided = if approve {
+            self.session.approve(&tool_call_id, &options)
+        } else {
+            self.session.reject(&tool_call_id, &options)
+        };
+        decided.err().map(|error| error_json(&error))
     }
 
     /// Option keys accepted but not built here, for the wrapper's warnings.
@@ -217,10 +253,11 @@ impl NativeAgent {
 }
 
 impl NativeAgent {
+    /// Starts a run with `message`, or (without one) resumes the paused turn.
     fn start_run(
         &self,
         env: &Env,
-        message: &str,
+        message: Option<&str>,
         scope: u32,
         options: &str,
         environment: &Object,
@@ -229,7 +266,7 @@ impl NativeAgent {
             parse_js_json::<Value>(text)
                 .map_err(|error| SdkError::new(ErrorCode::InvalidInput, format!("{what} could not be read: {error}")))
         };
-        let message = read("message", message)?;
+        let message = message.map(|message| read("message", message)).transpose()?;
         // Options are JSON as `createAgent`'s are: NaN, bigints and functions arrive marked.
         let max_turns = SendOptions::max_turns(&read("send options", options)?)?;
         let not_started = |error: napi::Error| {
@@ -248,7 +285,10 @@ impl NativeAgent {
             scope,
             environment,
         };
-        let (handle, run) = self.session.send(&message, options)?;
+        let (handle, run) = match &message {
+            Some(message) => self.session.send(message, options)?,
+            None => self.session.resume(options)?,
+        };
         // The scheduler the keep-alive found is there to take the run.
         local::spawn(env.raw(), async move {
             run.await;

@@ -1,0 +1,245 @@
+//! Human approvals (SPEC §8.1): calls paused on an `'ask'` nobody answered, the decisions taken
+//! on them, and the turn a resumed run goes on with. Everything here is plain data, stored as it
+//! is: a pause can be answered and resumed in another process.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::events::ToolCallRecord;
+use crate::model::ToolCallRequest;
+
+/// Why a call waits for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingReason {
+    /// A permission said `'ask'` and no confirmation handler answered.
+    Ask,
+    /// It had started when its process died; whether it ran is unknown.
+    OutcomeUnknown,
+    /// `execute` returned `deferred()`: its result comes later.
+    Deferred,
+}
+
+/// What a person decided about a paused call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "camelCase")]
+pub enum Decision {
+    /// Go on; `updated_input` replaces the input.
+    #[serde(rename_all = "camelCase")]
+    Approve { updated_input: Option<Map<String, Value>> },
+    /// Fail the call with `User rejected execution: <reason>`; `stop` ends the run there.
+    Reject { reason: Option<String>, stop: bool },
+}
+
+/// A call waiting for a decision, with what it was asked with (after PreToolUse and
+/// PermissionRequest rewrites).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PausedCall {
+    /// Its place among the turn's calls.
+    pub index: usize,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Map<String, Value>,
+    pub fingerprint: String,
+    pub reason: PendingReason,
+    pub decision: Option<Decision>,
+}
+
+/// A tool call of the paused turn, as the model asked for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+impl TurnCall {
+    pub fn of(call: &ToolCallRequest) -> Self {
+        TurnCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        }
+    }
+
+    pub fn request(&self) -> ToolCallRequest {
+        ToolCallRequest {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            arguments: self.arguments.clone(),
+        }
+    }
+}
+
+/// The turn a run paused in: its calls, the results of those that finished, and those that
+/// wait. The turn's tool messages are pushed only when every call has its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PausedTurn {
+    /// The run that paused (`operationId` of its events).
+    pub operation_id: String,
+    /// The paused turn's step index (model calls from 0).
+    pub step_index: u32,
+    /// The turn's assistant text.
+    pub text: String,
+    pub calls: Vec<TurnCall>,
+    /// By call index: the finished calls' records; `None` for the paused ones.
+    pub results: Vec<Option<ToolCallRecord>>,
+    pub pending: Vec<PausedCall>,
+}
+
+impl PausedTurn {
+    /// The calls still without a decision.
+    pub fn undecided(&self) -> Vec<&str> {
+        self.pending
+            .iter()
+            .filter(|call| call.decision.is_none())
+            .map(|call| call.tool_call_id.as_str())
+            .collect()
+    }
+}
+
+/// What the caller sees of a waiting call (`pendingApprovals`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Map<String, Value>,
+    pub fingerprint: String,
+    pub reason: PendingReason,
+    /// With `advanced.approvalSecret`: what `approve` must be given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// `approve(toolCallId, { updatedInput?, token? })`'s options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApproveOptions {
+    pub updated_input: Option<Map<String, Value>>,
+    pub token: Option<String>,
+}
+
+pub fn read_approve(options: &Value) -> Result<ApproveOptions, String> {
+    let options = object(options, "approve options")?;
+    let updated_input = match options.get("updatedInput") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(input)) => Some(input.clone()),
+        Some(other) => {
+            return Err(format!(
+                "updatedInput must be an object (got {})",
+                crate::text::describe(other)
+            ))
+        }
+    };
+    Ok(ApproveOptions {
+        updated_input,
+        token: string(&options, "token")?,
+    })
+}
+
+/// `reject(toolCallId, { reason?, stop? })`'s options.
+pub fn read_reject(options: &Value) -> Result<Decision, String> {
+    let options = object(options, "reject options")?;
+    let stop = match options.get("stop") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(stop)) => *stop,
+        Some(other) => return Err(format!("stop must be a boolean (got {})", crate::text::describe(other))),
+    };
+    Ok(Decision::Reject {
+        reason: string(&options, "reason")?.filter(|reason| !reason.is_empty()),
+        stop,
+    })
+}
+
+fn object(value: &Value, what: &str) -> Result<Map<String, Value>, String> {
+    match value {
+        Value::Null => Ok(Map::new()),
+        Value::Object(map) => Ok(map.clone()),
+        other => Err(format!(
+            "{what} must be an object (got {})",
+            crate::text::describe(other)
+        )),
+    }
+}
+
+fn string(options: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
+    match options.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(format!(
+            "{name} must be a string (got {})",
+            crate::text::describe(other)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decisions_are_read_and_named() {
+        assert_eq!(
+            read_approve(&json!(null)),
+            Ok(ApproveOptions {
+                updated_input: None,
+                token: None
+            })
+        );
+        assert_eq!(
+            read_approve(&json!({"updatedInput": {"a": 1}, "token": "t"})),
+            Ok(ApproveOptions {
+                updated_input: Some(json!({"a": 1}).as_object().unwrap().clone()),
+                token: Some("t".into())
+            })
+        );
+        assert_eq!(
+            read_approve(&json!({"updatedInput": 3})),
+            Err("updatedInput must be an object (got 3)".into())
+        );
+        assert_eq!(
+            read_reject(&json!({"reason": "no", "stop": true})),
+            Ok(Decision::Reject {
+                reason: Some("no".into()),
+                stop: true
+            })
+        );
+        assert_eq!(
+            read_reject(&json!({"stop": "yes"})),
+            Err("stop must be a boolean (got \"yes\")".into())
+        );
+    }
+
+    #[test]
+    fn a_paused_turn_survives_its_json() {
+        let turn = PausedTurn {
+            operation_id: "o".into(),
+            step_index: 2,
+            text: "asking".into(),
+            calls: vec![TurnCall {
+                id: "c".into(),
+                name: "write".into(),
+                arguments: "{}".into(),
+            }],
+            results: vec![None],
+            pending: vec![PausedCall {
+                index: 0,
+                tool_call_id: "c".into(),
+                tool_name: "write".into(),
+                input: Map::new(),
+                fingerprint: "f".into(),
+                reason: PendingReason::Ask,
+                decision: Some(Decision::Approve { updated_input: None }),
+            }],
+        };
+        let json = serde_json::to_value(&turn).unwrap();
+        assert_eq!(
+            json["pending"][0]["decision"],
+            json!({"action": "approve", "updatedInput": null})
+        );
+        assert_eq!(serde_json::from_value::<PausedTurn>(json).unwrap(), turn);
+    }
+}
