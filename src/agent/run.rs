@@ -56,6 +56,8 @@ pub(crate) struct Run {
     last_text: String,
     /// The calls this run paused on, for its result's `pendingApprovals`.
     paused: Option<Vec<PendingApproval>>,
+    /// The step index of this run's first model turn (after a paused turn, the next one).
+    first_step: u32,
     /// The root of the run's trace: model calls, tool calls and dispatches nest in it. A root
     /// even when `send` is called from inside another run's tool or hook.
     span: tracing::Span,
@@ -107,6 +109,7 @@ impl Run {
             setup_error,
             last_text: String::new(),
             paused: None,
+            first_step: 0,
             span,
         }
     }
@@ -268,8 +271,8 @@ impl Run {
                     event: HookEvent::StepStart.name(),
                     session_id: &self.agent.id,
                     operation_id: &self.id,
-                    step_index: self.turns - 1,
-                    steps: self.turns - 1,
+                    step_index: self.step_index(),
+                    steps: self.step_index(),
                 });
                 self.lifecycle(HookEvent::StepStart, payload, self.caller()).await?;
             }
@@ -419,7 +422,7 @@ impl Run {
             event: HookEvent::StepEnd.name(),
             session_id: &self.agent.id,
             operation_id: &self.id,
-            step_index: self.turns - 1,
+            step_index: self.step_index(),
             step_type: if calls.is_empty() { "call_llm" } else { "call_tool" },
             content: text,
             tool_calls: calls.iter().map(payloads::StepToolCall::of).collect(),
@@ -486,7 +489,7 @@ impl Run {
                 input: Value::Object(input.clone().unwrap_or_default()),
             });
         }
-        let site = self.site(self.turns - 1);
+        let site = self.site(self.step_index());
         join_all(calls.iter().zip(inputs).enumerate().map(|(index, (call, input))| {
             let span = tracing::info_span!("tool_call", tool = %call.name, tool_call_id = %call.id, status = Empty);
             let finished = span.clone();
@@ -501,6 +504,12 @@ impl Run {
                 })
         }))
         .await
+    }
+
+    /// The current model turn's step index. A resumed run goes on counting after the paused
+    /// turn, so no two turns of a session's story share one.
+    fn step_index(&self) -> u32 {
+        self.first_step + self.turns - 1
     }
 
     /// What a tool call of step `step_index` needs of the run.
@@ -550,7 +559,7 @@ impl Run {
         }
         let turn = PausedTurn {
             operation_id: self.id.clone(),
-            step_index: self.turns - 1,
+            step_index: self.step_index(),
             text: text.clone(),
             calls: calls.iter().map(TurnCall::of).collect(),
             results,
@@ -600,6 +609,7 @@ impl Run {
                 "There is nothing to resume: no run is paused",
             ));
         };
+        self.first_step = turn.step_index + 1;
         let requests: Vec<ToolCallRequest> = turn.calls.iter().map(TurnCall::request).collect();
         let mut results = turn.results;
         let mut resumed = Vec::with_capacity(turn.pending.len());
