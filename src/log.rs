@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::host::{Args, Callable, Host, HostCall, Reply};
-use crate::text::describe;
+use crate::js_value::describe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::tools::ToolKind;
 use crate::host::Callable;
-use crate::text::{describe, js_marker};
+use crate::js_value::{describe, js_marker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {

@@ -19,8 +19,8 @@ use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
 use crate::hooks::{EventFields, HookEvent};
 use crate::host::{Args, ErrorSlot, HostCall};
+use crate::js_value::describe;
 use crate::model::ToolCallRequest;
-use crate::text::describe;
 
 /// The part of the run a tool call needs.
 pub(crate) struct CallSite<'a> {

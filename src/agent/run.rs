@@ -20,13 +20,13 @@ use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
+use crate::hooks::environment;
 use crate::hooks::pending::SETTLE_GRACE;
 use crate::hooks::HookEvent;
 use crate::ids;
+use crate::js_value::describe;
 use crate::model::{AssistantToolCall, Message, Model, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
 use crate::offload::offload;
-use crate::text::describe;
-use crate::webhook::environment;
 
 pub(crate) struct Run {
     agent: Arc<Agent>,

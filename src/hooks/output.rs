@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, SdkError};
-use crate::text::{describe, js_marker};
+use crate::js_value::{describe, js_marker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {

@@ -9,10 +9,9 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::event::{HookEvent, EVENT_COUNT};
-use crate::agent::config::callable;
 use crate::error::{Result, SdkError};
 use crate::host::Callable;
-use crate::text::describe;
+use crate::js_value::{callable, describe};
 use crate::webhook::WebhookConfig;
 
 /// A hook object: a handler, a webhook, or both, on one event.
@@ -57,6 +56,9 @@ pub enum Entry {
 pub struct Registry {
     entries: [Vec<Entry>; EVENT_COUNT],
 }
+
+/// Ids of environment hooks (`environment.rs`) start with this; caller hooks may not.
+pub const ID_PREFIX: &str = "env-webhook:";
 
 const HOOK_KEYS: &[&str] = &["id", "type", "matcher", "handler", "webhook"];
 
@@ -162,13 +164,10 @@ fn parse_hook(
     };
     let path = format!("{path} (hook \"{id}\")");
     let fail = |field: &str, problem: String| SdkError::config(format!("{path}.{field} {problem}"));
-    if id.starts_with(crate::webhook::environment::ID_PREFIX) {
+    if id.starts_with(ID_PREFIX) {
         return Err(fail(
             "id",
-            format!(
-                "must not start with \"{}\" (reserved for environment hooks)",
-                crate::webhook::environment::ID_PREFIX
-            ),
+            format!("must not start with \"{}\" (reserved for environment hooks)", ID_PREFIX),
         ));
     }
     if !ids.insert(id.clone()) {

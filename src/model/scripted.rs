@@ -12,7 +12,7 @@ use super::{Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage};
 use crate::error::{Result, SdkError};
 use crate::host::{Args, Callable, Host, HostCall, Reply};
 use crate::ids;
-use crate::text::describe;
+use crate::js_value::describe;
 
 /// One scripted assistant turn.
 #[derive(Debug, Clone, PartialEq, Default)]

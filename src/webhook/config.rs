@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::hooks::HookEvent;
-use crate::text::describe;
+use crate::hooks::event::HookEvent;
+use crate::js_value::describe;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookConfig {

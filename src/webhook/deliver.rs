@@ -162,7 +162,7 @@ pub async fn control(config: &WebhookConfig, payload: &Value, environment: &Envi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::HookEvent;
+    use crate::hooks::event::HookEvent;
     use serde_json::json;
 
     #[test]

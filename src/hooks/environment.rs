@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::config::{parse_url, WebhookConfig};
-use super::deliver::Environment;
+use super::event::HookEvent;
+use super::registry::{HookObject, ID_PREFIX};
 use crate::error::{Result, SdkError};
-use crate::hooks::registry::HookObject;
-use crate::hooks::HookEvent;
+use crate::webhook::config::parse_url;
+use crate::webhook::{Environment, WebhookConfig};
 
 pub const URL: &str = "AGENT_HOOK_WEBHOOK_URL";
 pub const TOKEN: &str = "AGENT_HOOK_WEBHOOK_TOKEN";
@@ -18,9 +18,6 @@ pub const EVENTS: &str = "AGENT_HOOK_WEBHOOK_EVENTS";
 pub const RESPONSE_HANDLING: &str = "AGENT_HOOK_WEBHOOK_RESPONSE_HANDLING";
 pub const ON_ERROR: &str = "AGENT_HOOK_WEBHOOK_ON_ERROR";
 pub const VARIABLES: [&str; 5] = [URL, TOKEN, EVENTS, RESPONSE_HANDLING, ON_ERROR];
-
-/// Ids of environment hooks start with this; caller hooks may not.
-pub const ID_PREFIX: &str = "env-webhook:";
 
 fn invalid(message: String) -> SdkError {
     SdkError::config(format!("Invalid agent hook environment: {message}"))
