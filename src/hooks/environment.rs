@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::event::HookEvent;
-use super::registry::{HookObject, ID_PREFIX};
+use super::registry::{Entry, HookObject, ID_PREFIX};
 use crate::error::{Result, SdkError};
 use crate::webhook::config::parse_url;
 use crate::webhook::{Environment, WebhookConfig};
@@ -23,8 +23,9 @@ fn invalid(message: String) -> SdkError {
     SdkError::config(format!("Invalid agent hook environment: {message}"))
 }
 
-/// The hooks the environment asks for, one per listed event, in the listed order.
-pub fn hooks(environment: &Environment) -> Result<Vec<Arc<HookObject>>> {
+/// The hooks the environment asks for, one per listed event, in the listed order: entries of
+/// the run, dispatched after the session's own.
+pub fn hooks(environment: &Environment) -> Result<Vec<Entry>> {
     let get = |name: &str| environment.get(name).map(String::as_str);
     let Some(url) = get(URL) else {
         return Ok(Vec::new());
@@ -86,14 +87,14 @@ pub fn hooks(environment: &Environment) -> Result<Vec<Arc<HookObject>>> {
                 config["onError"] = json!(if block { "block" } else { "continue" });
             }
             let webhook = WebhookConfig::parse(&config, URL, event).map_err(invalid)?;
-            Ok(Arc::new(HookObject {
+            Ok(Entry::Hook(Arc::new(HookObject {
                 id: format!("{ID_PREFIX}{name}"),
                 type_name: name,
                 event,
                 matcher: None,
                 handler: None,
-                webhook: Some(webhook),
-            }))
+                webhook: Some(Arc::new(webhook)),
+            })))
         })
         .collect()
 }
@@ -121,6 +122,7 @@ mod tests {
             (ON_ERROR, "block"),
         ]))
         .unwrap();
+        let hooks: Vec<_> = hooks.iter().filter_map(Entry::hook).collect();
         let summary: Vec<(&str, bool, bool)> = hooks
             .iter()
             .map(|hook| {

@@ -3,6 +3,7 @@
 //! (`AgentHook[]`). Every problem is a `ConfigError` naming the hook and the field.
 
 use std::collections::HashSet;
+use std::fmt;
 use std::sync::Arc;
 
 use regex::Regex;
@@ -24,7 +25,8 @@ pub struct HookObject {
     /// Compiled once; `None` matches every tool.
     pub matcher: Option<Regex>,
     pub handler: Option<Callable>,
-    pub webhook: Option<WebhookConfig>,
+    /// Shared with the delivery task that sends it.
+    pub webhook: Option<Arc<WebhookConfig>>,
 }
 
 impl HookObject {
@@ -50,6 +52,56 @@ pub enum Entry {
         path: Arc<str>,
     },
     Hook(Arc<HookObject>),
+}
+
+impl Entry {
+    /// The hook object, when this is one.
+    pub fn hook(&self) -> Option<&Arc<HookObject>> {
+        match self {
+            Entry::Hook(hook) => Some(hook),
+            Entry::Callback { .. } => None,
+        }
+    }
+
+    /// What a dispatch calls: the callback, or the hook object's handler.
+    pub fn function(&self) -> Option<Callable> {
+        match self {
+            Entry::Callback { function, .. } => Some(*function),
+            Entry::Hook(hook) => hook.handler,
+        }
+    }
+
+    /// Whether a dispatch for `tool` runs it: a callback always; a hook object when its matcher
+    /// matches, unless it is a result control (those run around the tool, not in a dispatch).
+    pub fn applies(&self, tool: Option<&str>) -> bool {
+        match self {
+            Entry::Callback { .. } => true,
+            Entry::Hook(hook) => !hook.is_control() && hook.matches(tool),
+        }
+    }
+
+    /// Its name in spans: a hook object's id, or where a bare callback was registered.
+    pub fn name(&self) -> &str {
+        match self {
+            Entry::Callback { path, .. } => path,
+            Entry::Hook(hook) => &hook.id,
+        }
+    }
+
+    /// Its name in logs and errors: `advanced.hooks.PreToolUse[1]` or `hook "audit"`, written
+    /// only when a text needs it.
+    pub fn label(&self) -> impl fmt::Display + '_ {
+        struct Label<'a>(&'a Entry);
+        impl fmt::Display for Label<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.0 {
+                    Entry::Callback { path, .. } => f.write_str(path),
+                    Entry::Hook(hook) => write!(f, "hook \"{}\"", hook.id),
+                }
+            }
+        }
+        Label(self)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -127,10 +179,7 @@ impl Registry {
             .entries
             .iter()
             .flatten()
-            .filter_map(|entry| match entry {
-                Entry::Hook(hook) => hook.webhook.as_ref(),
-                Entry::Callback { .. } => None,
-            })
+            .filter_map(|entry| entry.hook()?.webhook.as_ref())
             .flat_map(|webhook| webhook.allowed_env_vars.iter().cloned())
             .collect();
         names.sort();
@@ -236,7 +285,9 @@ fn parse_hook(
     };
     let webhook = match object.get("webhook") {
         None | Some(Value::Null) => None,
-        Some(value) => Some(WebhookConfig::parse(value, &format!("{path}.webhook"), event).map_err(SdkError::config)?),
+        Some(value) => Some(Arc::new(
+            WebhookConfig::parse(value, &format!("{path}.webhook"), event).map_err(SdkError::config)?,
+        )),
     };
     if handler.is_none() && webhook.is_none() {
         return Err(SdkError::config(format!("{path} needs a handler or a webhook")));
