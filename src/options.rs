@@ -69,6 +69,11 @@ impl<'a> OptionsObject<'a> {
         }
     }
 
+    /// Where the object is (`advanced.connection`).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     /// The object as given.
     pub fn map(&self) -> &'a Map<String, Value> {
         self.map

@@ -86,7 +86,7 @@ pub fn hooks(environment: &Environment) -> Result<Vec<Entry>> {
                 config["responseHandling"] = json!("toolCall");
                 config["onError"] = json!(if block { "block" } else { "continue" });
             }
-            let webhook = WebhookConfig::parse(&config, URL, event).map_err(invalid)?;
+            let webhook = WebhookConfig::parse(&config, URL, event).map_err(|error| invalid(error.message))?;
             Ok(Entry::Hook(Arc::new(HookObject {
                 id: format!("{ID_PREFIX}{name}"),
                 type_name: name,
