@@ -259,11 +259,11 @@ impl AgentConfig {
             hooks: Registry::parse(advanced.get("hooks"))?,
             logger: match advanced.get("logger") {
                 None => None,
-                Some(value) => Some(Sink::parse(value, callable).map_err(SdkError::config)?),
+                Some(value) => Some(Sink::parse(value)?),
             },
             permission: match advanced.get("permission") {
                 None => None,
-                Some(value) => Some(Permission::parse(value, callable(value)).map_err(SdkError::config)?),
+                Some(value) => Some(Permission::parse(value)?),
             },
             tool_timeout_ms: timeout(&advanced, "toolTimeoutMs", DEFAULT_TOOL_TIMEOUT_MS)?,
             max_context_tokens: advanced
@@ -525,9 +525,7 @@ fn read_model(
                 return Ok(ModelChoice::ScriptedFunction(function));
             }
             let turns = object.get("turns").unwrap_or(&Value::Null);
-            parse_turns(turns, "model.turns")
-                .map(ModelChoice::ScriptedTurns)
-                .map_err(SdkError::config)
+            parse_turns(turns, "model.turns").map(ModelChoice::ScriptedTurns)
         }
         other => Err(SdkError::config(format!(
             "model must be a model id string or scriptedModel(...) (got {})",
