@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use crate::error::{Result, SdkError};
 use crate::host::{Args, Callable, Host, HostCall, Reply};
-use crate::text::describe;
+use crate::js_value::{callable, describe};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -43,18 +44,18 @@ pub enum Sink {
 
 impl Sink {
     /// Reads `advanced.logger` (functions already replaced by `{ "$function": n }`).
-    pub fn parse(value: &Value, callable: impl Fn(&Value) -> Option<Callable>) -> Result<Self, String> {
+    pub fn parse(value: &Value) -> Result<Self> {
         if let Some(function) = callable(value) {
             return Ok(Sink::Function(function));
         }
         let problem = || {
-            format!(
+            SdkError::config(format!(
                 "advanced.logger must be a function or an object with debug, info, warn or error methods (got {})",
                 describe(value)
-            )
+            ))
         };
         let object = value.as_object().ok_or_else(problem)?;
-        let method = |name: &str| object.get(name).and_then(&callable);
+        let method = |name: &str| object.get(name).and_then(callable);
         let sink = Sink::Methods {
             debug: method("debug"),
             info: method("info"),
@@ -144,24 +145,11 @@ impl Log {
 mod tests {
     use super::*;
 
-    fn callable(value: &Value) -> Option<Callable> {
-        value
-            .get("$function")
-            .and_then(Value::as_u64)
-            .map(|n| Callable(n as u32))
-    }
-
     #[test]
     fn loggers_are_functions_or_console_like_objects() {
+        assert_eq!(Sink::parse(&json!({"$function": 2})), Ok(Sink::Function(Callable(2))));
         assert_eq!(
-            Sink::parse(&json!({"$function": 2}), callable),
-            Ok(Sink::Function(Callable(2)))
-        );
-        assert_eq!(
-            Sink::parse(
-                &json!({"warn": {"$function": 1}, "log": {"$function": 3}, "label": "x"}),
-                callable
-            ),
+            Sink::parse(&json!({"warn": {"$function": 1}, "log": {"$function": 3}, "label": "x"})),
             Ok(Sink::Methods {
                 debug: None,
                 info: None,
@@ -170,9 +158,9 @@ mod tests {
             })
         );
         assert_eq!(
-            Sink::parse(&json!("console"), callable).unwrap_err(),
+            Sink::parse(&json!("console")).unwrap_err().message,
             "advanced.logger must be a function or an object with debug, info, warn or error methods (got \"console\")"
         );
-        assert!(Sink::parse(&json!({"log": {"$function": 3}}), callable).is_err());
+        assert!(Sink::parse(&json!({"log": {"$function": 3}})).is_err());
     }
 }

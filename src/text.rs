@@ -1,57 +1,4 @@
-//! Short texts about values, for error messages.
-
-use serde_json::Value;
-
-/// The key that marks a user function in the options JSON: `{ "$function": 3 }`.
-pub const FUNCTION_KEY: &str = "$function";
-
-/// The key `index.js` uses for a value JSON cannot carry: `{ "$js": "NaN" }`.
-pub const JS_VALUE_KEY: &str = "$js";
-
-/// A short description of a JSON value from JS: `null`, `42`, `"text"`, `an array`,
-/// `an object`; a user function is `a function`, and a value JSON cannot carry is named as JS
-/// prints it (`NaN`).
-pub fn describe(value: &Value) -> String {
-    if let Value::Object(object) = value {
-        if let Some((key, Value::Number(_))) = object.iter().next().filter(|_| object.len() == 1) {
-            if key == FUNCTION_KEY {
-                return "a function".into();
-            }
-        }
-    }
-    if let Some(text) = js_marker(value) {
-        return text.to_string();
-    }
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(flag) => flag.to_string(),
-        Value::Number(number) => number.to_string(),
-        Value::String(text) => format!("{:?}", excerpt(text, 40)),
-        Value::Array(_) => "an array".into(),
-        Value::Object(_) => "an object".into(),
-    }
-}
-
-/// What kind of value this is, without showing it (for secrets): `a number`, `a string`, …
-pub fn kind(value: &Value) -> &'static str {
-    if let Value::Object(object) = value {
-        match object.iter().next().filter(|_| object.len() == 1) {
-            Some((key, Value::Number(_))) if key == FUNCTION_KEY => return "a function",
-            Some((key, Value::String(text))) if key == JS_VALUE_KEY => {
-                return if text.ends_with('n') { "a bigint" } else { "a number" }
-            }
-            _ => {}
-        }
-    }
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+//! Texts: excerpts for error messages, and JSON text as JS writes it.
 
 /// Parses JSON text that JS made. `JSON.stringify` writes a lone surrogate (a string cut
 /// mid-emoji) as a `\uD83D` escape, which is valid JS but has no UTF-8 form: such escapes
@@ -116,13 +63,6 @@ fn replace_lone_surrogates(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// The text of a `{ "$js": text }` marker: a value JSON cannot carry (`NaN`, `5n`), or one
-/// that is not plain data where data was expected (`not plain data: … is a getter`).
-pub fn js_marker(value: &Value) -> Option<&str> {
-    let object = value.as_object().filter(|object| object.len() == 1)?;
-    object.get(JS_VALUE_KEY)?.as_str()
-}
-
 /// The start of `text`, at most `limit` characters, cut on a character boundary.
 pub fn excerpt(text: &str, limit: usize) -> String {
     let text = text.trim();
@@ -135,7 +75,7 @@ pub fn excerpt(text: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn excerpt_cuts_on_a_character_boundary() {
@@ -176,16 +116,5 @@ mod tests {
             let parsed: String = parse_js_json(&json).unwrap();
             proptest::prop_assert_eq!(parsed, String::from_utf16_lossy(&units));
         }
-    }
-
-    #[test]
-    fn values_are_described_briefly() {
-        assert_eq!(describe(&json!(null)), "null");
-        assert_eq!(describe(&json!("x")), "\"x\"");
-        assert_eq!(describe(&json!([1])), "an array");
-        assert_eq!(describe(&json!({})), "an object");
-        assert_eq!(kind(&json!(12345)), "a number");
-        assert_eq!(kind(&json!({"$js": "123n"})), "a bigint");
-        assert_eq!(kind(&json!({"$function": 1})), "a function");
     }
 }

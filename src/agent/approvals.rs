@@ -5,20 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::events::ToolCallRecord;
+use super::events::{PendingReason, ToolCallRecord};
 use crate::model::ToolCallRequest;
-
-/// Why a call waits for a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PendingReason {
-    /// A permission said `'ask'` and no confirmation handler answered.
-    Ask,
-    /// It had started when its process died; whether it ran is unknown.
-    OutcomeUnknown,
-    /// `execute` returned `deferred()`: its result comes later.
-    Deferred,
-}
 
 /// What a person decided about a paused call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,20 +88,6 @@ impl PausedTurn {
     }
 }
 
-/// What the caller sees of a waiting call (`pendingApprovals`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingApproval {
-    pub tool_call_id: String,
-    pub tool_name: String,
-    pub input: Map<String, Value>,
-    pub fingerprint: String,
-    pub reason: PendingReason,
-    /// With `advanced.approvalSecret`: what `approve` must be given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
-}
-
 /// `approve(toolCallId, { updatedInput?, token? })`'s options.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApproveOptions {
@@ -129,7 +103,7 @@ pub fn read_approve(options: &Value) -> Result<ApproveOptions, String> {
         Some(other) => {
             return Err(format!(
                 "updatedInput must be an object (got {})",
-                crate::text::describe(other)
+                crate::js_value::describe(other)
             ))
         }
     };
@@ -145,7 +119,12 @@ pub fn read_reject(options: &Value) -> Result<Decision, String> {
     let stop = match options.get("stop") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(stop)) => *stop,
-        Some(other) => return Err(format!("stop must be a boolean (got {})", crate::text::describe(other))),
+        Some(other) => {
+            return Err(format!(
+                "stop must be a boolean (got {})",
+                crate::js_value::describe(other)
+            ))
+        }
     };
     Ok(Decision::Reject {
         reason: string(&options, "reason")?.filter(|reason| !reason.is_empty()),
@@ -159,7 +138,7 @@ fn object(value: &Value, what: &str) -> Result<Map<String, Value>, String> {
         Value::Object(map) => Ok(map.clone()),
         other => Err(format!(
             "{what} must be an object (got {})",
-            crate::text::describe(other)
+            crate::js_value::describe(other)
         )),
     }
 }
@@ -170,7 +149,7 @@ fn string(options: &Map<String, Value>, name: &str) -> Result<Option<String>, St
         Some(Value::String(text)) => Ok(Some(text.clone())),
         Some(other) => Err(format!(
             "{name} must be a string (got {})",
-            crate::text::describe(other)
+            crate::js_value::describe(other)
         )),
     }
 }

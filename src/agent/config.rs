@@ -12,12 +12,13 @@ use super::tools::{SideEffect, ToolKind, ToolSpec};
 use crate::error::{Result, SdkError};
 use crate::hooks::registry::Registry;
 use crate::host::{Callable, Host};
+use crate::js_value::{callable, describe, kind, whole_number, MAX_SAFE_INTEGER, MAX_TIMER_MS};
 use crate::log::Sink;
 use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
 use crate::model::scripted::{parse_turns, Script, ScriptedModel};
 use crate::model::{display_url, Connection, HttpSettings, Model, ToolSchema};
-use crate::text::{describe, kind, FUNCTION_KEY};
+use crate::options::OptionsObject;
 
 /// Environment variables the options may fall back on; the binding reads exactly these.
 pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
@@ -63,10 +64,6 @@ const LEGACY_ADVANCED: &[&str] = &["permissionMode", "permissionHandler", "canUs
 const UNSUPPORTED_CONNECTION: &[&str] = &["id"];
 pub const DEFAULT_HOOK_TIMEOUT_MS: u32 = 600_000;
 pub const DEFAULT_SESSION_END_HOOK_TIMEOUT_MS: u32 = 3_000;
-/// The largest delay a JS timer takes; also the bound of counts such as `maxTurns`.
-pub const MAX_TIMER_MS: u64 = 2_147_483_647;
-/// The largest integer a JS number holds exactly.
-const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -168,7 +165,7 @@ pub enum Confirmation {
 impl AgentConfig {
     /// Reads and validates the options. `env` holds the values of [`ENV_VARS`] that are set.
     pub fn from_options(options: &Value, env: &HashMap<String, String>) -> Result<Self> {
-        let options = Fields::object(options, "options", "an object")?;
+        let options = OptionsObject::of(options, "options", "an object")?;
         options.only(
             &[
                 "model",
@@ -188,8 +185,8 @@ impl AgentConfig {
             &[],
         )?;
         let advanced = match options.get("advanced") {
-            None => Fields::empty("advanced"),
-            Some(value) => Fields::object(value, "advanced", "an object")?,
+            None => OptionsObject::empty("advanced"),
+            Some(value) => OptionsObject::of(value, "advanced", "an object")?,
         };
         let mut unsupported = advanced.only(
             &[
@@ -212,8 +209,8 @@ impl AgentConfig {
         )?;
         unsupported.retain(|key| !LEGACY_ADVANCED.contains(&key.as_str()));
         let connection = match advanced.get("connection") {
-            None => Fields::empty("advanced.connection"),
-            Some(value) => Fields::object(value, "advanced.connection", "an object")?,
+            None => OptionsObject::empty("advanced.connection"),
+            Some(value) => OptionsObject::of(value, "advanced.connection", "an object")?,
         };
         unsupported.extend(connection.only(
             &[
@@ -265,11 +262,11 @@ impl AgentConfig {
             hooks: Registry::parse(advanced.get("hooks"))?,
             logger: match advanced.get("logger") {
                 None => None,
-                Some(value) => Some(Sink::parse(value, callable).map_err(SdkError::config)?),
+                Some(value) => Some(Sink::parse(value)?),
             },
             permission: match advanced.get("permission") {
                 None => None,
-                Some(value) => Some(Permission::parse(value, callable(value)).map_err(SdkError::config)?),
+                Some(value) => Some(Permission::parse(value)?),
             },
             tool_timeout_ms: timeout(&advanced, "toolTimeoutMs", DEFAULT_TOOL_TIMEOUT_MS)?,
             max_context_tokens: advanced
@@ -375,7 +372,7 @@ fn advanced_key(key: &str) -> String {
 
 /// The tools offered to the model: `allowedTools` (when given; `[]` offers none) minus
 /// `disallowedTools`. A tool not offered cannot be called either.
-fn offered(tools: Vec<ToolSpec>, advanced: &Fields) -> Result<Vec<ToolSpec>> {
+fn offered(tools: Vec<ToolSpec>, advanced: &OptionsObject) -> Result<Vec<ToolSpec>> {
     let names = |field: &str| -> Result<Option<Vec<String>>> {
         let Some(value) = advanced.get(field) else {
             return Ok(None);
@@ -401,23 +398,23 @@ fn offered(tools: Vec<ToolSpec>, advanced: &Fields) -> Result<Vec<ToolSpec>> {
 
 /// `advanced.defaultContext` (`{ environment?, metadata?, capabilities? }`), with the top-level
 /// `filesystem` (`{ roots, cwd? }`) merged into `capabilities.filesystem`, as Blade does.
-pub(crate) fn read_default_context(advanced: &Fields, filesystem: Option<&Value>) -> Result<Map<String, Value>> {
+pub(crate) fn read_default_context(advanced: &OptionsObject, filesystem: Option<&Value>) -> Result<Map<String, Value>> {
     let mut context = match advanced.get("defaultContext") {
         None => Map::new(),
         Some(value) => {
-            let fields = Fields::object(value, "advanced.defaultContext", "an object")?;
+            let fields = OptionsObject::of(value, "advanced.defaultContext", "an object")?;
             fields.only(&["environment", "metadata", "capabilities"], &[])?;
             for name in ["environment", "metadata", "capabilities"] {
                 if let Some(value) = fields.get(name) {
-                    Fields::object(value, &fields.field(name), "an object")?;
+                    OptionsObject::of(value, &fields.field(name), "an object")?;
                 }
             }
-            fields.map.clone()
+            fields.map().clone()
         }
     };
     context.retain(|_, value| !value.is_null());
     if let Some(value) = filesystem {
-        let fields = Fields::object(value, "filesystem", "an object ({ roots, cwd? })")?;
+        let fields = OptionsObject::of(value, "filesystem", "an object ({ roots, cwd? })")?;
         fields.only(&["roots", "cwd"], &[])?;
         let roots = fields
             .get("roots")
@@ -438,9 +435,9 @@ pub(crate) fn read_default_context(advanced: &Fields, filesystem: Option<&Value>
     Ok(context)
 }
 
-fn read_confirmation(advanced: &Fields) -> Result<Option<Confirmation>> {
+fn read_confirmation(advanced: &OptionsObject) -> Result<Option<Confirmation>> {
     if let Some(value) = advanced.get("confirmationHandler") {
-        let handler = Fields::object(
+        let handler = OptionsObject::of(
             value,
             "advanced.confirmationHandler",
             "an object with a requestConfirmation method",
@@ -460,7 +457,7 @@ fn read_confirmation(advanced: &Fields) -> Result<Option<Confirmation>> {
 }
 
 /// `hookTimeoutMs must be a positive integer no greater than 2147483647`.
-fn timeout(advanced: &Fields, name: &str, default: u32) -> Result<u32> {
+fn timeout(advanced: &OptionsObject, name: &str, default: u32) -> Result<u32> {
     match advanced.get(name) {
         None | Some(Value::Null) => Ok(default),
         Some(value) => whole_number(value)
@@ -474,25 +471,11 @@ fn timeout(advanced: &Fields, name: &str, default: u32) -> Result<u32> {
     }
 }
 
-fn whole_number(value: &Value) -> Option<u64> {
-    if let Some(n) = value.as_u64() {
-        return Some(n);
-    }
-    value
-        .as_f64()
-        .filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n <= 9_007_199_254_740_991.0)
-        .map(|n| n as u64)
-}
-
-pub fn callable(value: &Value) -> Option<Callable> {
-    let object = value.as_object()?;
-    if object.len() != 1 {
-        return None;
-    }
-    object.get(FUNCTION_KEY)?.as_u64().map(|n| Callable(n as u32))
-}
-
-fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, String>) -> Result<ModelChoice> {
+fn read_model(
+    options: &OptionsObject,
+    connection: &OptionsObject,
+    env: &HashMap<String, String>,
+) -> Result<ModelChoice> {
     let model = options.get("model").ok_or_else(|| {
         SdkError::config("model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)")
     })?;
@@ -556,9 +539,7 @@ fn read_model(options: &Fields, connection: &Fields, env: &HashMap<String, Strin
                 return Ok(ModelChoice::ScriptedFunction(function));
             }
             let turns = object.get("turns").unwrap_or(&Value::Null);
-            parse_turns(turns, "model.turns")
-                .map(ModelChoice::ScriptedTurns)
-                .map_err(SdkError::config)
+            parse_turns(turns, "model.turns").map(ModelChoice::ScriptedTurns)
         }
         other => Err(SdkError::config(format!(
             "model must be a model id string or scriptedModel(...) (got {})",
@@ -581,18 +562,18 @@ fn check_http_url(url: &str, field: &str) -> Result<()> {
     Ok(())
 }
 
-fn http_settings(connection: &Fields) -> Result<HttpSettings> {
+fn http_settings(connection: &OptionsObject) -> Result<HttpSettings> {
     let defaults = HttpSettings::default();
     let headers = match connection.get("headers") {
         None => Vec::new(),
         Some(value) => {
-            let headers = Fields::object(
+            let headers = OptionsObject::of(
                 value,
                 "advanced.connection.headers",
                 "an object of header names to strings",
             )?;
             let mut pairs = Vec::new();
-            for name in headers.map.keys() {
+            for name in headers.map().keys() {
                 let Some(text) = headers.secret(name)? else { continue };
                 if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     return Err(SdkError::config(format!(
@@ -638,7 +619,7 @@ fn http_settings(connection: &Fields) -> Result<HttpSettings> {
     })
 }
 
-fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
+fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
     let Some(value) = options.get("tools") else {
         return Ok(Vec::new());
     };
@@ -649,13 +630,13 @@ fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
     let mut tools = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let path = format!("tools[{index}]");
-        let tool = Fields::object(item, &path, "a tool definition (defineTool({ name, execute }))")?;
+        let tool = OptionsObject::of(item, &path, "a tool definition (defineTool({ name, execute }))")?;
         // Other keys are left alone: tool objects often carry fields of the caller's own.
         let name = tool
             .string("name")?
             .filter(|name| !name.trim().is_empty())
             .ok_or_else(|| SdkError::config(format!("{path}.name must be a non-empty string")))?;
-        if !seen.insert(tool.map["name"].as_str().unwrap_or_default()) {
+        if !seen.insert(tool.map()["name"].as_str().unwrap_or_default()) {
             return Err(SdkError::config(format!(
                 "{path}.name \"{name}\" is already the name of another tool"
             )));
@@ -697,105 +678,6 @@ fn read_tools(options: &Fields) -> Result<Vec<ToolSpec>> {
         });
     }
     Ok(tools)
-}
-
-/// An options object being read, with its path for error messages.
-pub(crate) struct Fields<'a> {
-    path: String,
-    map: &'a Map<String, Value>,
-}
-
-impl<'a> Fields<'a> {
-    pub fn object(value: &'a Value, path: &str, expected: &str) -> Result<Self> {
-        match value {
-            Value::Object(map) if callable(value).is_none() => Ok(Fields {
-                path: path.to_string(),
-                map,
-            }),
-            other => Err(SdkError::config(format!(
-                "{path} must be {expected} (got {})",
-                describe(other)
-            ))),
-        }
-    }
-
-    fn empty(path: &str) -> Self {
-        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-        Fields {
-            path: path.to_string(),
-            map: EMPTY.get_or_init(Map::new),
-        }
-    }
-
-    pub(crate) fn field(&self, name: &str) -> String {
-        if self.path == "options" {
-            name.to_string()
-        } else {
-            format!("{}.{name}", self.path)
-        }
-    }
-
-    /// A present field; `undefined` never arrives (the binding drops it) and `null` counts as absent.
-    pub fn get(&self, name: &str) -> Option<&'a Value> {
-        self.map.get(name).filter(|value| !value.is_null())
-    }
-
-    fn invalid(&self, name: &str, expected: &str, got: &Value) -> SdkError {
-        SdkError::config(format!(
-            "{} must be {expected} (got {})",
-            self.field(name),
-            describe(got)
-        ))
-    }
-
-    /// Refuses keys neither in `allowed` nor in one of `accepted`, naming the first; returns the
-    /// keys present from `accepted` (known, but not built here).
-    fn only(&self, allowed: &[&str], accepted: &[&[&str]]) -> Result<Vec<String>> {
-        let mut present = Vec::new();
-        for key in self.map.keys() {
-            if accepted.iter().any(|list| list.contains(&key.as_str())) {
-                present.push(key.clone());
-            } else if !allowed.contains(&key.as_str()) {
-                return Err(SdkError::config(format!(
-                    "{} is not a known option (known here: {})",
-                    self.field(key),
-                    allowed.join(", ")
-                )));
-            }
-        }
-        Ok(present)
-    }
-
-    /// A string that may be a secret: a wrong value is named by its kind, never shown.
-    fn secret(&self, name: &str) -> Result<Option<String>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(other) => Err(SdkError::config(format!(
-                "{} must be a string (got {})",
-                self.field(name),
-                kind(other)
-            ))),
-        }
-    }
-
-    fn string(&self, name: &str) -> Result<Option<String>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(other) => Err(self.invalid(name, "a string", other)),
-        }
-    }
-
-    pub(crate) fn positive_integer(&self, name: &str, max: u64) -> Result<Option<u64>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(value) => whole_number(value)
-                .filter(|n| (1..=max).contains(n))
-                .map(Some)
-                .ok_or_else(|| self.invalid(name, &format!("a positive integer no greater than {max}"), value)),
-        }
-    }
 }
 
 #[cfg(test)]

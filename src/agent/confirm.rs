@@ -16,7 +16,7 @@ use crate::hooks::dispatch::Caller;
 use crate::hooks::pending::Owner;
 use crate::hooks::HookEvent;
 use crate::host::{Args, Callable, HostCall, Reply};
-use crate::text::describe;
+use crate::js_value::describe;
 
 /// What the handler is asked; the host adds `abortSignal`.
 #[derive(Serialize)]

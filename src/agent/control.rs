@@ -6,8 +6,9 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::config::{Fields, MAX_TIMER_MS};
 use crate::error::{ErrorCode, Result, SdkError};
+use crate::js_value::MAX_TIMER_MS;
+use crate::options::OptionsObject;
 use crate::webhook::Environment;
 
 /// Stops a run: the caller's signal and `agent.abort()` both end up here.
@@ -72,7 +73,7 @@ impl SendOptions {
     /// `maxTurns` of a `send`'s options (JSON as the wrapper encodes options: NaN, bigints and
     /// functions marked), read as `createAgent` reads its own; a bad one is `INVALID_INPUT`.
     pub fn max_turns(options: &Value) -> Result<Option<u32>> {
-        let read = Fields::object(options, "options", "an object")
+        let read = OptionsObject::of(options, "options", "an object")
             .and_then(|options| options.positive_integer("maxTurns", MAX_TIMER_MS));
         match read {
             Ok(turns) => Ok(turns.map(|n| n as u32)),

@@ -3,9 +3,8 @@
 //! order, `turn_end`; then `usage` and `result`, or a final `error`.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::approvals::PendingApproval;
 use crate::error::SdkError;
 use crate::model::Usage;
 
@@ -201,4 +200,30 @@ pub struct PromptResult {
     /// The calls the run paused on (`stopReason: 'interrupted'` by an `'ask'`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_approvals: Option<Vec<PendingApproval>>,
+}
+
+/// Why a call waits for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingReason {
+    /// A permission said `'ask'` and no confirmation handler answered.
+    Ask,
+    /// It had started when its process died; whether it ran is unknown.
+    OutcomeUnknown,
+    /// `execute` returned `deferred()`: its result comes later.
+    Deferred,
+}
+
+/// What the caller sees of a waiting call (`pendingApprovals`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Map<String, Value>,
+    pub fingerprint: String,
+    pub reason: PendingReason,
+    /// With `advanced.approvalSecret`: what `approve` must be given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }

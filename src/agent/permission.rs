@@ -3,8 +3,9 @@
 use serde_json::{Map, Value};
 
 use super::tools::ToolKind;
+use crate::error::{Result, SdkError};
 use crate::host::Callable;
-use crate::text::{describe, js_marker};
+use crate::js_value::{callable, describe, js_marker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
@@ -25,8 +26,9 @@ pub enum Permission {
 }
 
 impl Permission {
-    pub fn parse(value: &Value, function: Option<Callable>) -> Result<Self, String> {
-        if let Some(function) = function {
+    /// Reads `advanced.permission`: a preset's name or a function.
+    pub fn parse(value: &Value) -> Result<Self> {
+        if let Some(function) = callable(value) {
             return Ok(Permission::Function(function));
         }
         match value.as_str() {
@@ -34,10 +36,10 @@ impl Permission {
             Some("accept-edits") => Ok(Permission::Preset(Preset::AcceptEdits)),
             Some("bypass-permissions") => Ok(Permission::Preset(Preset::BypassPermissions)),
             Some("plan") => Ok(Permission::Preset(Preset::Plan)),
-            _ => Err(format!(
+            _ => Err(SdkError::config(format!(
                 "advanced.permission must be 'default', 'accept-edits', 'bypass-permissions', 'plan' or a function (got {})",
                 describe(value)
-            )),
+            ))),
         }
     }
 
@@ -91,7 +93,7 @@ impl Preset {
 
 /// Reads what a permission function returned: `'allow' | 'deny' | 'ask'` or
 /// `{ behavior: 'allow', updatedInput? } | { behavior: 'deny', message?, interrupt? } | { behavior: 'ask', message? }`.
-pub fn parse_decision(returned: Option<&Value>) -> Result<Decision, String> {
+pub fn parse_decision(returned: Option<&Value>) -> std::result::Result<Decision, String> {
     let expected = "expected 'allow', 'deny', 'ask' or { behavior, … }";
     let Some(value) = returned else {
         return Err(format!("the permission function returned undefined; {expected}"));

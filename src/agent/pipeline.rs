@@ -5,9 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::approvals::{self, PausedCall, PendingReason};
+use super::approvals::{self, PausedCall};
 use super::confirm::{Answer, Approvals, Confirmation, ConfirmationRequest};
-use super::events::{StreamEvent, ToolCallRecord};
+use super::events::{PendingReason, StreamEvent, ToolCallRecord};
 use super::parts::Agent;
 use super::payloads::{PermissionAsk, ResultField, ToolEvent};
 use super::permission::{self, Decision, Permission};
@@ -20,9 +20,9 @@ use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
 use crate::hooks::{EventFields, HookEvent};
 use crate::host::{Args, ErrorSlot, HostCall};
+use crate::js_value::describe;
 use crate::model::ToolCallRequest;
 use crate::store;
-use crate::text::describe;
 
 /// The part of the run a tool call needs.
 pub(crate) struct CallSite<'a> {

@@ -9,11 +9,11 @@ use serde_json::{json, Map, Value};
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::approvals::{Decision, PausedTurn, PendingApproval, TurnCall};
+use super::approvals::{Decision, PausedTurn, TurnCall};
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
-use super::events::{PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
+use super::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
 use super::parts::Agent;
 use super::payloads;
 use super::pipeline::{self, CallSite, Ended};
@@ -22,14 +22,14 @@ use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
+use crate::hooks::environment;
 use crate::hooks::pending::SETTLE_GRACE;
 use crate::hooks::{EventFields, HookEvent};
 use crate::ids;
+use crate::js_value::describe;
 use crate::model::{AssistantToolCall, Message, Model, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
 use crate::offload::offload;
 use crate::store;
-use crate::text::describe;
-use crate::webhook::environment;
 
 pub(crate) struct Run {
     agent: Arc<Agent>,

@@ -7,11 +7,12 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
-use super::approvals::{self, Decision, PausedTurn, PendingApproval};
-use super::config::{AgentConfig, Fields, MAX_TIMER_MS};
+use super::approvals::{self, Decision, PausedTurn};
+use super::config::AgentConfig;
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
+use super::events::PendingApproval;
 use super::parts::Agent;
 use super::payloads;
 use super::permission::Permission;
@@ -21,14 +22,15 @@ use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext, HookError};
+use crate::hooks::environment;
 use crate::hooks::pending::{Owner, SETTLE_GRACE};
 use crate::hooks::{EventFields, HookEvent};
 use crate::host::Host;
 use crate::ids;
+use crate::js_value::{describe, MAX_TIMER_MS};
 use crate::model::{Message, UserContent};
+use crate::options::OptionsObject;
 use crate::store;
-use crate::text::describe;
-use crate::webhook::environment;
 use crate::webhook::Environment;
 
 pub struct Session {
@@ -175,7 +177,7 @@ impl Session {
         let mut advanced = Map::new();
         advanced.insert("defaultContext".into(), context.clone());
         let context =
-            super::config::read_default_context(&Fields::object(&Value::Object(advanced), "options", "")?, None)
+            super::config::read_default_context(&OptionsObject::of(&Value::Object(advanced), "options", "")?, None)
                 .map_err(|error| invalid_input(error.message.replace("advanced.defaultContext", "the context")))?;
         lock(&self.state).settings.default_context = Arc::new(context);
         Ok(())

@@ -11,6 +11,7 @@ use super::events::CallStatus;
 use crate::hooks::dispatch::{Caller, Dispatcher, HookError};
 use crate::hooks::pending::Owner;
 use crate::host::{Args, Callable, Host, HostCall, Reply, Step};
+use crate::js_value::stringify;
 use crate::model::ToolSchema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,14 +295,6 @@ pub fn model_output(returned: Option<Value>) -> CallResult {
         }
     }
     CallResult::success(stringify(&value))
-}
-
-/// `JSON.stringify` for a value that came from JS: strings as they are, everything else compact JSON.
-pub fn stringify(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::event::HookEvent;
 use super::output::{Action, HookOutput, ModifiedInput};
-use crate::agent::tools::stringify;
+use crate::js_value::stringify;
 use crate::model::{ContentPart, UserContent};
 
 /// What PreToolUse decided for a call.

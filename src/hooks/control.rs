@@ -11,9 +11,8 @@ use super::event::HookEvent;
 use super::registry::HookObject;
 use super::span::HookSpan;
 use crate::log::Log;
-use crate::offload::offload;
 use crate::webhook::decision::Decision;
-use crate::webhook::deliver::{self, ControlAnswer, Environment};
+use crate::webhook::deliver::{deliver, ControlAnswer};
 use crate::webhook::payload;
 
 /// The model-facing text of a call blocked because a control failed with `onError: 'block'`.
@@ -30,25 +29,6 @@ pub enum Verdict {
     Failed,
 }
 
-/// Asks a control on the runtime's workers, never on the thread polling the run.
-async fn offload_control(
-    hook: &std::sync::Arc<HookObject>,
-    body: Value,
-    environment: &std::sync::Arc<Environment>,
-) -> ControlAnswer {
-    let hook = hook.clone();
-    let environment = environment.clone();
-    offload(async move {
-        match &hook.webhook {
-            Some(webhook) => deliver::control(webhook, &body, &environment).await,
-            None => ControlAnswer::Notification,
-        }
-    })
-    .await
-    // A task that did not finish is "anything else" of the error rules: network_error.
-    .unwrap_or(ControlAnswer::Failed(crate::webhook::DeliveryError::Network))
-}
-
 pub async fn evaluate(
     controls: &[&std::sync::Arc<HookObject>],
     event: HookEvent,
@@ -63,7 +43,7 @@ pub async fn evaluate(
         let mut span = HookSpan::new(&hook.id);
         let answer = tokio::select! {
             biased;
-            answer = offload_control(hook, body, &caller.context.environment).instrument(span.span()) => answer,
+            answer = deliver(webhook, body, &caller.context.environment).instrument(span.span()) => answer,
             // Cancellation never grants permission.
             _ = caller.wait_cancelled() => {
                 span.failed("cancelled");

@@ -3,7 +3,6 @@
 //! is collected before any is applied; a callback that throws, times out or returns something
 //! that is not a hook output stops the dispatch.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,20 +14,19 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::span::{finish_span, HookSpan};
-
 use super::event::HookEvent;
 use super::fields::EventFields;
 use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
+use super::span::{finish_span, HookSpan};
 use crate::error::{ErrorCode, HookTimeout, SdkError};
 use crate::host::{
     AbortReason, Args, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, HostFuture, Reply, SignalSlot,
 };
 use crate::log::Log;
-use crate::offload::offload;
-use crate::webhook::deliver::{self, Environment};
+use crate::webhook::deliver::{deliver, ControlAnswer, Environment};
+use crate::webhook::payload;
 
 pub const CLEANING_UP: &str = "An inline hook callback is still cleaning up";
 
@@ -106,7 +104,7 @@ fn critical_message(hook_id: &str) -> String {
 /// the environment snapshot header templates resolve from.
 #[derive(Debug, Default)]
 pub struct HookContext {
-    pub extra: Vec<Arc<HookObject>>,
+    pub extra: Vec<Entry>,
     pub environment: Arc<Environment>,
 }
 
@@ -159,23 +157,6 @@ pub struct Dispatcher {
     session_end_attempted: AtomicBool,
 }
 
-/// A hook of the event, from the session's registry or the run's environment hooks.
-enum Registered<'a> {
-    Callback { function: Callable, path: &'a str },
-    Hook(&'a Arc<HookObject>),
-}
-
-impl Registered<'_> {
-    /// Whether a dispatch for `tool` runs it: a callback always; a hook object when its matcher
-    /// matches, unless it is a result control (those run around the tool, not in a dispatch).
-    fn applies(&self, tool: Option<&str>) -> bool {
-        match self {
-            Registered::Callback { .. } => true,
-            Registered::Hook(hook) => !hook.is_control() && hook.matches(tool),
-        }
-    }
-}
-
 impl Dispatcher {
     pub fn new(
         registry: Registry,
@@ -206,24 +187,12 @@ impl Dispatcher {
     }
 
     /// The event's hooks in order: the session's, then the run's environment hooks.
-    fn registered<'a>(
-        &'a self,
-        event: HookEvent,
-        context: &'a HookContext,
-    ) -> impl Iterator<Item = Registered<'a>> + 'a {
-        let own = self.registry.entries(event).iter().map(|entry| match entry {
-            Entry::Callback { function, path } => Registered::Callback {
-                function: *function,
-                path,
-            },
-            Entry::Hook(hook) => Registered::Hook(hook),
-        });
+    fn registered<'a>(&'a self, event: HookEvent, context: &'a HookContext) -> impl Iterator<Item = &'a Entry> + 'a {
         let extra = context
             .extra
             .iter()
-            .filter(move |hook| hook.event == event)
-            .map(Registered::Hook);
-        own.chain(extra)
+            .filter(move |entry| entry.hook().is_some_and(|hook| hook.event == event));
+        self.registry.entries(event).iter().chain(extra)
     }
 
     /// Whether dispatching `event` (for `tool`) would do anything; if not, the caller builds
@@ -240,10 +209,8 @@ impl Dispatcher {
         context: &'a HookContext,
     ) -> Vec<&'a Arc<HookObject>> {
         self.registered(event, context)
-            .filter_map(|entry| match entry {
-                Registered::Hook(hook) if hook.is_control() && hook.matches(Some(tool)) => Some(hook),
-                _ => None,
-            })
+            .filter_map(Entry::hook)
+            .filter(|hook| hook.is_control() && hook.matches(Some(tool)))
             .collect()
     }
 
@@ -279,7 +246,7 @@ impl Dispatcher {
     /// Runs `event`'s hooks in order and returns the callbacks' outputs, unapplied.
     pub async fn dispatch(&self, input: EventInput<'_>, caller: Caller<'_>) -> Result<Dispatched, HookError> {
         // Each matcher is tested once here; the dispatch runs what applies.
-        let applicable: Vec<Registered<'_>> = self
+        let applicable: Vec<&Entry> = self
             .registered(input.event, caller.context)
             .filter(|entry| entry.applies(input.tool))
             .collect();
@@ -317,142 +284,170 @@ impl Dispatcher {
         }
     }
 
-    /// Runs `applicable` (the event's hooks that apply to its tool), in order.
+    /// Runs `applicable` (the event's hooks that apply to its tool), in order, each under the
+    /// event's deadline and the caller's cancellation.
     async fn run_hooks(
         &self,
-        applicable: &[Registered<'_>],
+        applicable: &[&Entry],
         input: EventInput<'_>,
         caller: Caller<'_>,
     ) -> Result<Dispatched, HookError> {
-        let event = input.event;
-        let session_event = event.is_session_event();
         // The last hook that calls into JS (its call may release the dispatch's signal).
-        let last_js = applicable.iter().rposition(|entry| match entry {
-            Registered::Callback { .. } => true,
-            Registered::Hook(hook) => hook.handler.is_some(),
-        });
-        let calls_js = last_js.is_some();
-        if calls_js && self.pending.count(Owner::Hook) > 0 {
+        let last_js = applicable.iter().rposition(|entry| entry.function().is_some());
+        if last_js.is_some() && self.pending.count(Owner::Hook) > 0 {
             return Err(HookError::CleaningUp);
         }
         if caller.cancelled() {
             return Err(HookError::Cancelled);
         }
-        let timeout = self.start_timeout(event);
+        let round = Round {
+            timeout: self.start_timeout(input.event),
+            input,
+            caller,
+        };
         // Webhooks reshape the fields: they get them as a map, made once, when the first needs it.
-        let mut fields_map: Option<Map<String, Value>> = None;
+        let mut fields: Option<Map<String, Value>> = None;
         let mut dispatched = Dispatched::default();
         let mut critical: Option<(String, String)> = None;
         for (position, entry) in applicable.iter().enumerate() {
             if caller.cancelled() {
                 return Err(HookError::Cancelled);
             }
-            if Instant::now() >= timeout.deadline {
-                return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
+            if Instant::now() >= round.timeout.deadline {
+                return Err(HookError::Timeout(self.time_out(&round.timeout, caller.scope).await));
             }
-            let (function, label, hook) = match entry {
-                Registered::Callback { function, path } => (Some(*function), Cow::Borrowed(*path), None),
-                Registered::Hook(hook) => (hook.handler, Cow::Owned(format!("hook \"{}\"", hook.id)), Some(*hook)),
-            };
             // After a mock, later PreToolUse callbacks do not run.
-            let function = function.filter(|_| dispatched.mocked.is_none());
-            let webhook = hook.and_then(|hook| hook.webhook.as_ref());
-            if function.is_none() && webhook.is_none() {
+            let function = entry.function().filter(|_| dispatched.mocked.is_none());
+            let hook = entry.hook().filter(|hook| hook.webhook.is_some());
+            if function.is_none() && hook.is_none() {
                 continue;
             }
-            // The span names a hook object by its id, a bare callback by where it was registered.
-            let mut hook_span = HookSpan::new(hook.map_or(label.as_ref(), |hook| hook.id.as_str()));
+            let mut span = HookSpan::new(entry.name());
             if let Some(function) = function {
-                let mut call = HostCall::new(function, Args::object(input.payload.json()), caller.scope);
-                call.signal = Some(timeout.signal("abortSignal", Some(position) == last_js, caller.cancel.is_some()));
-                call.error = input.error.clone();
-                if event == HookEvent::PreToolUse {
-                    call.reply = Reply::DataWithMock;
-                }
-                let called = self
-                    .call_guarded(self.host.call(call), &timeout, caller, Owner::Hook)
-                    .instrument(hook_span.span())
-                    .await;
-                hook_span.called(&called);
-                let mut returned = match called {
-                    Ok(returned) => returned,
-                    // On lifecycle events a handler that throws is logged and the next one runs;
-                    // a spent budget or a cancelled caller still ends the dispatch.
-                    Err(HookError::Thrown(error)) if !session_event => {
-                        self.log.warn(
-                            &format!("{label} failed on {}; the next hook runs", event.name()),
-                            json!({"event": event.name(), "hook": label, "error": error.message}),
-                        );
-                        None
-                    }
-                    Err(error) => return Err(error),
-                };
-                if event == HookEvent::PreToolUse {
-                    // `{ returned, mocked? }`: both are taken out of the reply, not copied.
-                    let mut wrapped = match returned.take() {
-                        Some(Value::Object(wrapped)) => wrapped,
-                        _ => Map::new(),
-                    };
-                    returned = wrapped.remove("returned");
-                    if let Some(mocked) = wrapped.remove("mocked") {
-                        dispatched.mocked = Some(mocked);
-                    }
-                }
-                if session_event {
-                    // A hook object's handler may return nothing, which means continue.
-                    let output = match (&returned, hook) {
-                        (None | Some(Value::Null), Some(_)) => HookOutput::continue_(),
-                        _ => HookOutput::parse(returned.as_ref(), &label).map_err(HookError::Invalid)?,
-                    };
-                    dispatched.outputs.push(output);
-                }
+                let last = Some(position) == last_js;
+                self.call_handler(&round, entry, function, last, &mut span, &mut dispatched)
+                    .await?;
             }
-            let (Some(hook), Some(webhook)) = (hook, webhook) else {
-                continue;
-            };
-            let fields = fields_map.get_or_insert_with(|| input.payload.to_map());
-            let body = crate::webhook::payload::build(fields, webhook, &hook.id, &hook.type_name, true);
-            let delivered = tokio::select! {
-                biased;
-                delivered = offload_notify(hook, body, &caller.context.environment).instrument(hook_span.span()) => delivered,
-                _ = tokio::time::sleep_until(timeout.deadline) => {
-                    hook_span.failed("timeout");
-                    return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
-                }
-                _ = caller.wait_cancelled() => {
-                    hook_span.failed("cancelled");
-                    return Err(HookError::Cancelled);
-                }
-            };
-            match &delivered {
-                Ok(()) => hook_span.succeeded("delivered"),
-                Err(error) => hook_span.failed(error.code()),
-            }
-            if let Err(error) = delivered {
-                if webhook.critical {
-                    self.log.error(
-                        &format!("Critical webhook delivery failed: {}", hook.id),
-                        json!({"hookId": hook.id, "hookType": hook.type_name, "error": error.to_string()}),
-                    );
-                    critical.get_or_insert((hook.id.clone(), error.to_string()));
-                } else {
-                    self.log.warn(
-                        &format!("Webhook delivery failed (non-fatal): {}", hook.id),
-                        json!({"hookId": hook.id, "hookType": hook.type_name, "error": error.to_string()}),
-                    );
-                }
+            if let Some(hook) = hook {
+                let fields = fields.get_or_insert_with(|| round.input.payload.to_map());
+                self.notify(&round, hook, fields, &mut span, &mut critical).await?;
             }
         }
         if caller.cancelled() {
             return Err(HookError::Cancelled);
         }
-        if calls_js && Instant::now() >= timeout.deadline {
-            return Err(HookError::Timeout(self.time_out(&timeout, caller.scope).await));
+        if last_js.is_some() && Instant::now() >= round.timeout.deadline {
+            return Err(HookError::Timeout(self.time_out(&round.timeout, caller.scope).await));
         }
         if let Some((hook_id, cause)) = critical {
             return Err(HookError::Critical { hook_id, cause });
         }
         Ok(dispatched)
+    }
+
+    /// Calls `function` (`entry`'s) with the event's input and keeps what it returned: the mock
+    /// of a PreToolUse reply, the output of a session event's. On lifecycle events a handler that
+    /// throws is logged and the next one runs; a spent budget or a cancelled caller still ends
+    /// the dispatch.
+    async fn call_handler(
+        &self,
+        round: &Round<'_>,
+        entry: &Entry,
+        function: Callable,
+        last: bool,
+        span: &mut HookSpan,
+        dispatched: &mut Dispatched,
+    ) -> Result<(), HookError> {
+        let Round { input, caller, timeout } = round;
+        let event = input.event;
+        let mut call = HostCall::new(function, Args::object(input.payload.json()), caller.scope);
+        call.signal = Some(timeout.signal("abortSignal", last, caller.cancel.is_some()));
+        call.error = input.error.clone();
+        if event == HookEvent::PreToolUse {
+            call.reply = Reply::DataWithMock;
+        }
+        let called = self
+            .call_guarded(self.host.call(call), timeout, *caller, Owner::Hook)
+            .instrument(span.span())
+            .await;
+        span.called(&called);
+        let mut returned = match called {
+            Ok(returned) => returned,
+            Err(HookError::Thrown(error)) if !event.is_session_event() => {
+                let label = entry.label().to_string();
+                self.log.warn(
+                    &format!("{label} failed on {}; the next hook runs", event.name()),
+                    json!({"event": event.name(), "hook": label, "error": error.message}),
+                );
+                None
+            }
+            Err(error) => return Err(error),
+        };
+        if event == HookEvent::PreToolUse {
+            // `{ returned, mocked? }`: both are taken out of the reply, not copied.
+            let mut wrapped = match returned.take() {
+                Some(Value::Object(wrapped)) => wrapped,
+                _ => Map::new(),
+            };
+            returned = wrapped.remove("returned");
+            if let Some(mocked) = wrapped.remove("mocked") {
+                dispatched.mocked = Some(mocked);
+            }
+        }
+        if event.is_session_event() {
+            // A hook object's handler may return nothing, which means continue.
+            let output = match (&returned, entry) {
+                (None | Some(Value::Null), Entry::Hook(_)) => HookOutput::continue_(),
+                _ => HookOutput::parse(returned.as_ref(), entry.label()).map_err(HookError::Invalid)?,
+            };
+            dispatched.outputs.push(output);
+        }
+        Ok(())
+    }
+
+    /// Delivers `hook`'s webhook notification, racing the event's deadline and the caller's
+    /// cancellation. A failed delivery is logged; with `fallback: 'none'` it is also critical,
+    /// and the dispatch fails with the first such hook once every hook ran.
+    async fn notify(
+        &self,
+        round: &Round<'_>,
+        hook: &HookObject,
+        fields: &Map<String, Value>,
+        span: &mut HookSpan,
+        critical: &mut Option<(String, String)>,
+    ) -> Result<(), HookError> {
+        let Some(webhook) = &hook.webhook else {
+            return Ok(());
+        };
+        let Round { caller, timeout, .. } = round;
+        let body = payload::build(fields, webhook, &hook.id, &hook.type_name, true);
+        let answer = tokio::select! {
+            biased;
+            answer = deliver(webhook, body, &caller.context.environment).instrument(span.span()) => answer,
+            _ = tokio::time::sleep_until(timeout.deadline) => {
+                span.failed("timeout");
+                return Err(HookError::Timeout(self.time_out(timeout, caller.scope).await));
+            }
+            _ = caller.wait_cancelled() => {
+                span.failed("cancelled");
+                return Err(HookError::Cancelled);
+            }
+        };
+        let ControlAnswer::Failed(error) = answer else {
+            span.succeeded("delivered");
+            return Ok(());
+        };
+        span.failed(error.code());
+        let fields = json!({"hookId": hook.id, "hookType": hook.type_name, "error": error.to_string()});
+        if webhook.critical {
+            self.log
+                .error(&format!("Critical webhook delivery failed: {}", hook.id), fields);
+            critical.get_or_insert((hook.id.clone(), error.to_string()));
+        } else {
+            self.log
+                .warn(&format!("Webhook delivery failed (non-fatal): {}", hook.id), fields);
+        }
+        Ok(())
     }
 
     /// SessionEnd runs at most once per session, whatever its outcome.
@@ -544,25 +539,11 @@ impl Dispatcher {
     }
 }
 
-/// Records how a dispatch or one of its hooks ended, and how long it took.
-/// Delivers a notification on the runtime's workers, never on the thread polling the run.
-async fn offload_notify(
-    hook: &Arc<HookObject>,
-    body: Value,
-    environment: &Arc<Environment>,
-) -> Result<(), deliver::DeliveryError> {
-    let hook = hook.clone();
-    let environment = environment.clone();
-    offload(async move {
-        match &hook.webhook {
-            Some(webhook) => deliver::notify(webhook, &body, &environment).await,
-            None => Ok(()),
-        }
-    })
-    .await
-    // A delivery task that did not finish (the runtime shutting down) is "anything else" of the
-    // error rules: network_error.
-    .unwrap_or(Err(deliver::DeliveryError::Network))
+/// One dispatch under way: its input, who dispatches, and its budget.
+struct Round<'a> {
+    input: EventInput<'a>,
+    caller: Caller<'a>,
+    timeout: Timeout,
 }
 
 /// What a budget bounds, which decides the error its deadline makes.

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, SdkError};
-use crate::text::{describe, js_marker};
+use crate::js_value::{describe, js_marker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -49,7 +49,7 @@ impl HookOutput {
     /// Reads what the callback `label` (e.g. `advanced.hooks.PreToolUse[1]`, `hook "audit"`)
     /// returned; anything that is not a hook output is an `INVALID_HOOK_OUTPUT` error naming the
     /// callback and what it returned.
-    pub fn parse(returned: Option<&Value>, label: &str) -> Result<Self, SdkError> {
+    pub fn parse(returned: Option<&Value>, label: impl std::fmt::Display) -> Result<Self, SdkError> {
         let invalid = |what: String| {
             SdkError::new(
                 ErrorCode::InvalidHookOutput,

@@ -3,16 +3,17 @@
 //! (`AgentHook[]`). Every problem is a `ConfigError` naming the hook and the field.
 
 use std::collections::HashSet;
+use std::fmt;
 use std::sync::Arc;
 
 use regex::Regex;
 use serde_json::Value;
 
 use super::event::{HookEvent, EVENT_COUNT};
-use crate::agent::config::callable;
 use crate::error::{Result, SdkError};
 use crate::host::Callable;
-use crate::text::describe;
+use crate::js_value::{callable, describe};
+use crate::options::OptionsObject;
 use crate::webhook::WebhookConfig;
 
 /// A hook object: a handler, a webhook, or both, on one event.
@@ -25,7 +26,8 @@ pub struct HookObject {
     /// Compiled once; `None` matches every tool.
     pub matcher: Option<Regex>,
     pub handler: Option<Callable>,
-    pub webhook: Option<WebhookConfig>,
+    /// Shared with the delivery task that sends it.
+    pub webhook: Option<Arc<WebhookConfig>>,
 }
 
 impl HookObject {
@@ -53,10 +55,63 @@ pub enum Entry {
     Hook(Arc<HookObject>),
 }
 
+impl Entry {
+    /// The hook object, when this is one.
+    pub fn hook(&self) -> Option<&Arc<HookObject>> {
+        match self {
+            Entry::Hook(hook) => Some(hook),
+            Entry::Callback { .. } => None,
+        }
+    }
+
+    /// What a dispatch calls: the callback, or the hook object's handler.
+    pub fn function(&self) -> Option<Callable> {
+        match self {
+            Entry::Callback { function, .. } => Some(*function),
+            Entry::Hook(hook) => hook.handler,
+        }
+    }
+
+    /// Whether a dispatch for `tool` runs it: a callback always; a hook object when its matcher
+    /// matches, unless it is a result control (those run around the tool, not in a dispatch).
+    pub fn applies(&self, tool: Option<&str>) -> bool {
+        match self {
+            Entry::Callback { .. } => true,
+            Entry::Hook(hook) => !hook.is_control() && hook.matches(tool),
+        }
+    }
+
+    /// Its name in spans: a hook object's id, or where a bare callback was registered.
+    pub fn name(&self) -> &str {
+        match self {
+            Entry::Callback { path, .. } => path,
+            Entry::Hook(hook) => &hook.id,
+        }
+    }
+
+    /// Its name in logs and errors: `advanced.hooks.PreToolUse[1]` or `hook "audit"`, written
+    /// only when a text needs it.
+    pub fn label(&self) -> impl fmt::Display + '_ {
+        struct Label<'a>(&'a Entry);
+        impl fmt::Display for Label<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.0 {
+                    Entry::Callback { path, .. } => f.write_str(path),
+                    Entry::Hook(hook) => write!(f, "hook \"{}\"", hook.id),
+                }
+            }
+        }
+        Label(self)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Registry {
     entries: [Vec<Entry>; EVENT_COUNT],
 }
+
+/// Ids of environment hooks (`environment.rs`) start with this; caller hooks may not.
+pub const ID_PREFIX: &str = "env-webhook:";
 
 const HOOK_KEYS: &[&str] = &["id", "type", "matcher", "handler", "webhook"];
 
@@ -72,19 +127,17 @@ impl Registry {
                     registry.entries[hook.event.index()].push(Entry::Hook(Arc::new(hook)));
                 }
             }
-            Some(Value::Object(map)) if callable(value.unwrap()).is_none() => {
-                for (key, list) in map {
+            Some(value @ Value::Object(map)) if callable(value).is_none() => {
+                let hooks = OptionsObject::new(map, "advanced.hooks");
+                for (key, list) in hooks.map() {
                     let event = HookEvent::parse(key).ok_or_else(|| {
-                        SdkError::config(format!(
-                            "advanced.hooks.{key} is not a hook event (events: {})",
-                            HookEvent::all_names().join(", ")
-                        ))
+                        hooks.error(
+                            key,
+                            format_args!("is not a hook event (events: {})", HookEvent::all_names().join(", ")),
+                        )
                     })?;
                     let Value::Array(items) = list else {
-                        return Err(SdkError::config(format!(
-                            "advanced.hooks.{key} must be an array of callbacks or hook objects (got {})",
-                            describe(list)
-                        )));
+                        return Err(hooks.invalid(key, "an array of callbacks or hook objects", list));
                     };
                     for (index, item) in items.iter().enumerate() {
                         let path = format!("advanced.hooks.{key}[{index}]");
@@ -125,10 +178,7 @@ impl Registry {
             .entries
             .iter()
             .flatten()
-            .filter_map(|entry| match entry {
-                Entry::Hook(hook) => hook.webhook.as_ref(),
-                Entry::Callback { .. } => None,
-            })
+            .filter_map(|entry| entry.hook()?.webhook.as_ref())
             .flat_map(|webhook| webhook.allowed_env_vars.iter().cloned())
             .collect();
         names.sort();
@@ -144,50 +194,37 @@ fn parse_hook(
     key: Option<(&str, HookEvent)>,
     ids: &mut HashSet<String>,
 ) -> Result<HookObject> {
-    let Some(object) = value.as_object().filter(|_| callable(value).is_none()) else {
-        return Err(SdkError::config(format!(
-            "{path} must be a hook object {{ id, type, handler?, webhook? }} (got {})",
-            describe(value)
-        )));
-    };
-    let id = match object.get("id") {
+    let object = OptionsObject::of(value, path, "a hook object { id, type, handler?, webhook? }")?;
+    // `id` and `type` are read as given: a `null` one is a wrong value, not a missing one.
+    let id = match object.map().get("id") {
         Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
-        Some(other) => {
-            return Err(SdkError::config(format!(
-                "{path}.id must be a non-empty string (got {})",
-                describe(other)
-            )))
-        }
-        None => return Err(SdkError::config(format!("{path}.id is required"))),
+        Some(other) => return Err(object.invalid("id", "a non-empty string", other)),
+        None => return Err(object.error("id", "is required")),
     };
-    let path = format!("{path} (hook \"{id}\")");
-    let fail = |field: &str, problem: String| SdkError::config(format!("{path}.{field} {problem}"));
-    if id.starts_with(crate::webhook::environment::ID_PREFIX) {
-        return Err(fail(
+    let hook = OptionsObject::new(object.map(), &format!("{path} (hook \"{id}\")"));
+    if id.starts_with(ID_PREFIX) {
+        return Err(hook.error(
             "id",
-            format!(
-                "must not start with \"{}\" (reserved for environment hooks)",
-                crate::webhook::environment::ID_PREFIX
-            ),
+            format_args!("must not start with \"{ID_PREFIX}\" (reserved for environment hooks)"),
         ));
     }
     if !ids.insert(id.clone()) {
-        return Err(fail("id", "is already the id of another hook".into()));
+        return Err(hook.error("id", "is already the id of another hook"));
     }
-    for field in object.keys() {
+    for field in hook.map().keys() {
         if !HOOK_KEYS.contains(&field.as_str()) {
-            return Err(fail(
+            return Err(hook.error(
                 field,
-                format!("is not a hook field (known: {})", HOOK_KEYS.join(", ")),
+                format_args!("is not a hook field (known: {})", HOOK_KEYS.join(", ")),
             ));
         }
     }
-    let (type_name, event) = match (object.get("type"), key) {
+    let (type_name, event) = match (hook.map().get("type"), key) {
         (Some(Value::String(name)), _) => {
             let event = HookEvent::parse(name).ok_or_else(|| {
-                fail(
+                hook.error(
                     "type",
-                    format!(
+                    format_args!(
                         "must be a hook event or alias (got \"{name}\"; events: {})",
                         HookEvent::all_names().join(", ")
                     ),
@@ -195,56 +232,49 @@ fn parse_hook(
             })?;
             if let Some((listed, listed_event)) = key {
                 if listed_event != event {
-                    return Err(fail(
+                    return Err(hook.error(
                         "type",
-                        format!("is \"{name}\" but the hook is listed under {listed}"),
+                        format_args!("is \"{name}\" but the hook is listed under {listed}"),
                     ));
                 }
             }
             (name.clone(), event)
         }
-        (Some(other), _) => return Err(fail("type", format!("must be a string (got {})", describe(other)))),
+        (Some(other), _) => return Err(hook.invalid("type", "a string", other)),
         (None, Some((listed, event))) => (listed.to_string(), event),
-        (None, None) => return Err(fail("type", "is required".into())),
+        (None, None) => return Err(hook.error("type", "is required")),
     };
-    let matcher = match object.get("matcher") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(pattern)) => {
-            if !event.is_tool_event() {
-                return Err(fail(
-                    "matcher",
-                    "is only supported on tool events (PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure and their aliases)".into(),
-                ));
-            }
-            if pattern.is_empty() || pattern == "*" {
-                None
-            } else {
-                Some(Regex::new(pattern).map_err(|error| {
-                    fail(
-                        "matcher",
-                        format!("is not a valid regular expression: {}", last_line(&error.to_string())),
-                    )
-                })?)
-            }
+    let matcher = match hook.str("matcher")? {
+        None => None,
+        Some(_) if !event.is_tool_event() => {
+            return Err(hook.error(
+                "matcher",
+                "is only supported on tool events (PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure and their aliases)",
+            ));
         }
-        Some(other) => return Err(fail("matcher", format!("must be a string (got {})", describe(other)))),
+        Some("" | "*") => None,
+        Some(pattern) => Some(Regex::new(pattern).map_err(|error| {
+            hook.error(
+                "matcher",
+                format_args!("is not a valid regular expression: {}", last_line(&error.to_string())),
+            )
+        })?),
     };
-    let handler = match object.get("handler") {
-        None | Some(Value::Null) => None,
-        Some(value) => Some(
-            callable(value).ok_or_else(|| fail("handler", format!("must be a function (got {})", describe(value))))?,
-        ),
-    };
-    let webhook = match object.get("webhook") {
-        None | Some(Value::Null) => None,
-        Some(value) => Some(WebhookConfig::parse(value, &format!("{path}.webhook"), event).map_err(SdkError::config)?),
+    let handler = hook.function("handler")?;
+    let webhook = match hook.get("webhook") {
+        None => None,
+        Some(value) => Some(Arc::new(WebhookConfig::parse(value, &hook.field("webhook"), event)?)),
     };
     if handler.is_none() && webhook.is_none() {
-        return Err(SdkError::config(format!("{path} needs a handler or a webhook")));
+        return Err(SdkError::config(format!(
+            "{} needs a handler or a webhook",
+            hook.path()
+        )));
     }
     if handler.is_some() && webhook.as_ref().is_some_and(|webhook| webhook.control) {
         return Err(SdkError::config(format!(
-            "{path}: a control hook (responseHandling 'toolCall') cannot have a handler"
+            "{}: a control hook (responseHandling 'toolCall') cannot have a handler",
+            hook.path()
         )));
     }
     Ok(HookObject {

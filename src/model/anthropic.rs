@@ -8,8 +8,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::answer::{read_answer, Assembler};
 use super::fragments::{decode, finish_text, push_string, push_text, Fragments};
-use super::http::{self, Assembler, Connection};
+use super::http::{self, Connection};
 use super::secrets::Secrets;
 use super::sse::parse_data;
 use super::{ContentPart, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage, UserContent};
@@ -315,7 +316,7 @@ impl AnthropicClient {
         body.insert("stream".into(), json!(settings.stream));
         let body = serde_json::to_vec(&body).map_err(|error| SdkError::model(error.to_string()))?;
         let opened = http::post(&url, headers, body, &self.connection).await?;
-        http::read_answer::<StreamAssembler>(opened, &self.connection, on_text, parse_message).await
+        read_answer::<StreamAssembler>(opened, &self.connection, on_text, parse_message).await
     }
 }
 

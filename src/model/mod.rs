@@ -1,6 +1,7 @@
 //! Model clients. They turn a conversation into one assistant turn (text + tool calls + usage)
 //! and know nothing of hooks or tools' execution.
 
+mod answer;
 pub mod anthropic;
 mod fragments;
 mod http;

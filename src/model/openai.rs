@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::value::RawValue;
 
+use super::answer::{read_answer, Assembler};
 use super::fragments::{decode, finish_text, push_string, push_text, Fragments};
-use super::http::{self, Assembler, Connection};
+use super::http::{self, Connection};
 use super::secrets::Secrets;
 use super::sse::parse_data;
 use super::{Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolSchema, Usage};
@@ -320,7 +321,7 @@ impl OpenAiClient {
         let headers = http::header_map(&own, &self.connection.settings.headers)?;
         let body = serde_json::to_vec(&self.body(&request)).map_err(|error| SdkError::model(error.to_string()))?;
         let opened = http::post(&url, headers, body, &self.connection).await?;
-        http::read_answer::<StreamAssembler>(opened, &self.connection, on_text, parse_completion).await
+        read_answer::<StreamAssembler>(opened, &self.connection, on_text, parse_completion).await
     }
 }
 

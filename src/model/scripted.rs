@@ -12,7 +12,8 @@ use super::{Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage};
 use crate::error::{Result, SdkError};
 use crate::host::{Args, Callable, Host, HostCall, Reply};
 use crate::ids;
-use crate::text::describe;
+use crate::js_value::describe;
+use crate::options::OptionsObject;
 
 /// One scripted assistant turn.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -66,7 +67,10 @@ impl ScriptedModel {
                     })?;
                 let returned = returned.unwrap_or(Value::Null);
                 parse_turn(&returned, "").map_err(|problem| {
-                    SdkError::model(format!("scriptedModel function returned an invalid turn: {problem}"))
+                    SdkError::model(format!(
+                        "scriptedModel function returned an invalid turn: {}",
+                        problem.message
+                    ))
                 })?
             }
         };
@@ -117,59 +121,44 @@ fn request_value(request: &ModelRequest<'_>) -> Value {
 }
 
 /// Reads `{ text?, toolCalls?: [{ id?, name, input?, arguments? }], usage? }`; the error names
-/// the field under `path`.
-pub fn parse_turn(value: &Value, path: &str) -> std::result::Result<ScriptedTurn, String> {
-    let at = |field: &str| {
-        if path.is_empty() {
-            field.to_string()
-        } else {
-            format!("{path}.{field}")
-        }
-    };
+/// the field under `path` (none: the turn a script function returned).
+pub fn parse_turn(value: &Value, path: &str) -> Result<ScriptedTurn> {
     let Some(object) = value.as_object() else {
         let what = if path.is_empty() { "the turn" } else { path };
-        return Err(format!(
+        return Err(SdkError::config(format!(
             "{what} must be an object like {{ text, toolCalls }} (got {})",
             describe(value)
-        ));
+        )));
     };
+    let turn = OptionsObject::new(object, path);
     for key in object.keys() {
         if !matches!(key.as_str(), "text" | "toolCalls" | "usage") {
-            return Err(format!("{} is not a turn field (use text, toolCalls, usage)", at(key)));
+            return Err(turn.error(key, "is not a turn field (use text, toolCalls, usage)"));
         }
     }
-    let text = match object.get("text") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => return Err(format!("{} must be a string (got {})", at("text"), describe(other))),
-    };
-    let tool_calls = match object.get("toolCalls") {
-        None | Some(Value::Null) => Vec::new(),
+    let text = turn.string("text")?.unwrap_or_default();
+    let tool_calls = match turn.get("toolCalls") {
+        None => Vec::new(),
         Some(Value::Array(calls)) => calls
             .iter()
             .enumerate()
-            .map(|(index, call)| parse_call(call, &at(&format!("toolCalls[{index}]"))))
-            .collect::<std::result::Result<_, _>>()?,
-        Some(other) => {
-            return Err(format!(
-                "{} must be an array (got {})",
-                at("toolCalls"),
-                describe(other)
-            ))
-        }
+            .map(|(index, call)| parse_call(call, &turn.field(&format!("toolCalls[{index}]"))))
+            .collect::<Result<_>>()?,
+        Some(other) => return Err(turn.invalid("toolCalls", "an array", other)),
     };
-    let usage = match object.get("usage") {
-        None | Some(Value::Null) => Usage::default(),
+    let usage = match turn.get("usage") {
+        None => Usage::default(),
         Some(Value::Object(usage)) => {
+            // Counts are read as given: a `null` one is not a number.
             let tokens = |field: &str| match usage.get(field) {
                 None => Ok(0),
                 Some(value) => value
                     .as_u64()
-                    .ok_or_else(|| format!("{} must be a non-negative integer", at(&format!("usage.{field}")))),
+                    .ok_or_else(|| turn.error(&format!("usage.{field}"), "must be a non-negative integer")),
             };
             Usage::new(tokens("inputTokens")?, tokens("outputTokens")?)
         }
-        Some(other) => return Err(format!("{} must be an object (got {})", at("usage"), describe(other))),
+        Some(other) => return Err(turn.invalid("usage", "an object", other)),
     };
     Ok(ScriptedTurn {
         text,
@@ -178,52 +167,50 @@ pub fn parse_turn(value: &Value, path: &str) -> std::result::Result<ScriptedTurn
     })
 }
 
-fn parse_call(value: &Value, path: &str) -> std::result::Result<ToolCallRequest, String> {
-    let Some(call) = value.as_object() else {
-        return Err(format!(
+fn parse_call(value: &Value, path: &str) -> Result<ToolCallRequest> {
+    let Some(object) = value.as_object() else {
+        return Err(SdkError::config(format!(
             "{path} must be an object like {{ name, input }} (got {})",
             describe(value)
-        ));
+        )));
     };
-    let string = |field: &str| match call.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(other) => Err(format!("{path}.{field} must be a string (got {})", describe(other))),
-    };
-    let name = string("name")?
+    let call = OptionsObject::new(object, path);
+    let name = call
+        .string("name")?
         .filter(|name| !name.is_empty())
-        .ok_or_else(|| format!("{path}.name must be a non-empty string"))?;
+        .ok_or_else(|| call.error("name", "must be a non-empty string"))?;
     // `arguments` is raw text, so a script can send arguments that are not valid JSON.
-    let arguments = match string("arguments")? {
+    let arguments = match call.string("arguments")? {
         Some(raw) => raw,
         None => match call.get("input") {
-            None | Some(Value::Null) => "{}".to_string(),
+            None => "{}".to_string(),
             Some(input) => input.to_string(),
         },
     };
-    for key in call.keys() {
+    for key in object.keys() {
         if !matches!(key.as_str(), "id" | "name" | "input" | "arguments") {
-            return Err(format!(
-                "{path}.{key} is not a tool call field (use id, name, input, arguments)"
-            ));
+            return Err(call.error(key, "is not a tool call field (use id, name, input, arguments)"));
         }
     }
     Ok(ToolCallRequest {
-        id: string("id")?.unwrap_or_default(),
+        id: call.string("id")?.unwrap_or_default(),
         name,
         arguments,
     })
 }
 
 /// Parses the turns array given to `scriptedModel([...])`.
-pub fn parse_turns(value: &Value, path: &str) -> std::result::Result<Vec<ScriptedTurn>, String> {
+pub fn parse_turns(value: &Value, path: &str) -> Result<Vec<ScriptedTurn>> {
     match value {
         Value::Array(turns) => turns
             .iter()
             .enumerate()
             .map(|(index, turn)| parse_turn(turn, &format!("{path}[{index}]")))
             .collect(),
-        other => Err(format!("{path} must be an array of turns (got {})", describe(other))),
+        other => Err(SdkError::config(format!(
+            "{path} must be an array of turns (got {})",
+            describe(other)
+        ))),
     }
 }
 
@@ -264,7 +251,7 @@ mod tests {
             ),
         ];
         for (value, expected) in cases {
-            assert_eq!(parse_turns(&value, "model.turns").unwrap_err(), expected);
+            assert_eq!(parse_turns(&value, "model.turns").unwrap_err().message, expected);
         }
     }
 }

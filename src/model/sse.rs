@@ -278,7 +278,7 @@ pub(crate) fn parse_data<'d, T: serde::Deserialize<'d>>(data: &'d str, secrets: 
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
-    use crate::model::http::Assembler;
+    use crate::model::answer::Assembler;
     use crate::model::ModelReply;
 
     /// Every event's data in `pieces` fed one after the other, or the error.

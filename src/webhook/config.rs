@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::hooks::HookEvent;
-use crate::text::describe;
+use crate::error::{Result, SdkError};
+use crate::hooks::event::HookEvent;
+use crate::js_value::describe;
+use crate::options::{Nulls, OptionsObject};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookConfig {
@@ -48,7 +50,7 @@ fn forbidden_header(name: &str) -> bool {
 }
 
 /// The `${NAME}` templates of a header value, in order.
-pub fn template_names(value: &str) -> Result<Vec<String>, String> {
+pub fn template_names(value: &str) -> std::result::Result<Vec<String>, String> {
     let mut names = Vec::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -71,7 +73,7 @@ fn valid_env_name(name: &str) -> bool {
 }
 
 /// Parses an absolute http(s) URL without credentials.
-pub fn parse_url(text: &str) -> Result<reqwest::Url, String> {
+pub fn parse_url(text: &str) -> std::result::Result<reqwest::Url, String> {
     if text.is_empty() || text.contains('\\') {
         return Err("must be an absolute http(s) URL".into());
     }
@@ -87,163 +89,145 @@ pub fn parse_url(text: &str) -> Result<reqwest::Url, String> {
 
 impl WebhookConfig {
     /// Reads `value` (at `path`, for a hook of `event`). Messages name the field, never a value
-    /// that could be a secret.
-    pub fn parse(value: &Value, path: &str, event: HookEvent) -> Result<Self, String> {
+    /// that could be a secret. Strict: a `null` field is a wrong value.
+    pub fn parse(value: &Value, path: &str, event: HookEvent) -> Result<Self> {
         let Some(object) = value.as_object() else {
-            return Err(format!("{path} must be an object (got {})", describe(value)));
+            return Err(SdkError::config(format!(
+                "{path} must be an object (got {})",
+                describe(value)
+            )));
         };
+        let webhook = OptionsObject::new(object, path).nulls(Nulls::Invalid);
         for key in object.keys() {
             if !KEYS.contains(&key.as_str()) {
-                return Err(format!(
-                    "{path}.{key} is not a webhook option (known: {})",
-                    KEYS.join(", ")
+                return Err(webhook.error(
+                    key,
+                    format_args!("is not a webhook option (known: {})", KEYS.join(", ")),
                 ));
             }
         }
-        let string = |key: &str| -> Result<Option<&str>, String> {
-            match object.get(key) {
-                None => Ok(None),
-                Some(Value::String(text)) => Ok(Some(text.as_str())),
-                Some(other) => Err(format!("{path}.{key} must be a string (got {})", describe(other))),
-            }
-        };
-        let url = parse_url(string("url")?.ok_or(format!("{path}.url is required"))?)
-            .map_err(|problem| format!("{path}.url {problem}"))?;
-        match string("delivery")? {
+        let url = webhook.str("url")?.ok_or_else(|| webhook.error("url", "is required"))?;
+        let url = parse_url(url).map_err(|problem| webhook.error("url", problem))?;
+        match webhook.str("delivery")? {
             None | Some("fetch") => {}
-            Some(other) => return Err(format!("{path}.delivery must be 'fetch' (got \"{other}\")")),
+            Some(other) => return Err(webhook.error("delivery", format_args!("must be 'fetch' (got \"{other}\")"))),
         }
-        let timeout = match object.get("timeout") {
+        let timeout = match webhook.get("timeout") {
             None => Duration::from_secs(30),
             Some(value) => match value.as_f64() {
                 Some(seconds) if seconds > 0.0 && seconds <= 2_147_483.647 => {
                     Duration::from_millis((seconds * 1000.0).ceil() as u64)
                 }
                 _ => {
-                    return Err(format!(
-                        "{path}.timeout must be a number of seconds above 0 and at most 2147483.647 (got {})",
-                        describe(value)
+                    return Err(webhook.invalid(
+                        "timeout",
+                        "a number of seconds above 0 and at most 2147483.647",
+                        value,
                     ))
                 }
             },
         };
-        let allowed_env_vars = match object.get("allowedEnvVars") {
+        let allowed_env_vars = match webhook.get("allowedEnvVars") {
             None => Vec::new(),
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|item| match item.as_str() {
                     Some(name) if valid_env_name(name) => Ok(name.to_string()),
-                    _ => Err(format!(
-                        "{path}.allowedEnvVars must list variable names like HOOK_TOKEN (got {})",
-                        describe(item)
+                    _ => Err(webhook.error(
+                        "allowedEnvVars",
+                        format_args!("must list variable names like HOOK_TOKEN (got {})", describe(item)),
                     )),
                 })
-                .collect::<Result<_, _>>()?,
-            Some(other) => {
-                return Err(format!(
-                    "{path}.allowedEnvVars must be an array of names (got {})",
-                    describe(other)
-                ))
-            }
+                .collect::<Result<_>>()?,
+            Some(other) => return Err(webhook.invalid("allowedEnvVars", "an array of names", other)),
         };
-        let headers = match object.get("headers") {
+        let headers = match webhook.get("headers") {
             None => Vec::new(),
-            Some(Value::Object(headers)) => {
+            Some(Value::Object(given)) => {
+                let headers = OptionsObject::new(given, &webhook.field("headers")).nulls(Nulls::Invalid);
                 let mut pairs = Vec::new();
-                for (name, value) in headers {
+                for (name, value) in given {
                     let lower = name.to_ascii_lowercase();
                     if reqwest::header::HeaderName::from_bytes(lower.as_bytes()).is_err() {
-                        return Err(format!(
-                            "{path}.headers has \"{name}\", which is not a valid header name"
+                        return Err(webhook.error(
+                            "headers",
+                            format_args!("has \"{name}\", which is not a valid header name"),
                         ));
                     }
                     if forbidden_header(&lower) {
-                        return Err(format!("{path}.headers.{name} may not be set by a webhook"));
+                        return Err(headers.error(name, "may not be set by a webhook"));
                     }
                     let Value::String(template) = value else {
-                        return Err(format!(
-                            "{path}.headers.{name} must be a string (got {})",
-                            describe(value)
-                        ));
+                        return Err(headers.invalid(name, "a string", value));
                     };
-                    for variable in
-                        template_names(template).map_err(|problem| format!("{path}.headers.{name} {problem}"))?
-                    {
+                    for variable in template_names(template).map_err(|problem| headers.error(name, problem))? {
                         if !allowed_env_vars.contains(&variable) {
-                            return Err(format!(
-                                "{path}.headers.{name} uses ${{{variable}}}, which is not in {path}.allowedEnvVars"
+                            return Err(headers.error(
+                                name,
+                                format_args!(
+                                    "uses ${{{variable}}}, which is not in {}",
+                                    webhook.field("allowedEnvVars")
+                                ),
                             ));
                         }
                     }
                     if template.contains(['\r', '\n', '\0']) {
-                        return Err(format!("{path}.headers.{name} must not contain line breaks"));
+                        return Err(headers.error(name, "must not contain line breaks"));
                     }
                     pairs.retain(|(existing, _): &(String, String)| existing != &lower);
                     pairs.push((lower, template.clone()));
                 }
                 pairs
             }
-            Some(other) => {
-                return Err(format!(
-                    "{path}.headers must be an object of strings (got {})",
-                    describe(other)
-                ))
-            }
+            Some(other) => return Err(webhook.invalid("headers", "an object of strings", other)),
         };
-        let body = match object.get("body") {
+        let body = match webhook.get("body") {
             None => None,
             Some(Value::Object(body)) => Some(body.clone()),
-            Some(other) => return Err(format!("{path}.body must be an object (got {})", describe(other))),
+            Some(other) => return Err(webhook.invalid("body", "an object", other)),
         };
-        let event_fields = match object.get("eventFields") {
+        let event_fields = match webhook.get("eventFields") {
             None => None,
             Some(Value::Array(items)) => Some(
                 items
                     .iter()
                     .enumerate()
                     .map(|(index, item)| {
-                        item.as_str().map(str::to_string).ok_or_else(|| {
-                            format!(
-                                "{path}.eventFields[{index}] must be a field name (got {})",
-                                describe(item)
-                            )
-                        })
+                        item.as_str()
+                            .map(str::to_string)
+                            .ok_or_else(|| webhook.invalid(&format!("eventFields[{index}]"), "a field name", item))
                     })
-                    .collect::<Result<_, _>>()?,
+                    .collect::<Result<_>>()?,
             ),
-            Some(other) => {
-                return Err(format!(
-                    "{path}.eventFields must be an array of field names (got {})",
-                    describe(other)
-                ))
-            }
+            Some(other) => return Err(webhook.invalid("eventFields", "an array of field names", other)),
         };
         // A two-valued option: absent or the default is false, the other value true.
-        let switch = |key: &str, default: &str, other: &str| -> Result<bool, String> {
-            match string(key)? {
+        let switch = |key: &str, default: &str, other: &str| -> Result<bool> {
+            match webhook.str(key)? {
                 None => Ok(false),
                 Some(value) if value == default => Ok(false),
                 Some(value) if value == other => Ok(true),
-                Some(value) => Err(format!(
-                    "{path}.{key} must be '{default}' or '{other}' (got \"{value}\")"
-                )),
+                Some(value) => {
+                    Err(webhook.error(key, format_args!("must be '{default}' or '{other}' (got \"{value}\")")))
+                }
             }
         };
         let control = switch("responseHandling", "ignore", "toolCall")?;
         let block_on_error = switch("onError", "continue", "block")?;
         let critical = switch("fallback", "fetch", "none")?;
         if control && !event.allows_control() {
-            return Err(format!(
-                "{path}.responseHandling 'toolCall' is only for PreToolUse (beforeToolCall) and PostToolUse (afterToolCall) hooks"
+            return Err(webhook.error(
+                "responseHandling",
+                "'toolCall' is only for PreToolUse (beforeToolCall) and PostToolUse (afterToolCall) hooks",
             ));
         }
         if block_on_error && !control {
-            return Err(format!("{path}.onError 'block' needs responseHandling 'toolCall'"));
+            return Err(webhook.error("onError", "'block' needs responseHandling 'toolCall'"));
         }
         if control && (body.is_some() || event_fields.is_some()) {
-            return Err(format!(
+            return Err(SdkError::config(format!(
                 "{path}: control hooks cannot filter or override the event payload (remove body and eventFields)"
-            ));
+            )));
         }
         Ok(WebhookConfig {
             url,
@@ -264,8 +248,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse(value: Value, event: HookEvent) -> Result<WebhookConfig, String> {
-        WebhookConfig::parse(&value, "hooks[0].webhook", event)
+    fn parse(value: Value, event: HookEvent) -> std::result::Result<WebhookConfig, String> {
+        WebhookConfig::parse(&value, "hooks[0].webhook", event).map_err(|error| error.message)
     }
 
     #[test]

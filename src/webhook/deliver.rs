@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::config::{template_names, WebhookConfig};
 use super::decision::{self, Decision, Parsed, MAX_RESPONSE_BYTES};
+use crate::offload::offload;
 
 /// The environment variables a run may use, read on the JS thread when it started.
 pub type Environment = HashMap<String, String>;
@@ -113,13 +114,33 @@ async fn post(
     Ok(response)
 }
 
+/// Sends `payload` on the runtime's workers, never on the thread polling the run: a result
+/// control (`responseHandling: 'toolCall'`) is asked, any other webhook notified (any 2xx is
+/// `Notification`).
+pub async fn deliver(config: &Arc<WebhookConfig>, payload: Value, environment: &Arc<Environment>) -> ControlAnswer {
+    let (config, environment) = (config.clone(), environment.clone());
+    offload(async move {
+        if config.control {
+            return control(&config, &payload, &environment).await;
+        }
+        match notify(&config, &payload, &environment).await {
+            Ok(()) => ControlAnswer::Notification,
+            Err(error) => ControlAnswer::Failed(error),
+        }
+    })
+    .await
+    // A delivery task that did not finish (the runtime shutting down) is "anything else" of the
+    // error rules: network_error.
+    .unwrap_or(ControlAnswer::Failed(DeliveryError::Network))
+}
+
 /// A notification: any 2xx is accepted and its body is not read.
-pub async fn notify(config: &WebhookConfig, payload: &Value, environment: &Environment) -> Result<(), DeliveryError> {
+async fn notify(config: &WebhookConfig, payload: &Value, environment: &Environment) -> Result<(), DeliveryError> {
     post(config, payload, environment).await.map(drop)
 }
 
 /// A result control: reads at most 64 KiB of the answer within the hook's timeout.
-pub async fn control(config: &WebhookConfig, payload: &Value, environment: &Environment) -> ControlAnswer {
+async fn control(config: &WebhookConfig, payload: &Value, environment: &Environment) -> ControlAnswer {
     let started = tokio::time::Instant::now();
     let response = match post(config, payload, environment).await {
         Ok(response) => response,
@@ -162,7 +183,7 @@ pub async fn control(config: &WebhookConfig, payload: &Value, environment: &Envi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::HookEvent;
+    use crate::hooks::event::HookEvent;
     use serde_json::json;
 
     #[test]

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::config::{parse_url, WebhookConfig};
-use super::deliver::Environment;
+use super::event::HookEvent;
+use super::registry::{Entry, HookObject, ID_PREFIX};
 use crate::error::{Result, SdkError};
-use crate::hooks::registry::HookObject;
-use crate::hooks::HookEvent;
+use crate::webhook::config::parse_url;
+use crate::webhook::{Environment, WebhookConfig};
 
 pub const URL: &str = "AGENT_HOOK_WEBHOOK_URL";
 pub const TOKEN: &str = "AGENT_HOOK_WEBHOOK_TOKEN";
@@ -19,15 +19,13 @@ pub const RESPONSE_HANDLING: &str = "AGENT_HOOK_WEBHOOK_RESPONSE_HANDLING";
 pub const ON_ERROR: &str = "AGENT_HOOK_WEBHOOK_ON_ERROR";
 pub const VARIABLES: [&str; 5] = [URL, TOKEN, EVENTS, RESPONSE_HANDLING, ON_ERROR];
 
-/// Ids of environment hooks start with this; caller hooks may not.
-pub const ID_PREFIX: &str = "env-webhook:";
-
 fn invalid(message: String) -> SdkError {
     SdkError::config(format!("Invalid agent hook environment: {message}"))
 }
 
-/// The hooks the environment asks for, one per listed event, in the listed order.
-pub fn hooks(environment: &Environment) -> Result<Vec<Arc<HookObject>>> {
+/// The hooks the environment asks for, one per listed event, in the listed order: entries of
+/// the run, dispatched after the session's own.
+pub fn hooks(environment: &Environment) -> Result<Vec<Entry>> {
     let get = |name: &str| environment.get(name).map(String::as_str);
     let Some(url) = get(URL) else {
         return Ok(Vec::new());
@@ -88,15 +86,15 @@ pub fn hooks(environment: &Environment) -> Result<Vec<Arc<HookObject>>> {
                 config["responseHandling"] = json!("toolCall");
                 config["onError"] = json!(if block { "block" } else { "continue" });
             }
-            let webhook = WebhookConfig::parse(&config, URL, event).map_err(invalid)?;
-            Ok(Arc::new(HookObject {
+            let webhook = WebhookConfig::parse(&config, URL, event).map_err(|error| invalid(error.message))?;
+            Ok(Entry::Hook(Arc::new(HookObject {
                 id: format!("{ID_PREFIX}{name}"),
                 type_name: name,
                 event,
                 matcher: None,
                 handler: None,
-                webhook: Some(webhook),
-            }))
+                webhook: Some(Arc::new(webhook)),
+            })))
         })
         .collect()
 }
@@ -124,6 +122,7 @@ mod tests {
             (ON_ERROR, "block"),
         ]))
         .unwrap();
+        let hooks: Vec<_> = hooks.iter().filter_map(Entry::hook).collect();
         let summary: Vec<(&str, bool, bool)> = hooks
             .iter()
             .map(|hook| {

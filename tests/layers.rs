@@ -1,0 +1,206 @@
+//! The folder import rule of `docs/architecture.md` ("Which folder may import which"): a module
+//! imports only modules on its floor or below, and no modules import each other in a circle.
+//! Read from the `use crate::…` / `super::…` paths of `src/**/*.rs`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Floors, lowest first; a module's floor is that of its longest listed prefix.
+const FLOORS: &[(&str, u8)] = &[
+    // Ground floor: imports nothing above it. `hooks::event` is the event vocabulary
+    // webhooks are configured with; it imports nothing.
+    ("error", 0),
+    ("ids", 0),
+    ("text", 0),
+    ("host", 0),
+    ("offload", 0),
+    ("js_value", 0),
+    ("options", 0),
+    ("hooks::event", 0),
+    // Clients and transport: know nothing of hooks or the agent.
+    ("model", 1),
+    ("webhook", 1),
+    // Reporting, and the store sessions are kept in.
+    ("log", 2),
+    ("telemetry", 2),
+    ("store", 2),
+    ("hooks", 3),
+    ("agent", 4),
+    ("binding", 5),
+    ("lib", 6),
+];
+
+fn floor(module: &str) -> u8 {
+    FLOORS
+        .iter()
+        .filter(|(prefix, _)| module == *prefix || module.starts_with(&format!("{prefix}::")))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .unwrap_or_else(|| panic!("{module} has no floor in tests/layers.rs: give it one"))
+        .1
+}
+
+/// A file's module path: `hooks::dispatch` for `src/hooks/dispatch.rs`, `hooks` for its `mod.rs`.
+fn module_of(relative: &str) -> String {
+    let path = relative.trim_end_matches(".rs").trim_end_matches("/mod");
+    path.replace('/', "::")
+}
+
+struct Source {
+    module: String,
+    /// Whether this file is a folder's `mod.rs`.
+    face: bool,
+    /// The code before its tests (circles are about the code that ships).
+    code: String,
+    all: String,
+}
+
+fn sources() -> Vec<Source> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<Source>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let relative = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+                let all = std::fs::read_to_string(&path).unwrap();
+                let code = without_tests(&all);
+                out.push(Source {
+                    module: module_of(&relative),
+                    face: relative.ends_with("mod.rs") || relative == "lib.rs",
+                    code,
+                    all,
+                });
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = Vec::new();
+    walk(&root, &root, &mut out);
+    out
+}
+
+/// `text` without its `#[cfg(test)]` items (each ends at the first `}` in column 0).
+fn without_tests(text: &str) -> String {
+    let mut code = String::new();
+    let mut in_test = false;
+    for line in text.lines() {
+        if line == "#[cfg(test)]" {
+            in_test = true;
+        } else if in_test && line == "}" {
+            in_test = false;
+        } else if !in_test {
+            code.push_str(line);
+            code.push('\n');
+        }
+    }
+    code
+}
+
+/// The modules `text` names through `crate::a::b` (the file `a/b.rs` when there is one, else
+/// the folder or file `a`) and, in a file that is not a folder's face, `super::x` (a sibling).
+fn imports(text: &str, source: &Source, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let crate_path = regex::Regex::new(r"\bcrate::([a-z_]+)(?:::([a-z_]+))?").unwrap();
+    let super_path = regex::Regex::new(r"\bsuper::(?:\{([^}]*)\}|([a-z_]+))").unwrap();
+    let mut found = BTreeSet::new();
+    for captures in crate_path.captures_iter(text) {
+        let top = &captures[1];
+        let nested = captures.get(2).map(|m| format!("{top}::{}", m.as_str()));
+        match nested.filter(|nested| modules.contains(nested)) {
+            Some(nested) => found.insert(nested),
+            None => found.insert(top.to_string()),
+        };
+    }
+    if !source.face {
+        let folder = source.module.rsplit_once("::").map_or("", |(folder, _)| folder);
+        for captures in super_path.captures_iter(text) {
+            let names = captures.get(1).or(captures.get(2)).unwrap().as_str();
+            for name in names
+                .split(',')
+                .map(|name| name.trim().split("::").next().unwrap().trim())
+            {
+                let sibling = if folder.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{folder}::{name}")
+                };
+                if modules.contains(&sibling) {
+                    found.insert(sibling);
+                }
+            }
+        }
+    }
+    found.remove(&source.module);
+    found
+}
+
+#[test]
+fn no_module_imports_a_floor_above_it() {
+    let sources = sources();
+    let modules: BTreeSet<String> = sources.iter().map(|source| source.module.clone()).collect();
+    let mut wrong = Vec::new();
+    for source in &sources {
+        for target in imports(&source.all, source, &modules) {
+            if floor(&target) > floor(&source.module) {
+                wrong.push(format!(
+                    "{} (floor {}) imports {target} (floor {})",
+                    source.module,
+                    floor(&source.module),
+                    floor(&target)
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports that go up a floor:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_modules_import_each_other_in_a_circle() {
+    let sources = sources();
+    let modules: BTreeSet<String> = sources.iter().map(|source| source.module.clone()).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for source in &sources {
+        let folder = source.module.rsplit_once("::").map(|(folder, _)| folder.to_string());
+        let mut targets = imports(&source.code, source, &modules);
+        // A file may name its own folder's face (`crate::hooks::HookError` in `hooks/`): that is
+        // the folder speaking of itself, not a circle.
+        if let Some(folder) = &folder {
+            targets.remove(folder);
+        }
+        edges.entry(source.module.clone()).or_default().extend(targets);
+        // A folder's face stands for all of its files.
+        if let Some(folder) = folder {
+            edges.entry(folder).or_default().insert(source.module.clone());
+        }
+    }
+    // Depth-first search; a module met again while still on the path closes a circle.
+    fn visit(
+        module: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|on| on == module) {
+            let mut circle = path[at..].to_vec();
+            circle.push(module.to_string());
+            return Some(circle);
+        }
+        if done.contains(module) {
+            return None;
+        }
+        path.push(module.to_string());
+        for next in edges.get(module).into_iter().flatten() {
+            if let Some(circle) = visit(next, edges, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(module.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for module in edges.keys() {
+        if let Some(circle) = visit(module, &edges, &mut Vec::new(), &mut done) {
+            panic!("modules import each other in a circle: {}", circle.join(" -> "));
+        }
+    }
+}
