@@ -9,6 +9,7 @@ pub mod ids;
 pub mod log;
 pub mod model;
 pub mod offload;
+pub mod store;
 pub mod telemetry;
 pub mod text;
 pub mod webhook;
