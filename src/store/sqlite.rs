@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use sqlx::migrate::Migrator;
+use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
@@ -112,11 +112,11 @@ impl SqliteStore {
 
 /// Two processes opening a new file at once can race to apply the first migration; the loser's
 /// `CREATE TABLE` fails and rolls back. Trying again then finds it applied (checksums checked).
-async fn migrate(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
+async fn migrate(pool: &SqlitePool) -> Result<(), MigrateError> {
     let mut attempt = 0;
     loop {
         match MIGRATOR.run(pool).await {
-            Err(sqlx::migrate::MigrateError::Execute(_)) if attempt < 2 => attempt += 1,
+            Err(MigrateError::Execute(_) | MigrateError::ExecuteMigration(..)) if attempt < 2 => attempt += 1,
             other => return other,
         }
     }
