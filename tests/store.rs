@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agent_runtime_hooks::model::{AssistantToolCall, ContentPart, Message, UserContent};
 use agent_runtime_hooks::store::{
     self, fingerprint, Decision, Deferred, DeferredOutcome, Effect, MemoryStore, PendingCall, PendingReason,
-    SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig, StoreError,
+    SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig, StoreError, ToolResult,
 };
 use serde_json::{json, Map, Value};
 use sqlx::sqlite::SqlitePool;
@@ -96,40 +96,28 @@ fn record(session_id: &str, paused: Option<Value>) -> SessionRecord {
     }
 }
 
-/// A conformance check: one async fn over a fixture, run once per back end.
+/// Runs every check of `checks` (one async fn over a fixture each) against a back end.
 macro_rules! conformance {
     ($backend:ident) => {
+        conformance!($backend:
+            save_and_load_round_trip,
+            save_replaces_pending_calls_wholesale,
+            decide_is_conditional,
+            concurrent_decisions_have_one_winner,
+            effects_ledger,
+            deferred_result_is_published_once,
+            concurrent_completions_have_one_winner
+        );
+    };
+    ($backend:ident: $($check:ident),+) => {
         mod $backend {
             use super::*;
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn save_and_load_round_trip() {
-                checks::save_and_load_round_trip(super::$backend().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn save_replaces_pending_calls_wholesale() {
-                checks::save_replaces_pending_calls_wholesale(super::$backend().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn decide_is_conditional() {
-                checks::decide_is_conditional(super::$backend().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn concurrent_decisions_have_one_winner() {
-                checks::concurrent_decisions_have_one_winner(super::$backend().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn effects_ledger() {
-                checks::effects_ledger(super::$backend().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn deferred_result_is_published_once() {
-                checks::deferred_result_is_published_once(super::$backend().await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn concurrent_completions_have_one_winner() {
-                checks::concurrent_completions_have_one_winner(super::$backend().await).await
-            }
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    checks::$check(super::$backend().await).await
+                }
+            )+
         }
     };
 }
@@ -227,32 +215,42 @@ mod checks {
         assert_eq!(loaded[1].decision, Some(reject));
     }
 
-    pub async fn concurrent_decisions_have_one_winner(f: Fixture) {
+    /// Saves 16 pending calls of `reason`, then for each runs `act` on both handles at once
+    /// (`true` for the first handle): the two outcomes per call.
+    async fn race<T, F, Fut>(f: &Fixture, reason: PendingReason, act: F) -> Vec<(String, T, T)>
+    where
+        F: Fn(Arc<dyn Store>, String, bool) -> Fut,
+        Fut: std::future::Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
         let ids: Vec<String> = (0..16).map(|i| format!("c{i}")).collect();
-        let calls: Vec<PendingCall> = ids
-            .iter()
-            .map(|id| pending(id, "rm", json!({}), PendingReason::Ask, None))
-            .collect();
+        let calls: Vec<PendingCall> = ids.iter().map(|id| pending(id, "t", json!({}), reason, None)).collect();
         f.store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
-        for id in &ids {
-            let (a, b) = (f.store.clone(), f.other.clone());
-            let (id_a, id_b) = (id.clone(), id.clone());
-            let first = tokio::spawn(async move {
-                let decision = Decision::Approve { updated_input: None };
-                a.decide("s1", &id_a, &decision).await.unwrap()
-            });
-            let second = tokio::spawn(async move {
-                let decision = Decision::Reject {
-                    reason: Some("b".into()),
+        let mut outcomes = Vec::new();
+        for id in ids {
+            let first = tokio::spawn(act(f.store.clone(), id.clone(), true));
+            let second = tokio::spawn(act(f.other.clone(), id.clone(), false));
+            outcomes.push((id, first.await.unwrap(), second.await.unwrap()));
+        }
+        outcomes
+    }
+
+    pub async fn concurrent_decisions_have_one_winner(f: Fixture) {
+        let outcomes = race(&f, PendingReason::Ask, |store, id, first| async move {
+            let decision = match first {
+                true => Decision::Approve { updated_input: None },
+                false => Decision::Reject {
+                    reason: None,
                     stop: false,
-                };
-                b.decide("s1", &id_b, &decision).await.unwrap()
-            });
-            let (first, second) = (first.await.unwrap(), second.await.unwrap());
+                },
+            };
+            store.decide("s1", &id, &decision).await.unwrap()
+        })
+        .await;
+        let (_, loaded) = f.store.load("s1").await.unwrap().unwrap();
+        for ((id, first, second), call) in outcomes.into_iter().zip(loaded) {
             assert!(first ^ second, "{id}: exactly one decision wins ({first}, {second})");
-            let (_, loaded) = f.store.load("s1").await.unwrap().unwrap();
-            let decided = loaded.iter().find(|call| &call.tool_call_id == id).unwrap();
-            assert_eq!(matches!(decided.decision, Some(Decision::Approve { .. })), first);
+            assert_eq!(matches!(call.decision, Some(Decision::Approve { .. })), first);
         }
     }
 
@@ -283,15 +281,18 @@ mod checks {
         );
         assert_eq!(f.other.effect("s1", "c1").await.unwrap(), Some(Effect::Started));
 
-        f.store.effect_finished("s1", "c1", "removed", false).await.unwrap();
-        f.store.effect_finished("s1", "c2", "boom", true).await.unwrap();
+        f.store
+            .effect_finished("s1", "c1", &ToolResult::new("removed", false))
+            .await
+            .unwrap();
+        f.store
+            .effect_finished("s1", "c2", &ToolResult::new("boom", true))
+            .await
+            .unwrap();
         assert!(f.other.open_effects("s1").await.unwrap().is_empty());
         assert_eq!(
             f.other.effect("s1", "c2").await.unwrap(),
-            Some(Effect::Finished {
-                output: "boom".into(),
-                is_error: true
-            })
+            Some(Effect::Finished(ToolResult::new("boom", true)))
         );
 
         // Starting again (an approved `outcome_unknown` call) opens it again, in its first place.
@@ -314,7 +315,10 @@ mod checks {
         assert_eq!(open, ["c1", "c3"]);
 
         // A result for a call never started records nothing; other sessions are apart.
-        f.store.effect_finished("s1", "never", "x", false).await.unwrap();
+        f.store
+            .effect_finished("s1", "never", &ToolResult::new("x", false))
+            .await
+            .unwrap();
         assert_eq!(f.other.effect("s1", "never").await.unwrap(), None);
         assert!(f.other.open_effects("s2").await.unwrap().is_empty());
     }
@@ -336,84 +340,87 @@ mod checks {
         );
 
         assert_eq!(
-            f.store.complete_deferred("s1", "d1", "sent", false).await.unwrap(),
+            f.store
+                .complete_deferred("s1", "d1", &ToolResult::new("sent", false))
+                .await
+                .unwrap(),
             DeferredOutcome::Published
         );
-        let first = DeferredOutcome::AlreadyPublished {
-            output: "sent".into(),
-            is_error: false,
-        };
+        let first = DeferredOutcome::AlreadyPublished(ToolResult::new("sent", false));
         assert_eq!(
-            f.other.complete_deferred("s1", "d1", "denied", true).await.unwrap(),
+            f.other
+                .complete_deferred("s1", "d1", &ToolResult::new("denied", true))
+                .await
+                .unwrap(),
             first
         );
         assert_eq!(
             f.other.deferred("s1", "d1").await.unwrap(),
-            Some(Deferred::Published {
-                output: "sent".into(),
-                is_error: false
-            })
+            Some(Deferred::Published(ToolResult::new("sent", false)))
         );
         assert_eq!(
             f.other.effect("s1", "d1").await.unwrap(),
-            Some(Effect::Finished {
-                output: "sent".into(),
-                is_error: false
-            })
+            Some(Effect::Finished(ToolResult::new("sent", false)))
         );
 
         // Saving the run on (the call no longer pending) never clears the published result.
         f.store.save(&record("s1", None), &[]).await.unwrap();
         f.store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
         assert_eq!(
-            f.store.complete_deferred("s1", "d1", "again", false).await.unwrap(),
+            f.store
+                .complete_deferred("s1", "d1", &ToolResult::new("again", false))
+                .await
+                .unwrap(),
             first
         );
 
         assert_eq!(
-            f.store.complete_deferred("s1", "c1", "x", false).await.unwrap(),
+            f.store
+                .complete_deferred("s1", "c1", &ToolResult::new("x", false))
+                .await
+                .unwrap(),
             DeferredOutcome::NotDeferred,
             "an 'ask' call is not deferred"
         );
         assert_eq!(
-            f.store.complete_deferred("s1", "zz", "x", false).await.unwrap(),
+            f.store
+                .complete_deferred("s1", "zz", &ToolResult::new("x", false))
+                .await
+                .unwrap(),
             DeferredOutcome::NotDeferred
         );
         assert_eq!(
-            f.store.complete_deferred("s9", "d1", "x", false).await.unwrap(),
+            f.store
+                .complete_deferred("s9", "d1", &ToolResult::new("x", false))
+                .await
+                .unwrap(),
             DeferredOutcome::NotDeferred
         );
         assert_eq!(f.store.deferred("s1", "c1").await.unwrap(), None);
     }
 
     pub async fn concurrent_completions_have_one_winner(f: Fixture) {
-        let ids: Vec<String> = (0..16).map(|i| format!("d{i}")).collect();
-        let calls: Vec<PendingCall> = ids
-            .iter()
-            .map(|id| pending(id, "mail", json!({}), PendingReason::Deferred, None))
-            .collect();
-        f.store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
-        for id in &ids {
-            let (a, b) = (f.store.clone(), f.other.clone());
-            let (id_a, id_b) = (id.clone(), id.clone());
-            let first = tokio::spawn(async move { a.complete_deferred("s1", &id_a, "A", false).await.unwrap() });
-            let second = tokio::spawn(async move { b.complete_deferred("s1", &id_b, "B", true).await.unwrap() });
-            let outcomes = [first.await.unwrap(), second.await.unwrap()];
-            let winner = match outcomes {
-                [DeferredOutcome::Published, DeferredOutcome::AlreadyPublished { output, is_error }] => {
-                    assert_eq!((output.as_str(), is_error), ("A", false));
-                    "A"
+        let outcomes = race(&f, PendingReason::Deferred, |store, id, first| async move {
+            let result = ToolResult::new(if first { "A" } else { "B" }, !first);
+            store.complete_deferred("s1", &id, &result).await.unwrap()
+        })
+        .await;
+        for (id, first, second) in outcomes {
+            let winner = match (first, second) {
+                (DeferredOutcome::Published, DeferredOutcome::AlreadyPublished(stored)) => {
+                    assert_eq!(stored, ToolResult::new("A", false));
+                    stored
                 }
-                [DeferredOutcome::AlreadyPublished { output, is_error }, DeferredOutcome::Published] => {
-                    assert_eq!((output.as_str(), is_error), ("B", true));
-                    "B"
+                (DeferredOutcome::AlreadyPublished(stored), DeferredOutcome::Published) => {
+                    assert_eq!(stored, ToolResult::new("B", true));
+                    stored
                 }
                 other => panic!("{id}: not exactly one publication: {other:?}"),
             };
-            match f.store.deferred("s1", id).await.unwrap() {
-                Some(Deferred::Published { output, .. }) => assert_eq!(output, winner),
-                other => panic!("{id}: {other:?}"),
-            }
+            assert_eq!(
+                f.store.deferred("s1", &id).await.unwrap(),
+                Some(Deferred::Published(winner))
+            );
         }
     }
 }

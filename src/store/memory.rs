@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{
     Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
-    StoreError,
+    StoreError, ToolResult,
 };
 
 #[derive(Default)]
@@ -121,18 +121,14 @@ impl Store for MemoryStore {
         &self,
         session_id: &str,
         tool_call_id: &str,
-        output: &str,
-        is_error: bool,
+        result: &ToolResult,
     ) -> Result<(), StoreError> {
         let mut sessions = self.lock("record effect result")?;
         if let Some(entry) = sessions
             .get_mut(session_id)
             .and_then(|session| session.effects.get_mut(tool_call_id))
         {
-            entry.effect = Effect::Finished {
-                output: output.to_owned(),
-                is_error,
-            };
+            entry.effect = Effect::Finished(result.clone());
         }
         Ok(())
     }
@@ -171,8 +167,7 @@ impl Store for MemoryStore {
         &self,
         session_id: &str,
         tool_call_id: &str,
-        output: &str,
-        is_error: bool,
+        result: &ToolResult,
     ) -> Result<DeferredOutcome, StoreError> {
         let mut sessions = self.lock("complete deferred call")?;
         let Some(session) = sessions.get_mut(session_id) else {
@@ -180,21 +175,11 @@ impl Store for MemoryStore {
         };
         match session.deferred.get_mut(tool_call_id) {
             None => Ok(DeferredOutcome::NotDeferred),
-            Some(Deferred::Published { output, is_error }) => Ok(DeferredOutcome::AlreadyPublished {
-                output: output.clone(),
-                is_error: *is_error,
-            }),
+            Some(Deferred::Published(first)) => Ok(DeferredOutcome::AlreadyPublished(first.clone())),
             Some(placeholder) => {
-                let result = Deferred::Published {
-                    output: output.to_owned(),
-                    is_error,
-                };
-                *placeholder = result;
+                *placeholder = Deferred::Published(result.clone());
                 if let Some(entry) = session.effects.get_mut(tool_call_id) {
-                    entry.effect = Effect::Finished {
-                        output: output.to_owned(),
-                        is_error,
-                    };
+                    entry.effect = Effect::Finished(result.clone());
                 }
                 Ok(DeferredOutcome::Published)
             }

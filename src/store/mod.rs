@@ -118,15 +118,28 @@ pub enum Decision {
     },
 }
 
+/// A call's final result: the text the model sees, and whether the call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub output: String,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    pub fn new(output: impl Into<String>, is_error: bool) -> Self {
+        ToolResult {
+            output: output.into(),
+            is_error,
+        }
+    }
+}
+
 /// A call's entry in the effects ledger.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Recorded before the tool executed; no result yet.
     Started,
-    Finished {
-        output: String,
-        is_error: bool,
-    },
+    Finished(ToolResult),
 }
 
 /// A call recorded as started whose result never came (the process died in between).
@@ -146,7 +159,7 @@ pub enum Deferred {
     /// Not completed yet.
     Waiting,
     /// The first final result, which no later completion changes.
-    Published { output: String, is_error: bool },
+    Published(ToolResult),
 }
 
 /// What `complete_deferred` did.
@@ -155,7 +168,7 @@ pub enum DeferredOutcome {
     /// This completion filled the placeholder.
     Published,
     /// An earlier completion did; here is its result (nothing changed).
-    AlreadyPublished { output: String, is_error: bool },
+    AlreadyPublished(ToolResult),
     /// No deferred call of that id in that session.
     NotDeferred,
 }
@@ -194,8 +207,7 @@ pub trait Store: Send + Sync {
         &self,
         session_id: &str,
         tool_call_id: &str,
-        output: &str,
-        is_error: bool,
+        result: &ToolResult,
     ) -> Result<(), StoreError>;
 
     /// The call's ledger entry, if it was ever started (for "did this already run?" on resume).
@@ -212,8 +224,7 @@ pub trait Store: Send + Sync {
         &self,
         session_id: &str,
         tool_call_id: &str,
-        output: &str,
-        is_error: bool,
+        result: &ToolResult,
     ) -> Result<DeferredOutcome, StoreError>;
 
     /// A deferred call's placeholder: `None` when no such deferred call was ever saved.

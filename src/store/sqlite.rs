@@ -23,7 +23,7 @@ use sqlx::{Row, Sqlite, Transaction};
 use super::codec::{messages_from_text, messages_to_text, parse, parse_decision, parse_object, to_text};
 use super::{
     Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
-    StoreError,
+    StoreError, ToolResult,
 };
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -149,11 +149,11 @@ fn pending_call(row: &SqliteRow, operation: &str) -> Result<PendingCall, StoreEr
 }
 
 /// A result column pair (`output`, `is_error`): `None` while not filled.
-fn result(row: &SqliteRow, operation: &str) -> Result<Option<(String, bool)>, StoreError> {
+fn result(row: &SqliteRow, operation: &str) -> Result<Option<ToolResult>, StoreError> {
     let output: Option<String> = column(row, "output", operation)?;
     let is_error: Option<bool> = column(row, "is_error", operation)?;
     match (output, is_error) {
-        (Some(output), Some(is_error)) => Ok(Some((output, is_error))),
+        (Some(output), Some(is_error)) => Ok(Some(ToolResult { output, is_error })),
         (None, None) => Ok(None),
         _ => Err(StoreError::new(operation, "stored result is half written")),
     }
@@ -305,13 +305,12 @@ impl Store for SqliteStore {
         &self,
         session_id: &str,
         tool_call_id: &str,
-        output: &str,
-        is_error: bool,
+        result: &ToolResult,
     ) -> Result<(), StoreError> {
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        finish_effect(&mut tx, session_id, tool_call_id, output, is_error)
+        finish_effect(&mut tx, session_id, tool_call_id, result)
             .await
             .map_err(failed(op))?;
         tx.commit().await.map_err(failed(op))
@@ -330,7 +329,7 @@ impl Store for SqliteStore {
         let status: String = column(&row, "status", op)?;
         match (status.as_str(), result(&row, op)?) {
             ("started", None) => Ok(Some(Effect::Started)),
-            ("finished", Some((output, is_error))) => Ok(Some(Effect::Finished { output, is_error })),
+            ("finished", Some(result)) => Ok(Some(Effect::Finished(result))),
             _ => Err(StoreError::new(
                 op,
                 format!("stored effect {status:?} does not match its result"),
@@ -366,8 +365,7 @@ impl Store for SqliteStore {
         &self,
         session_id: &str,
         tool_call_id: &str,
-        output: &str,
-        is_error: bool,
+        result: &ToolResult,
     ) -> Result<DeferredOutcome, StoreError> {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
@@ -378,24 +376,22 @@ impl Store for SqliteStore {
             now_ms!(),
             " WHERE session_id = ? AND tool_call_id = ? AND output IS NULL"
         ))
-        .bind(output)
-        .bind(is_error)
+        .bind(&result.output)
+        .bind(result.is_error)
         .bind(session_id)
         .bind(tool_call_id)
         .execute(&mut *tx)
         .await
         .map_err(failed(op))?;
         let outcome = if filled.rows_affected() == 1 {
-            finish_effect(&mut tx, session_id, tool_call_id, output, is_error)
+            finish_effect(&mut tx, session_id, tool_call_id, result)
                 .await
                 .map_err(failed(op))?;
             DeferredOutcome::Published
         } else {
             match read_deferred(&mut tx, session_id, tool_call_id, op).await? {
                 None => DeferredOutcome::NotDeferred,
-                Some(Deferred::Published { output, is_error }) => {
-                    DeferredOutcome::AlreadyPublished { output, is_error }
-                }
+                Some(Deferred::Published(first)) => DeferredOutcome::AlreadyPublished(first),
                 Some(Deferred::Waiting) => {
                     return Err(StoreError::new(op, "the placeholder is empty but not writable"))
                 }
@@ -416,16 +412,15 @@ async fn finish_effect(
     conn: &mut sqlx::SqliteConnection,
     session_id: &str,
     tool_call_id: &str,
-    output: &str,
-    is_error: bool,
+    result: &ToolResult,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(concat!(
         "UPDATE effects SET status = 'finished', output = ?, is_error = ?, finished_at = ",
         now_ms!(),
         " WHERE session_id = ? AND tool_call_id = ?"
     ))
-    .bind(output)
-    .bind(is_error)
+    .bind(&result.output)
+    .bind(result.is_error)
     .bind(session_id)
     .bind(tool_call_id)
     .execute(conn)
@@ -448,6 +443,6 @@ async fn read_deferred(
     let Some(row) = row else { return Ok(None) };
     Ok(Some(match result(&row, operation)? {
         None => Deferred::Waiting,
-        Some((output, is_error)) => Deferred::Published { output, is_error },
+        Some(first) => Deferred::Published(first),
     }))
 }
