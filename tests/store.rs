@@ -523,6 +523,23 @@ async fn migrations_are_applied_once_and_data_survives_reopening() {
     assert_eq!(applied, [(1, true)]);
 }
 
+#[tokio::test]
+async fn a_database_migrated_by_a_newer_version_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    SqliteStore::open(&path).await.unwrap().close().await;
+    let pool = raw(&path).await;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (9999, 'from the future', 1, x'00', 0)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let error = SqliteStore::open(&path).await.err().expect("refused");
+    assert_names(&error, "open sqlite store", "9999");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_pools_opening_a_new_file_at_once_both_succeed() {
     for _ in 0..4 {
