@@ -5,19 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::events::{PendingReason, ToolCallRecord};
+use super::events::ToolCallRecord;
 use crate::model::ToolCallRequest;
-
-/// What a person decided about a paused call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "action", rename_all = "camelCase")]
-pub enum Decision {
-    /// Go on; `updated_input` replaces the input.
-    #[serde(rename_all = "camelCase")]
-    Approve { updated_input: Option<Map<String, Value>> },
-    /// Fail the call with `User rejected execution: <reason>`; `stop` ends the run there.
-    Reject { reason: Option<String>, stop: bool },
-}
+pub use crate::store::{Decision, PendingReason};
 
 /// A call waiting for a decision, with what it was asked with (after PreToolUse and
 /// PermissionRequest rewrites).
@@ -215,10 +205,7 @@ mod tests {
             }],
         };
         let json = serde_json::to_value(&turn).unwrap();
-        assert_eq!(
-            json["pending"][0]["decision"],
-            json!({"action": "approve", "updatedInput": null})
-        );
+        assert_eq!(json["pending"][0]["decision"], json!({"action": "approve"}));
         assert_eq!(serde_json::from_value::<PausedTurn>(json).unwrap(), turn);
     }
 }

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::error::SdkError;
 use crate::model::Usage;
+pub use crate::store::PendingReason;
 
 /// Blade's `StreamMessage` variants and fields, in Blade's order; fields after Blade's are
 /// ours. `sessionId` is added to each as it is published ([`Published`]).
@@ -200,18 +201,6 @@ pub struct PromptResult {
     /// The calls the run paused on (`stopReason: 'interrupted'` by an `'ask'`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_approvals: Option<Vec<PendingApproval>>,
-}
-
-/// Why a call waits for a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PendingReason {
-    /// A permission said `'ask'` and no confirmation handler answered.
-    Ask,
-    /// It had started when its process died; whether it ran is unknown.
-    OutcomeUnknown,
-    /// `execute` returned `deferred()`: its result comes later.
-    Deferred,
 }
 
 /// What the caller sees of a waiting call (`pendingApprovals`).

@@ -593,8 +593,9 @@ impl Run {
                 input: call.input.clone(),
                 fingerprint: call.fingerprint.clone(),
                 reason: call.reason,
-                token: secret
-                    .map(|secret| store::approval_token(secret, &self.agent.id, &call.tool_call_id, &call.fingerprint)),
+                token: secret.map(|secret| {
+                    store::approval_token(secret.as_bytes(), &self.agent.id, &call.tool_call_id, &call.fingerprint)
+                }),
             })
             .collect()
     }

@@ -244,12 +244,9 @@ impl Session {
                 input: call.input.clone(),
                 fingerprint: call.fingerprint.clone(),
                 reason: call.reason,
-                token: self
-                    .agent
-                    .config
-                    .approval_secret
-                    .as_deref()
-                    .map(|secret| store::approval_token(secret, &self.id, &call.tool_call_id, &call.fingerprint)),
+                token: self.agent.config.approval_secret.as_deref().map(|secret| {
+                    store::approval_token(secret.as_bytes(), &self.id, &call.tool_call_id, &call.fingerprint)
+                }),
             })
             .collect()
     }
@@ -262,8 +259,8 @@ impl Session {
             let waiting = self.pending_approvals();
             let call = waiting.iter().find(|call| call.tool_call_id == tool_call_id);
             if let Some(call) = call {
-                let expected = store::approval_token(secret, &self.id, tool_call_id, &call.fingerprint);
-                if token.as_deref() != Some(expected.as_str()) {
+                let token = token.as_deref().unwrap_or_default();
+                if !store::verify_approval_token(secret.as_bytes(), &self.id, tool_call_id, &call.fingerprint, token) {
                     return Err(SdkError::new(
                         ErrorCode::ApprovalTokenInvalid,
                         format!("The approval token for tool call {tool_call_id} is missing or does not match"),

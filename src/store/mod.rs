@@ -1,11 +1,258 @@
-//! Placeholder until the store lands (replaced by the store branch).
+//! Durable sessions (SPEC §8.2): one store interface, two back ends (in memory, SQLite), and the
+//! digests that bind an approval to one call (`canonical`). PostgreSQL (§8.3) is a third back end
+//! behind the same trait, run through the same conformance suite (`tests/store.rs`).
+//!
+//! Every operation is async and runs on the Tokio runtime, never on the JS thread. A store that
+//! cannot be read or written answers `StoreError` (the caller's `STORE_ERROR`), never "nothing
+//! stored".
 
+mod canonical;
+mod codec;
+mod memory;
+mod sqlite;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub fn fingerprint(tool_name: &str, input: &Map<String, Value>) -> String {
-    format!("{tool_name}:{}", Value::Object(input.clone()))
+use crate::model::Message;
+
+pub use canonical::{approval_token, canonical_json, fingerprint, verify_approval_token};
+pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
+
+/// Where sessions live (`advanced.store`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreConfig {
+    /// Process-wide, in memory: a pause lives as long as the process.
+    Memory,
+    /// A SQLite file, created (with its directory) on first use.
+    Sqlite(PathBuf),
 }
 
-pub fn approval_token(secret: &str, session_id: &str, tool_call_id: &str, fingerprint: &str) -> String {
-    format!("{secret}:{session_id}:{tool_call_id}:{fingerprint}")
+/// Opens the configured store, migrated and ready. The memory store is one per process; SQLite
+/// stores are shared per path within a process while any handle is alive (one pool per file).
+pub async fn open(config: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
+    match config {
+        StoreConfig::Memory => Ok(MemoryStore::process_wide()),
+        StoreConfig::Sqlite(path) => Ok(SqliteStore::shared(path).await?),
+    }
 }
+
+/// One stored session: what `resumeAgent` needs to carry on in another process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    pub session_id: String,
+    /// The conversation, faithfully (`Message::Tool::is_error` included).
+    pub messages: Vec<Message>,
+    /// The caller's webhook hook objects as the options gave them (header templates unresolved).
+    /// Never resolved values, API keys, environment hooks or JS functions: the store keeps
+    /// exactly what it is given, so the caller must give only that.
+    pub hooks: Value,
+    /// The run paused for approval, if any (JSON the caller defines: operation id, step index,
+    /// usage, the paused turn's finished results...).
+    pub paused: Option<Value>,
+}
+
+/// A call waiting for a human (or, for `Deferred`, for `complete_deferred`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Map<String, Value>,
+    /// `fingerprint(tool_name, input)`, taken when the call paused.
+    pub fingerprint: String,
+    pub reason: PendingReason,
+    pub decision: Option<Decision>,
+}
+
+/// Why a call waits (`pendingApprovals[].reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingReason {
+    /// The permission answer was `'ask'` and no confirmation handler was given.
+    Ask,
+    /// Found started without a result after a crash, and not `pure`/`idempotent`.
+    OutcomeUnknown,
+    /// `execute` returned `deferred()`.
+    Deferred,
+}
+
+impl PendingReason {
+    /// The wire (and column) spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingReason::Ask => "ask",
+            PendingReason::OutcomeUnknown => "outcome_unknown",
+            PendingReason::Deferred => "deferred",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "ask" => Some(PendingReason::Ask),
+            "outcome_unknown" => Some(PendingReason::OutcomeUnknown),
+            "deferred" => Some(PendingReason::Deferred),
+            _ => None,
+        }
+    }
+}
+
+/// A human's answer to a pending call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Decision {
+    Approve {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        updated_input: Option<Map<String, Value>>,
+    },
+    Reject {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default)]
+        stop: bool,
+    },
+}
+
+/// A call's final result: the text the model sees, and whether the call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub output: String,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    pub fn new(output: impl Into<String>, is_error: bool) -> Self {
+        ToolResult {
+            output: output.into(),
+            is_error,
+        }
+    }
+}
+
+/// A call's entry in the effects ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Recorded before the tool executed; no result yet.
+    Started,
+    Finished(ToolResult),
+}
+
+/// A call recorded as started whose result never came (the process died in between).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartedEffect {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Map<String, Value>,
+    /// The tool's `sideEffect` when it started (`pure`, `idempotent`, ...): decides whether it
+    /// may run again or becomes an `outcome_unknown` approval.
+    pub side_effect: String,
+}
+
+/// A deferred call's placeholder.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Deferred {
+    /// Not completed yet.
+    Waiting,
+    /// The first final result, which no later completion changes.
+    Published(ToolResult),
+}
+
+/// What `complete_deferred` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeferredOutcome {
+    /// This completion filled the placeholder.
+    Published,
+    /// An earlier completion did; here is its result (nothing changed).
+    AlreadyPublished(ToolResult),
+    /// No deferred call of that id in that session.
+    NotDeferred,
+}
+
+/// The store interface every back end implements with the same semantics (checked by the
+/// conformance suite in `tests/store.rs`).
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// The session and its pending calls (in saved order); `None` only when the store was read
+    /// and holds no such session. Anything unreadable is an error.
+    async fn load(&self, session_id: &str) -> Result<Option<(SessionRecord, Vec<PendingCall>)>, StoreError>;
+
+    /// One transaction: the record (upsert) and its pending calls (replaced wholesale). A
+    /// `Deferred` pending call also gets its placeholder, once: saving again never clears a
+    /// published result.
+    async fn save(&self, record: &SessionRecord, pending: &[PendingCall]) -> Result<(), StoreError>;
+
+    /// Records the decision only if the call is pending and undecided (`true`); `false` when it is
+    /// not pending or already decided. Exactly one of two concurrent deciders gets `true`.
+    async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError>;
+
+    /// Effects ledger: the call is about to execute. Starting a call again (an approved
+    /// `outcome_unknown` call) resets its entry to started.
+    async fn effect_started(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        input: &Map<String, Value>,
+        side_effect: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Effects ledger: the call's result is known. A call never recorded as started records
+    /// nothing (the ledger only tracks starts it saw).
+    async fn effect_finished(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        result: &ToolResult,
+    ) -> Result<(), StoreError>;
+
+    /// The call's ledger entry, if it was ever started (for "did this already run?" on resume).
+    async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError>;
+
+    /// Calls started without a result, in start order: a crash between start and finish. A
+    /// deferred call is not one of them (its result comes through `complete_deferred`).
+    async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError>;
+
+    /// Publishes a deferred call's result once (a conditional update of its placeholder, which
+    /// also finishes its ledger entry); later completions change nothing and get the first
+    /// result back.
+    async fn complete_deferred(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        result: &ToolResult,
+    ) -> Result<DeferredOutcome, StoreError>;
+
+    /// A deferred call's placeholder: `None` when no such deferred call was ever saved.
+    async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError>;
+}
+
+/// A store operation that failed: which operation, and why. Never carries a secret (no
+/// connection URL, no stored values), only the operation, the session and the driver's cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError {
+    /// The operation, e.g. `open sqlite store /data/sessions.db` or `load session s1`.
+    pub operation: String,
+    pub cause: String,
+}
+
+impl StoreError {
+    pub fn new(operation: impl Into<String>, cause: impl fmt::Display) -> Self {
+        StoreError {
+            operation: operation.into(),
+            cause: cause.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "store: {} failed: {}", self.operation, self.cause)
+    }
+}
+
+impl std::error::Error for StoreError {}

@@ -1,0 +1,448 @@
+//! The SQLite back end (`advanced.store: { sqlite: path }`), through sqlx's runtime API (no
+//! compile-time checked queries, so no database is needed to build).
+//!
+//! Durability and sharing between processes of one machine: WAL, `synchronous=FULL` (a commit
+//! survives power loss, not just a process crash), `busy_timeout` so a writer waits for another
+//! instead of failing, `foreign_keys=ON`, and every write in `BEGIN IMMEDIATE` so the write lock
+//! is taken up front (a deferred transaction upgrading its lock can fail with SQLITE_BUSY at once,
+//! whatever the timeout).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite, Transaction};
+
+use super::codec::{messages_from_text, messages_to_text, parse, parse_decision, parse_object, to_text};
+use super::{
+    Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
+    StoreError, ToolResult,
+};
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// How long a write waits for another connection's (or process's) write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// The database clock, in Unix milliseconds, for the `*_at` columns.
+macro_rules! now_ms {
+    () => {
+        "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
+    };
+}
+
+pub struct SqliteStore {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (creating the file and its directory on first use) and migrates a SQLite store with
+    /// its own connection pool.
+    pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let operation = format!("open sqlite store {}", path.display());
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| StoreError::new(&operation, format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|e| StoreError::new(&operation, e))?;
+        migrate(&pool).await.map_err(|e| StoreError::new(&operation, e))?;
+        Ok(SqliteStore {
+            pool,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The process's store for `path`: one pool per file while any handle to it lives (each
+    /// `resumeAgent` need not open and migrate again), dropped with the last handle.
+    pub async fn shared(path: &Path) -> Result<Arc<SqliteStore>, StoreError> {
+        static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<SqliteStore>>>> = OnceLock::new();
+        let key = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let open = OPEN.get_or_init(Default::default);
+        let live = |map: &HashMap<PathBuf, Weak<SqliteStore>>| map.get(&key).and_then(Weak::upgrade);
+        if let Some(store) = live(&open.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(store);
+        }
+        let store = Arc::new(SqliteStore::open(path).await?);
+        let mut map = open.lock().unwrap_or_else(|e| e.into_inner());
+        // Another task may have opened it meanwhile: keep one pool per file.
+        if let Some(existing) = live(&map) {
+            return Ok(existing);
+        }
+        map.retain(|_, store| store.strong_count() > 0);
+        map.insert(key, Arc::downgrade(&store));
+        Ok(store)
+    }
+
+    /// The file this store writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes the pool, waiting for its connections (tests reopen the file afterwards).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn write(&self, operation: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| StoreError::new(operation, e))
+    }
+}
+
+/// Two processes opening a new file at once can race to apply the first migration; the loser's
+/// `CREATE TABLE` fails and rolls back. Trying again then finds it applied (checksums checked).
+async fn migrate(pool: &SqlitePool) -> Result<(), MigrateError> {
+    let mut attempt = 0;
+    loop {
+        match MIGRATOR.run(pool).await {
+            Err(MigrateError::Execute(_) | MigrateError::ExecuteMigration(..)) if attempt < 2 => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
+fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
+    move |e| StoreError::new(operation, e)
+}
+
+fn column<T>(row: &SqliteRow, name: &str, operation: &str) -> Result<T, StoreError>
+where
+    T: for<'r> sqlx::Decode<'r, Sqlite> + sqlx::Type<Sqlite>,
+{
+    row.try_get(name)
+        .map_err(|e| StoreError::new(operation, format!("stored {name} is unreadable: {e}")))
+}
+
+fn pending_call(row: &SqliteRow, operation: &str) -> Result<PendingCall, StoreError> {
+    let reason: String = column(row, "reason", operation)?;
+    let decision: Option<String> = column(row, "decision", operation)?;
+    Ok(PendingCall {
+        tool_call_id: column(row, "tool_call_id", operation)?,
+        tool_name: column(row, "tool_name", operation)?,
+        input: parse_object(&column::<String>(row, "input", operation)?, operation, "input")?,
+        fingerprint: column(row, "fingerprint", operation)?,
+        reason: PendingReason::parse(&reason)
+            .ok_or_else(|| StoreError::new(operation, format!("stored reason {reason:?} is unknown")))?,
+        decision: parse_decision(decision.as_deref(), operation)?,
+    })
+}
+
+/// A result column pair (`output`, `is_error`): `None` while not filled.
+fn result(row: &SqliteRow, operation: &str) -> Result<Option<ToolResult>, StoreError> {
+    let output: Option<String> = column(row, "output", operation)?;
+    let is_error: Option<bool> = column(row, "is_error", operation)?;
+    match (output, is_error) {
+        (Some(output), Some(is_error)) => Ok(Some(ToolResult { output, is_error })),
+        (None, None) => Ok(None),
+        _ => Err(StoreError::new(operation, "stored result is half written")),
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn load(&self, session_id: &str) -> Result<Option<(SessionRecord, Vec<PendingCall>)>, StoreError> {
+        let operation = format!("load session {session_id}");
+        let op = operation.as_str();
+        // One read transaction: the record and its pending calls from the same snapshot.
+        let mut tx = self.pool.begin().await.map_err(failed(op))?;
+        let Some(row) = sqlx::query("SELECT messages, hooks, paused FROM sessions WHERE session_id = ?")
+            .bind(session_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed(op))?
+        else {
+            return Ok(None);
+        };
+        let paused: Option<String> = column(&row, "paused", op)?;
+        let record = SessionRecord {
+            session_id: session_id.to_owned(),
+            messages: messages_from_text(&column::<String>(&row, "messages", op)?, op)?,
+            hooks: parse(&column::<String>(&row, "hooks", op)?, op, "hooks")?,
+            paused: paused.map(|text| parse(&text, op, "paused")).transpose()?,
+        };
+        let rows = sqlx::query(
+            "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision FROM pending_calls \
+             WHERE session_id = ? ORDER BY ord",
+        )
+        .bind(session_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(failed(op))?;
+        let pending = rows.iter().map(|row| pending_call(row, op)).collect::<Result<_, _>>()?;
+        tx.commit().await.map_err(failed(op))?;
+        Ok(Some((record, pending)))
+    }
+
+    async fn save(&self, record: &SessionRecord, pending: &[PendingCall]) -> Result<(), StoreError> {
+        let operation = format!("save session {}", record.session_id);
+        let op = operation.as_str();
+        let mut tx = self.write(op).await?;
+        sqlx::query(concat!(
+            "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES (?, ?, ?, ?) ",
+            "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
+            "paused = excluded.paused, updated_at = ",
+            now_ms!()
+        ))
+        .bind(&record.session_id)
+        .bind(messages_to_text(&record.messages))
+        .bind(to_text(&record.hooks))
+        .bind(record.paused.as_ref().map(to_text))
+        .execute(&mut *tx)
+        .await
+        .map_err(failed(op))?;
+        sqlx::query("DELETE FROM pending_calls WHERE session_id = ?")
+            .bind(&record.session_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed(op))?;
+        for (ord, call) in pending.iter().enumerate() {
+            let decision = call.decision.as_ref().map(to_text);
+            sqlx::query(concat!(
+                "INSERT INTO pending_calls (session_id, tool_call_id, ord, tool_name, input, fingerprint, reason, ",
+                "decision, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? IS NULL THEN NULL ELSE ",
+                now_ms!(),
+                " END)"
+            ))
+            .bind(&record.session_id)
+            .bind(&call.tool_call_id)
+            .bind(ord as i64)
+            .bind(&call.tool_name)
+            .bind(to_text(&call.input))
+            .bind(&call.fingerprint)
+            .bind(call.reason.as_str())
+            .bind(decision.clone())
+            .bind(decision)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed(op))?;
+            if call.reason == PendingReason::Deferred {
+                sqlx::query(
+                    "INSERT INTO deferred_results (session_id, tool_call_id) VALUES (?, ?) \
+                     ON CONFLICT (session_id, tool_call_id) DO NOTHING",
+                )
+                .bind(&record.session_id)
+                .bind(&call.tool_call_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed(op))?;
+            }
+        }
+        tx.commit().await.map_err(failed(op))
+    }
+
+    async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
+        let operation = format!("decide call {tool_call_id} of session {session_id}");
+        let op = operation.as_str();
+        let mut tx = self.write(op).await?;
+        let done = sqlx::query(concat!(
+            "UPDATE pending_calls SET decision = ?, decided_at = ",
+            now_ms!(),
+            " WHERE session_id = ? AND tool_call_id = ? AND decision IS NULL"
+        ))
+        .bind(to_text(decision))
+        .bind(session_id)
+        .bind(tool_call_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed(op))?;
+        tx.commit().await.map_err(failed(op))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn effect_started(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        input: &Map<String, Value>,
+        side_effect: &str,
+    ) -> Result<(), StoreError> {
+        let operation = format!("record start of call {tool_call_id} of session {session_id}");
+        let op = operation.as_str();
+        let mut tx = self.write(op).await?;
+        // An upsert keeps the row (and its rowid, the start order) when a call starts again.
+        sqlx::query(concat!(
+            "INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) ",
+            "VALUES (?, ?, ?, ?, ?, 'started', ",
+            now_ms!(),
+            ") ON CONFLICT (session_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name, ",
+            "input = excluded.input, side_effect = excluded.side_effect, status = 'started', output = NULL, ",
+            "is_error = NULL, started_at = excluded.started_at, finished_at = NULL"
+        ))
+        .bind(session_id)
+        .bind(tool_call_id)
+        .bind(tool_name)
+        .bind(to_text(input))
+        .bind(side_effect)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed(op))?;
+        tx.commit().await.map_err(failed(op))
+    }
+
+    async fn effect_finished(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        result: &ToolResult,
+    ) -> Result<(), StoreError> {
+        let operation = format!("record result of call {tool_call_id} of session {session_id}");
+        let op = operation.as_str();
+        let mut tx = self.write(op).await?;
+        finish_effect(&mut tx, session_id, tool_call_id, result)
+            .await
+            .map_err(failed(op))?;
+        tx.commit().await.map_err(failed(op))
+    }
+
+    async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
+        let operation = format!("read effect of call {tool_call_id} of session {session_id}");
+        let op = operation.as_str();
+        let row = sqlx::query("SELECT status, output, is_error FROM effects WHERE session_id = ? AND tool_call_id = ?")
+            .bind(session_id)
+            .bind(tool_call_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed(op))?;
+        let Some(row) = row else { return Ok(None) };
+        let status: String = column(&row, "status", op)?;
+        match (status.as_str(), result(&row, op)?) {
+            ("started", None) => Ok(Some(Effect::Started)),
+            ("finished", Some(result)) => Ok(Some(Effect::Finished(result))),
+            _ => Err(StoreError::new(
+                op,
+                format!("stored effect {status:?} does not match its result"),
+            )),
+        }
+    }
+
+    async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
+        let operation = format!("list open effects of session {session_id}");
+        let op = operation.as_str();
+        let rows = sqlx::query(
+            "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM effects e \
+             WHERE e.session_id = ? AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM deferred_results d \
+             WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY e.rowid",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(failed(op))?;
+        rows.iter()
+            .map(|row| {
+                Ok(StartedEffect {
+                    tool_call_id: column(row, "tool_call_id", op)?,
+                    tool_name: column(row, "tool_name", op)?,
+                    input: parse_object(&column::<String>(row, "input", op)?, op, "input")?,
+                    side_effect: column(row, "side_effect", op)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn complete_deferred(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        result: &ToolResult,
+    ) -> Result<DeferredOutcome, StoreError> {
+        let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
+        let op = operation.as_str();
+        let mut tx = self.write(op).await?;
+        // The conditional update is the publication: only an empty placeholder takes a result.
+        let filled = sqlx::query(concat!(
+            "UPDATE deferred_results SET output = ?, is_error = ?, published_at = ",
+            now_ms!(),
+            " WHERE session_id = ? AND tool_call_id = ? AND output IS NULL"
+        ))
+        .bind(&result.output)
+        .bind(result.is_error)
+        .bind(session_id)
+        .bind(tool_call_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed(op))?;
+        let outcome = if filled.rows_affected() == 1 {
+            finish_effect(&mut tx, session_id, tool_call_id, result)
+                .await
+                .map_err(failed(op))?;
+            DeferredOutcome::Published
+        } else {
+            match read_deferred(&mut tx, session_id, tool_call_id, op).await? {
+                None => DeferredOutcome::NotDeferred,
+                Some(Deferred::Published(first)) => DeferredOutcome::AlreadyPublished(first),
+                Some(Deferred::Waiting) => {
+                    return Err(StoreError::new(op, "the placeholder is empty but not writable"))
+                }
+            }
+        };
+        tx.commit().await.map_err(failed(op))?;
+        Ok(outcome)
+    }
+
+    async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
+        let operation = format!("read deferred call {tool_call_id} of session {session_id}");
+        let mut conn = self.pool.acquire().await.map_err(failed(&operation))?;
+        read_deferred(&mut conn, session_id, tool_call_id, &operation).await
+    }
+}
+
+async fn finish_effect(
+    conn: &mut sqlx::SqliteConnection,
+    session_id: &str,
+    tool_call_id: &str,
+    result: &ToolResult,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(concat!(
+        "UPDATE effects SET status = 'finished', output = ?, is_error = ?, finished_at = ",
+        now_ms!(),
+        " WHERE session_id = ? AND tool_call_id = ?"
+    ))
+    .bind(&result.output)
+    .bind(result.is_error)
+    .bind(session_id)
+    .bind(tool_call_id)
+    .execute(conn)
+    .await
+    .map(drop)
+}
+
+async fn read_deferred(
+    conn: &mut sqlx::SqliteConnection,
+    session_id: &str,
+    tool_call_id: &str,
+    operation: &str,
+) -> Result<Option<Deferred>, StoreError> {
+    let row = sqlx::query("SELECT output, is_error FROM deferred_results WHERE session_id = ? AND tool_call_id = ?")
+        .bind(session_id)
+        .bind(tool_call_id)
+        .fetch_optional(conn)
+        .await
+        .map_err(failed(operation))?;
+    let Some(row) = row else { return Ok(None) };
+    Ok(Some(match result(&row, operation)? {
+        None => Deferred::Waiting,
+        Some(first) => Deferred::Published(first),
+    }))
+}
