@@ -484,10 +484,13 @@ export interface AgentAdvancedOptions {
   maxContextTokens?: number
   /** Pending approvals carry an HMAC token that `approve` must be given (approvals relayed by an untrusted client cannot be forged or moved). */
   approvalSecret?: string
+  /** Where sessions are kept: absent = in memory (a pause lives as long as the process); `{ sqlite: path }` survives restarts. */
+  store?: { sqlite: string }
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
   agents?: unknown
   mcpServers?: unknown
+  /** Blade's: with `persistSession` not `false`, the store `{ sqlite: <storagePath>/sessions.db }`. */
   storagePath?: string
   persistSession?: boolean
   sessionRepository?: unknown
@@ -677,6 +680,13 @@ export interface Agent {
 }
 
 export declare function createAgent(options: AgentOptions): Promise<Agent>
+/**
+ * Opens a stored session in this process (any process that reaches its store): its
+ * conversation and pending approvals come back, SessionStart fires with `isResume: true`, its
+ * stored webhook hooks run first, then the hooks of `options`, then environment hooks.
+ * Rejects `SESSION_NOT_FOUND` for an unknown id, `STORE_ERROR` when the store cannot be read.
+ */
+export declare function resumeAgent(options: AgentOptions & { sessionId: string }): Promise<Agent>
 /** One-shot: create an agent, send the message, close it. */
 export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
 export declare function defineTool<I extends JsonObject = JsonObject>(definition: ToolDefinition<I>): ToolDefinition<I>

@@ -686,17 +686,18 @@ class Agent {
 
   /** Approves a paused call: `{ updatedInput?, token? }`. */
   async approve(toolCallId, options = {}) {
-    this.#decide(true, toolCallId, options)
+    await this.#decide(true, toolCallId, options)
   }
 
   /** Rejects a paused call: `{ reason?, stop? }`. */
   async reject(toolCallId, options = {}) {
-    this.#decide(false, toolCallId, options)
+    await this.#decide(false, toolCallId, options)
   }
 
-  #decide(approve, toolCallId, options) {
+  /** Resolves once the decision is stored. */
+  async #decide(approve, toolCallId, options) {
     if (typeof toolCallId !== 'string') throw invalidInput(`the tool call id must be a string (got ${describeValue(toolCallId)})`)
-    const failure = this.#native.decide(approve, toolCallId, JSON.stringify(splitFunctions(options ?? {}, 'the options', invalidInput).data))
+    const failure = await this.#native.decide(approve, toolCallId, JSON.stringify(splitFunctions(options ?? {}, 'the options', invalidInput).data))
     if (failure !== null) throw toError(JSON.parse(failure))
   }
 
@@ -771,7 +772,7 @@ class Agent {
 
   /** A new agent with the same options and a copy of this conversation (its SessionStart has `isResume: false`). */
   async fork() {
-    return open(this.#options, this.#native)
+    return open(this.#options, this.#native, null)
   }
 
   /** `await using agent = …` closes it. */
@@ -802,20 +803,36 @@ class Agent {
 }
 
 async function createAgent(options) {
-  return open(options, null)
+  return open(options, null, null)
+}
+
+/**
+ * Opens a stored session (`advanced.store`) in this process: its conversation and pending
+ * approvals come back; its stored webhook hooks run first, then the hooks of `options`.
+ */
+async function resumeAgent(options) {
+  if (options === null || typeof options !== 'object') {
+    throw new ConfigError(`options must be an object (got ${options === null ? 'null' : typeof options})`)
+  }
+  const { sessionId, ...rest } = options
+  if (typeof sessionId !== 'string' || sessionId === '') throw new ConfigError(`sessionId must be the id of a stored session (got ${describeValue(sessionId)})`)
+  const stored = await native.loadSession(JSON.stringify(splitFunctions(rest).data), sessionId)
+  if (typeof stored === 'string') throw toError(JSON.parse(stored))
+  return open(rest, null, stored)
 }
 
 /** Option keys warned about in this process: one warning per key. */
 const warnedOptions = new Set()
 
-/** Makes an agent (with `from`'s conversation, for `fork()`) and runs its SessionStart. */
-async function open(options, from) {
+/** Makes an agent (with `from`'s conversation, for `fork()`; from `stored`, for
+ * `resumeAgent`) and runs its SessionStart. */
+async function open(options, from, stored) {
   if (options === null || typeof options !== 'object') {
     throw new ConfigError(`options must be an object (got ${options === null ? 'null' : typeof options})`)
   }
   const { data, functions } = splitFunctions(options)
   const scopes = new Map()
-  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), process.env, wakeNothing)
+  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), process.env, wakeNothing, stored)
   if (typeof made === 'string') throw toError(JSON.parse(made))
   for (const key of made.unsupportedOptions) {
     if (warnedOptions.has(key)) continue
@@ -871,6 +888,7 @@ function scriptedModel(script) {
 
 module.exports = {
   createAgent,
+  resumeAgent,
   prompt,
   defineTool,
   completeToolExecution,

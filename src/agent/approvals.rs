@@ -22,6 +22,10 @@ pub struct PausedCall {
     pub fingerprint: String,
     pub reason: PendingReason,
     pub decision: Option<Decision>,
+    /// The process died before this call started (or before it was asked about): it goes
+    /// through the whole pipeline again, asking nobody first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rerun: bool,
 }
 
 /// A tool call of the paused turn, as the model asked for it.
@@ -68,13 +72,16 @@ pub struct PausedTurn {
 }
 
 impl PausedTurn {
-    /// The calls still without a decision.
-    pub fn undecided(&self) -> Vec<&str> {
+    /// The calls waiting for a person (a call to run again waits for nobody).
+    pub fn waiting(&self) -> impl Iterator<Item = &PausedCall> {
         self.pending
             .iter()
-            .filter(|call| call.decision.is_none())
-            .map(|call| call.tool_call_id.as_str())
-            .collect()
+            .filter(|call| call.decision.is_none() && !call.rerun)
+    }
+
+    /// The calls still without a decision.
+    pub fn undecided(&self) -> Vec<&str> {
+        self.waiting().map(|call| call.tool_call_id.as_str()).collect()
     }
 }
 
@@ -202,6 +209,7 @@ mod tests {
                 fingerprint: "f".into(),
                 reason: PendingReason::Ask,
                 decision: Some(Decision::Approve { updated_input: None }),
+                rerun: false,
             }],
         };
         let json = serde_json::to_value(&turn).unwrap();

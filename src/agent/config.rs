@@ -19,6 +19,7 @@ use crate::model::openai::OpenAiClient;
 use crate::model::scripted::{parse_turns, Script, ScriptedModel};
 use crate::model::{display_url, Connection, HttpSettings, Model, ToolSchema};
 use crate::options::OptionsObject;
+use crate::store::StoreConfig;
 
 /// Environment variables the options may fall back on; the binding reads exactly these.
 pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
@@ -32,8 +33,6 @@ pub const DEFAULT_MAX_CONTEXT_TOKENS: u64 = 128_000;
 const UNSUPPORTED_ADVANCED: &[&str] = &[
     "agents",
     "mcpServers",
-    "storagePath",
-    "persistSession",
     "sessionRepository",
     "sessionEventStore",
     "skills",
@@ -152,6 +151,10 @@ pub struct AgentConfig {
     pub unsupported: Vec<String>,
     /// `advanced.approvalSecret`: pending approvals carry an HMAC token `approve` must be given.
     pub approval_secret: Option<String>,
+    /// Where the session is kept (`advanced.store`, or Blade's `storagePath`).
+    pub store: StoreConfig,
+    /// The caller's webhook hooks, as a durable session keeps them (templates unresolved).
+    pub stored_hooks: Value,
 }
 
 /// Blade's `advanced.confirmationHandler` (its `requestConfirmation` method) or
@@ -204,6 +207,9 @@ impl AgentConfig {
                 "confirmationHandler",
                 "confirmationHandlerFactory",
                 "approvalSecret",
+                "store",
+                "storagePath",
+                "persistSession",
             ],
             &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED],
         )?;
@@ -260,6 +266,8 @@ impl AgentConfig {
                 DEFAULT_SESSION_END_HOOK_TIMEOUT_MS,
             )?,
             hooks: Registry::parse(advanced.get("hooks"))?,
+            stored_hooks: Registry::webhook_hooks(advanced.get("hooks")),
+            store: read_store(&advanced)?,
             logger: match advanced.get("logger") {
                 None => None,
                 Some(value) => Some(Sink::parse(value)?),
@@ -433,6 +441,49 @@ pub(crate) fn read_default_context(advanced: &OptionsObject, filesystem: Option<
         }
     }
     Ok(context)
+}
+
+/// The store `options` name (`advanced.store`, Blade's `storagePath`), read alone: what
+/// `resumeAgent` opens before the session is made.
+pub fn store_of(options: &Value) -> Result<StoreConfig> {
+    let options = OptionsObject::of(options, "options", "an object")?;
+    match options.get("advanced") {
+        None => Ok(StoreConfig::Memory),
+        Some(advanced) => read_store(&OptionsObject::of(advanced, "advanced", "an object")?),
+    }
+}
+
+/// `advanced.store`: absent = in memory; `{ sqlite: path }`. Blade's `storagePath` (with
+/// `persistSession` not `false`) means `{ sqlite: <storagePath>/sessions.db }`; an explicit
+/// `store` wins.
+fn read_store(advanced: &OptionsObject) -> Result<StoreConfig> {
+    if let Some(value) = advanced.get("store") {
+        let store = OptionsObject::of(value, "advanced.store", "an object like { sqlite: path }")?;
+        if store.get("postgres").is_some() {
+            return Err(store.error(
+                "postgres",
+                "is not supported yet: use { sqlite: path } (PostgreSQL comes with many workers)",
+            ));
+        }
+        store.only(&["sqlite"], &[])?;
+        return match store.string("sqlite")?.filter(|path| !path.trim().is_empty()) {
+            Some(path) => Ok(StoreConfig::Sqlite(path.into())),
+            None => Err(SdkError::config(
+                "advanced.store must name its database: { sqlite: path }",
+            )),
+        };
+    }
+    let persist = match advanced.get("persistSession") {
+        None => true,
+        Some(Value::Bool(persist)) => *persist,
+        Some(other) => return Err(advanced.invalid("persistSession", "a boolean", other)),
+    };
+    match advanced.string("storagePath")? {
+        Some(path) if persist && !path.trim().is_empty() => {
+            Ok(StoreConfig::Sqlite(std::path::Path::new(&path).join("sessions.db")))
+        }
+        _ => Ok(StoreConfig::Memory),
+    }
 }
 
 fn read_confirmation(advanced: &OptionsObject) -> Result<Option<Confirmation>> {

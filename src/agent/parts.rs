@@ -20,7 +20,8 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn new(mut config: AgentConfig, host: Arc<dyn Host>) -> Self {
+    /// `id`: the session's, when it is resumed; else a new one.
+    pub fn new(mut config: AgentConfig, host: Arc<dyn Host>, id: Option<String>) -> Self {
         let log = Log::new(host.clone(), config.logger.take());
         let dispatcher = Dispatcher::new(
             std::mem::take(&mut config.hooks),
@@ -30,7 +31,7 @@ impl Agent {
             log,
         );
         Agent {
-            id: ids::uuid(),
+            id: id.unwrap_or_else(ids::uuid),
             tool_schemas: config.tool_schemas(),
             config,
             host,

@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::approvals::{self, PausedCall};
 use super::confirm::{Answer, Approvals, Confirmation, ConfirmationRequest};
+use super::durable::Durable;
 use super::events::{PendingReason, StreamEvent, ToolCallRecord};
 use super::parts::Agent;
 use super::payloads::{PermissionAsk, ResultField, ToolEvent};
@@ -38,6 +39,8 @@ pub(crate) struct CallSite<'a> {
     pub operation_id: &'a str,
     /// Where a generator tool's yields go (`tool_progress`).
     pub events: &'a EventSender,
+    /// The session's store: the effects ledger, when it outlives the process.
+    pub durable: &'a Durable,
 }
 
 /// One call being handled: what it asked for and where it sits in its turn.
@@ -85,6 +88,7 @@ pub(crate) async fn run(
                     input,
                     reason: PendingReason::Ask,
                     decision: None,
+                    rerun: false,
                 })
             }
         },
@@ -305,11 +309,31 @@ impl Call<'_> {
                     timeout_ms: agent.config.tool_timeout_ms,
                     progress: &progress,
                 };
-                match tools::execute(tool, &input, context, execution).await {
+                let ledger = self.site.durable.survives().then_some(self.site.durable);
+                // Recorded as started before it runs: after a crash it is never run again
+                // silently. A ledger that cannot be written fails the call closed.
+                if let Some(ledger) = ledger {
+                    if let Err(error) = ledger.started(&self.request.id, tool, &input).await {
+                        return self.finish(input, CallResult::failed(error.message, None), None).await;
+                    }
+                }
+                let result = match tools::execute(tool, &input, context, execution).await {
                     Ok(result) => result,
                     // No hook sees a call that never started: the run ends with the abort.
                     Err(NotStarted) => return (CallResult::aborted("the run was aborted"), input, None),
+                };
+                if let Some(ledger) = ledger {
+                    if let Err(error) = ledger
+                        .finished(&self.request.id, &result.output, !result.is_success())
+                        .await
+                    {
+                        agent.log().warn(
+                            "The tool's result could not be recorded in the effects ledger",
+                            serde_json::json!({"toolCallId": self.request.id, "error": error.message}),
+                        );
+                    }
                 }
+                result
             }
         };
         self.finish(input, result, None).await

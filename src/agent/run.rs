@@ -9,10 +9,11 @@ use serde_json::{json, Map, Value};
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::approvals::{Decision, PausedTurn, TurnCall};
+use super::approvals::{Decision, PausedCall, PausedTurn, TurnCall};
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
+use super::durable::Durable;
 use super::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
 use super::parts::Agent;
 use super::payloads;
@@ -33,6 +34,8 @@ use crate::store;
 
 pub(crate) struct Run {
     agent: Arc<Agent>,
+    /// Where the session is kept: pauses, turn boundaries, the effects ledger.
+    durable: Arc<Durable>,
     /// The only mutable part of the session a run touches.
     conversation: Arc<Conversation>,
     approvals: Arc<Approvals>,
@@ -67,14 +70,18 @@ type Finish = Result<(String, StopReason)>;
 
 impl Run {
     pub fn new(
-        agent: Arc<Agent>,
-        conversation: Arc<Conversation>,
-        approvals: Arc<Approvals>,
+        parts: RunParts,
         settings: RunSettings,
         control: Arc<RunControl>,
         events: EventSender,
         options: SendOptions,
     ) -> Self {
+        let RunParts {
+            agent,
+            durable,
+            conversation,
+            approvals,
+        } = parts;
         let max_turns = options.max_turns.unwrap_or(settings.max_turns);
         let (extra, setup_error) = match environment::hooks(&options.environment) {
             Ok(hooks) => (hooks, None),
@@ -90,6 +97,7 @@ impl Run {
         );
         Run {
             agent,
+            durable,
             conversation,
             approvals,
             control,
@@ -289,6 +297,7 @@ impl Run {
                     .collect(),
             });
             self.last_text = text.clone();
+            self.boundary().await?;
             if tool_calls.is_empty() {
                 self.emit(StreamEvent::TurnEnd { turn: self.turns });
                 self.step_end(&text, &tool_calls, &[], false).await?;
@@ -311,6 +320,7 @@ impl Run {
                 self.conversation.push(tool_message(record));
                 self.emit_result(record);
             }
+            self.boundary().await?;
             self.emit(StreamEvent::TurnEnd { turn: self.turns });
             let more = interrupt.is_none() && self.turns < self.max_turns;
             let first = self.tool_calls.len();
@@ -522,7 +532,24 @@ impl Run {
             step_index,
             operation_id: &self.id,
             events: &self.events,
+            durable: &self.durable,
         }
+    }
+
+    /// Keeps the session as it is now (with its paused turn, if any), in one transaction.
+    async fn save(&self, paused: Option<&PausedTurn>) -> Result<()> {
+        let messages = self.conversation.messages();
+        self.durable
+            .save(&messages, &self.agent.config.stored_hooks, paused)
+            .await
+    }
+
+    /// A turn boundary: kept when the store outlives the process, so a crash loses no turn.
+    async fn boundary(&self) -> Result<()> {
+        if !self.durable.survives() {
+            return Ok(());
+        }
+        self.save(None).await
     }
 
     fn emit_result(&self, record: &mut ToolCallRecord) {
@@ -565,6 +592,14 @@ impl Run {
             results,
             pending,
         };
+        self.repause(text, turn).await
+    }
+
+    /// Keeps `turn` as the session's pause, tells HumanInterventionRequest, and ends the run
+    /// `interrupted`.
+    async fn repause(&mut self, text: String, turn: PausedTurn) -> Finish {
+        // Kept before anything is announced: a person may answer from another process.
+        self.save(Some(&turn)).await?;
         self.conversation.pause(turn.clone());
         self.paused = Some(self.approvals_of(&turn));
         if self.has(HookEvent::HumanInterventionRequest) {
@@ -585,8 +620,7 @@ impl Run {
     /// What the caller is told waits: the paused calls, with a token each under `approvalSecret`.
     fn approvals_of(&self, turn: &PausedTurn) -> Vec<PendingApproval> {
         let secret = self.agent.config.approval_secret.as_deref();
-        turn.pending
-            .iter()
+        turn.waiting()
             .map(|call| PendingApproval {
                 tool_call_id: call.tool_call_id.clone(),
                 tool_name: call.tool_name.clone(),
@@ -612,50 +646,95 @@ impl Run {
         };
         self.first_step = turn.step_index + 1;
         let requests: Vec<ToolCallRequest> = turn.calls.iter().map(TurnCall::request).collect();
-        let mut results = turn.results;
+        let mut results = turn.results.clone();
         let mut resumed = Vec::with_capacity(turn.pending.len());
+        let mut still_waiting = Vec::new();
         let mut interrupt = None;
         for call in &turn.pending {
-            let stops = matches!(call.decision, Some(Decision::Reject { stop: true, .. }));
-            let event = if stops {
-                HookEvent::HumanInterventionStop
-            } else {
-                HookEvent::HumanInterventionResult
-            };
-            if self.has(event) {
-                let payload = EventFields::of(&payloads::HumanInterventionResult {
-                    event: event.name(),
-                    session_id: &self.agent.id,
-                    operation_id: &self.id,
-                    step_index: turn.step_index,
-                    action: match call.decision {
-                        Some(Decision::Approve { .. }) => "approve",
-                        _ => "reject",
-                    },
-                    tool_call_id: &call.tool_call_id,
-                    tool_name: &call.tool_name,
-                });
-                self.lifecycle(event, payload, self.caller()).await?;
-            }
             self.checkpoint()?;
             let site = self.site(turn.step_index);
-            let finished = pipeline::resume(&site, &requests[call.index], call).await;
+            let finished = if call.rerun {
+                // The process died before this call started: it goes through the whole
+                // pipeline, and may pause again.
+                let input = parse_arguments(&requests[call.index].arguments);
+                match pipeline::run(&site, &requests[call.index], call.index, input).await {
+                    Ended::Finished(finished) => finished,
+                    Ended::Paused(paused) => {
+                        still_waiting.push(paused);
+                        continue;
+                    }
+                }
+            } else {
+                self.intervention_result(&turn, call).await?;
+                self.checkpoint()?;
+                pipeline::resume(&site, &requests[call.index], call).await
+            };
             interrupt = interrupt.or(finished.interrupt);
             resumed.push(call.index);
             results[call.index] = Some(finished.record);
         }
         self.checkpoint()?;
-        for (index, record) in results.iter_mut().enumerate() {
-            let Some(record) = record else { continue };
-            self.conversation.push(tool_message(record));
-            if resumed.contains(&index) {
+        for index in &resumed {
+            if let Some(record) = &mut results[*index] {
                 self.emit_result(record);
                 self.tool_calls.push(record.clone());
             }
         }
+        if !still_waiting.is_empty() {
+            let text = turn.text.clone();
+            let paused = PausedTurn {
+                operation_id: self.id.clone(),
+                results,
+                pending: still_waiting,
+                ..turn
+            };
+            return self.repause(text, paused).await.map(Some);
+        }
+        for record in results.iter().flatten() {
+            self.conversation.push(tool_message(record));
+        }
         self.last_text = turn.text;
+        // The pause is over: the store forgets it (and keeps the answered turn).
+        self.save(None).await?;
         Ok(interrupt.map(|text| (text, StopReason::Interrupted)))
     }
+
+    /// HumanInterventionResult just before a decided call goes on, or HumanInterventionStop for
+    /// a rejection that ends the run.
+    async fn intervention_result(&self, turn: &PausedTurn, call: &PausedCall) -> Result<()> {
+        let stops = matches!(call.decision, Some(Decision::Reject { stop: true, .. }));
+        let event = if stops {
+            HookEvent::HumanInterventionStop
+        } else {
+            HookEvent::HumanInterventionResult
+        };
+        if !self.has(event) {
+            return Ok(());
+        }
+        let payload = EventFields::of(&payloads::HumanInterventionResult {
+            event: event.name(),
+            session_id: &self.agent.id,
+            operation_id: &self.id,
+            step_index: turn.step_index,
+            action: match call.decision {
+                Some(Decision::Approve { .. }) => "approve",
+                _ => "reject",
+            },
+            tool_call_id: &call.tool_call_id,
+            tool_name: &call.tool_name,
+        });
+        self.lifecycle(event, payload, self.caller()).await
+    }
+}
+
+/// What a run borrows of its session: the immutable agent, and the few mutable things a run
+/// may touch (its store, the conversation, what confirmations were remembered).
+#[derive(Clone)]
+pub(crate) struct RunParts {
+    pub agent: Arc<Agent>,
+    pub durable: Arc<Durable>,
+    pub conversation: Arc<Conversation>,
+    pub approvals: Arc<Approvals>,
 }
 
 /// How a run begins: with a prompt, or by going on with a paused turn.

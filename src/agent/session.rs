@@ -12,18 +12,20 @@ use super::config::AgentConfig;
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
+use super::durable::{self, Durable, Stored};
 use super::events::PendingApproval;
 use super::parts::Agent;
 use super::payloads;
 use super::permission::Permission;
 use super::reader::{event_log, EventReader};
-use super::run::{Run, Start};
+use super::run::{Run, RunParts, Start};
 use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext, HookError};
 use crate::hooks::environment;
 use crate::hooks::pending::{Owner, SETTLE_GRACE};
+use crate::hooks::registry::Registry;
 use crate::hooks::{EventFields, HookEvent};
 use crate::host::Host;
 use crate::ids;
@@ -36,6 +38,8 @@ use crate::webhook::Environment;
 pub struct Session {
     pub id: String,
     agent: Arc<Agent>,
+    /// Where the session is kept (SPEC §8.2).
+    durable: Arc<Durable>,
     conversation: Arc<Conversation>,
     approvals: Arc<Approvals>,
     state: Mutex<State>,
@@ -45,6 +49,8 @@ type CloseAttempt = Shared<BoxFuture<'static, Result<()>>>;
 
 struct State {
     settings: RunSettings,
+    /// Made by `resumeAgent`: SessionStart says `isResume: true`.
+    resumed: bool,
     /// `close()` was called: no new runs.
     closing: bool,
     /// `close()` succeeded.
@@ -87,15 +93,46 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Session {
     pub fn new(config: AgentConfig, host: Arc<dyn Host>) -> Arc<Self> {
+        Session::make(config, host, None)
+    }
+
+    /// A stored session, carried on in this process (`resumeAgent`, SPEC §8.2): its
+    /// conversation, its paused turn (rebuilt with the effects ledger after a crash), and its
+    /// stored webhook hooks first, then the hooks of the options given now (less their webhook
+    /// hooks, which come from the store).
+    pub fn from_store(mut config: AgentConfig, host: Arc<dyn Host>, stored: Stored) -> Result<Arc<Self>> {
+        config.hooks = Registry::resumed(&stored.record.hooks, std::mem::take(&mut config.hooks))?;
+        config.stored_hooks = stored.record.hooks.clone();
+        let turn = durable::resumed_turn(&stored, &config.tools)?;
+        let session = Session::make(config, host, Some(stored.record.session_id.clone()));
+        let mut messages = stored.record.messages;
+        if let Some(turn) = &turn {
+            // The turn's calls are answered together when it goes on.
+            let ids: Vec<&str> = turn.calls.iter().map(|call| call.id.as_str()).collect();
+            messages.retain(|message| !matches!(message, Message::Tool { tool_call_id, .. } if ids.contains(&tool_call_id.as_str())));
+        }
+        session
+            .conversation
+            .replace(Arc::new(messages.into_iter().map(Arc::new).collect()));
+        if let Some(turn) = turn {
+            session.conversation.pause(turn);
+        }
+        lock(&session.state).resumed = true;
+        Ok(session)
+    }
+
+    fn make(config: AgentConfig, host: Arc<dyn Host>, id: Option<String>) -> Arc<Self> {
         let settings = RunSettings::of(&config, host.clone());
-        let agent = Agent::new(config, host);
+        let agent = Agent::new(config, host, id);
         Arc::new(Session {
             id: agent.id.clone(),
+            durable: Arc::new(Durable::new(agent.config.store.clone(), agent.id.clone())),
             agent: Arc::new(agent),
             conversation: Arc::default(),
             approvals: Arc::default(),
             state: Mutex::new(State {
                 settings,
+                resumed: false,
                 closing: false,
                 closed: false,
                 close_attempt: None,
@@ -235,9 +272,7 @@ impl Session {
         let Some(turn) = self.conversation.paused() else {
             return Vec::new();
         };
-        turn.pending
-            .iter()
-            .filter(|call| call.decision.is_none())
+        turn.waiting()
             .map(|call| PendingApproval {
                 tool_call_id: call.tool_call_id.clone(),
                 tool_name: call.tool_name.clone(),
@@ -252,7 +287,7 @@ impl Session {
     }
 
     /// `approve(toolCallId, { updatedInput?, token? })`.
-    pub fn approve(&self, tool_call_id: &str, options: &Value) -> Result<()> {
+    pub async fn approve(&self, tool_call_id: &str, options: &Value) -> Result<()> {
         let approvals::ApproveOptions { updated_input, token } =
             approvals::read_approve(options).map_err(invalid_input)?;
         if let Some(secret) = &self.agent.config.approval_secret {
@@ -268,23 +303,35 @@ impl Session {
                 }
             }
         }
-        self.decide(tool_call_id, Decision::Approve { updated_input })
+        self.decide(tool_call_id, Decision::Approve { updated_input }).await
     }
 
     /// `reject(toolCallId, { reason?, stop? })`.
-    pub fn reject(&self, tool_call_id: &str, options: &Value) -> Result<()> {
+    pub async fn reject(&self, tool_call_id: &str, options: &Value) -> Result<()> {
         let decision = approvals::read_reject(options).map_err(invalid_input)?;
-        self.decide(tool_call_id, decision)
+        self.decide(tool_call_id, decision).await
     }
 
-    fn decide(&self, tool_call_id: &str, decision: Decision) -> Result<()> {
+    /// A decision is stored before it is taken here, and only if the call still waits there:
+    /// another process may have decided it already.
+    async fn decide(&self, tool_call_id: &str, decision: Decision) -> Result<()> {
+        let not_pending = || {
+            SdkError::new(
+                ErrorCode::ApprovalNotPending,
+                format!("Tool call {tool_call_id} is not waiting for approval"),
+            )
+        };
+        let waiting = self
+            .conversation
+            .paused()
+            .is_some_and(|turn| turn.waiting().any(|call| call.tool_call_id == tool_call_id));
+        if !waiting || !self.durable.decide(tool_call_id, &decision).await? {
+            return Err(not_pending());
+        }
         if self.conversation.decide(tool_call_id, decision) {
             return Ok(());
         }
-        Err(SdkError::new(
-            ErrorCode::ApprovalNotPending,
-            format!("Tool call {tool_call_id} is not waiting for approval"),
-        ))
+        Err(not_pending())
     }
 
     fn start_run(self: &Arc<Self>, start: Start, options: SendOptions) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
@@ -303,15 +350,13 @@ impl Session {
             state.settings.clone()
         };
         let (sender, events) = event_log();
-        let run = Run::new(
-            self.agent.clone(),
-            self.conversation.clone(),
-            self.approvals.clone(),
-            settings,
-            control.clone(),
-            sender,
-            options,
-        );
+        let parts = RunParts {
+            agent: self.agent.clone(),
+            durable: self.durable.clone(),
+            conversation: self.conversation.clone(),
+            approvals: self.approvals.clone(),
+        };
+        let run = Run::new(parts, settings, control.clone(), sender, options);
         let span = run.span().clone();
         Ok((
             RunHandle {
@@ -353,7 +398,7 @@ impl Session {
         let payload = EventFields::of(&payloads::SessionStart {
             event: HookEvent::SessionStart.name(),
             session_id: &self.id,
-            is_resume: false,
+            is_resume: lock(&self.state).resumed,
         });
         let input = EventInput {
             event: HookEvent::SessionStart,

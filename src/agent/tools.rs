@@ -56,6 +56,14 @@ impl SideEffect {
             _ => None,
         }
     }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideEffect::Pure => "pure",
+            SideEffect::Idempotent => "idempotent",
+            SideEffect::NonIdempotent => "non_idempotent",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

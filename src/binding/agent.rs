@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::host::{AbortArgs, Functions, InvokeArgs, JsHost, Returned, StepArgs};
 use super::{local, telemetry};
-use crate::agent::config::ENV_VARS;
+use crate::agent::config::{store_of, ENV_VARS};
+use crate::agent::durable::{self, Stored};
 use crate::agent::events::Published;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
@@ -47,9 +48,45 @@ fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<H
     Ok(values)
 }
 
+/// A stored session, read by `loadSession` for `resumeAgent`; taken by `createSession`.
+#[napi]
+pub struct NativeStored {
+    stored: Mutex<Option<Stored>>,
+}
+
+impl NativeStored {
+    fn take(&self) -> Option<Stored> {
+        self.stored
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+}
+
+/// Reads session `sessionId` from the store `options` name, off the JS thread: the stored
+/// session, or the JSON of the error (`SESSION_NOT_FOUND`, `STORE_ERROR`, a `ConfigError`).
+#[napi(ts_return_type = "Promise<NativeStored | string>")]
+pub async fn load_session(options: String, session_id: String) -> Either<NativeStored, String> {
+    let store = parse_js_json::<Value>(&options)
+        .map_err(|error| SdkError::config(format!("options could not be read: {error}")))
+        .and_then(|options| store_of(&options));
+    let loaded = match store {
+        Ok(store) => durable::load(&store, &session_id).await,
+        Err(error) => Err(error),
+    };
+    match loaded {
+        Ok(stored) => Either::A(NativeStored {
+            stored: Mutex::new(Some(stored)),
+        }),
+        Err(error) => Either::B(error_json(&error)),
+    }
+}
+
 /// A created session, or the JSON of the error that prevented it.
+// The wrapper's functions and the loaded session cross as arguments: one call makes the agent.
+#[allow(clippy::too_many_arguments)]
 #[napi(
-    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, reply: number, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, stepGenerator: (scope: number, generator: number, finish: boolean) => string | Promise<string>, environment: object, wake: () => void"
+    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, reply: number, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, stepGenerator: (scope: number, generator: number, finish: boolean) => string | Promise<string>, environment: object, wake: () => void, stored?: NativeStored | undefined | null"
 )]
 pub fn create_session(
     env: &Env,
@@ -59,6 +96,7 @@ pub fn create_session(
     step_generator: Function<StepArgs, Returned>,
     environment: Object,
     wake: Function<(), ()>,
+    stored: Option<&NativeStored>,
 ) -> Result<Either<NativeAgent, String>> {
     let options: Value = match parse_js_json(&options) {
         Ok(options) => options,
@@ -81,8 +119,14 @@ pub fn create_session(
         abort: abort_dispatch.create_ref()?,
         step: step_generator.create_ref()?,
     };
-    let host = JsHost::new(env, functions)?;
-    let session = Session::new(config, Arc::new(host));
+    let host = Arc::new(JsHost::new(env, functions)?);
+    let session = match stored.and_then(NativeStored::take) {
+        None => Session::new(config, host),
+        Some(stored) => match Session::from_store(config, host, stored) {
+            Ok(session) => session,
+            Err(error) => return Ok(Either::B(error_json(&error))),
+        },
+    };
     Ok(Either::A(NativeAgent {
         environment_names: session.environment_names(),
         session,
@@ -148,25 +192,30 @@ impl NativeAgent {
         serde_json::to_string(&self.session.pending_approvals()).unwrap_or_else(|_| "[]".into())
     }
 
-    /// `approve(toolCallId, options)` (`reject` when `approve` is false); the JSON of the error
-    /// that refused it, or null.
-    #[napi]
-    pub fn decide(&self, approve: bool, tool_call_id: String, options: String) -> Option<String> {
-        let options: Value = match parse_js_json(&options) {
-            Ok(options) => options,
-            Err(error) => {
-                return Some(error_json(&SdkError::new(
+    /// `approve(toolCallId, options)` (`reject` when `approve` is false): resolves `null` once
+    /// the decision is stored, else the JSON of the error that refused it.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn decide<'env>(
+        &self,
+        env: &'env Env,
+        approve: bool,
+        tool_call_id: String,
+        options: String,
+    ) -> Result<PromiseRaw<'env, Option<String>>> {
+        let session = self.session.clone();
+        failure_of(env, async move {
+            let options: Value = parse_js_json(&options).map_err(|error| {
+                SdkError::new(
                     ErrorCode::InvalidInput,
                     format!("the options could not be read: {error}"),
-                )))
+                )
+            })?;
+            if approve {
+                session.approve(&tool_call_id, &options).await
+            } else {
+                session.reject(&tool_call_id, &options).await
             }
-        };
-        let decided = if approve {
-            self.session.approve(&tool_call_id, &options)
-        } else {
-            self.session.reject(&tool_call_id, &options)
-        };
-        decided.err().map(|error| error_json(&error))
+        })
     }
 
     /// Option keys accepted but not built here, for the wrapper's warnings.

@@ -172,6 +172,51 @@ impl Registry {
         &self.entries[event.index()]
     }
 
+    /// The caller's webhook hooks of `advanced.hooks` (hook objects with a webhook and no
+    /// handler), as an array of hook objects each with its `type`: what a durable session keeps
+    /// (SPEC §8.2), header templates unresolved. JS functions are never among them.
+    pub fn webhook_hooks(value: Option<&Value>) -> Value {
+        let webhook_only = |item: &Value| {
+            item.get("webhook").is_some_and(|webhook| !webhook.is_null())
+                && item.get("handler").is_none_or(Value::is_null)
+        };
+        let mut kept = Vec::new();
+        match value {
+            Some(Value::Array(items)) => kept.extend(items.iter().filter(|item| webhook_only(item)).cloned()),
+            Some(Value::Object(map)) if callable(value.unwrap_or(&Value::Null)).is_none() => {
+                for (key, list) in map {
+                    for item in list.as_array().into_iter().flatten().filter(|item| webhook_only(item)) {
+                        let mut hook = item.clone();
+                        if let Value::Object(hook) = &mut hook {
+                            hook.entry("type").or_insert_with(|| Value::String(key.clone()));
+                        }
+                        kept.push(hook);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Value::Array(kept)
+    }
+
+    /// A resumed session's hooks (SPEC §8.2): the stored webhook hooks first, in their order,
+    /// then what the options given now register, less their webhook-only hooks (those come
+    /// from the store). A stored hook that no longer validates fails the resume.
+    pub fn resumed(stored: &Value, given: Registry) -> Result<Self> {
+        let mut registry = Registry::parse(Some(stored)).map_err(|error| SdkError {
+            message: format!("the stored webhook hooks are not valid: {}", error.message),
+            ..error
+        })?;
+        for (kept, given) in registry.entries.iter_mut().zip(given.entries) {
+            kept.extend(given.into_iter().filter(|entry| {
+                !entry
+                    .hook()
+                    .is_some_and(|hook| hook.handler.is_none() && hook.webhook.is_some())
+            }));
+        }
+        Ok(registry)
+    }
+
     /// The environment variables header templates may use.
     pub fn env_var_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
