@@ -486,13 +486,13 @@ export interface AgentAdvancedOptions {
   approvalSecret?: string
   /** Where sessions are kept: absent = in memory (a pause lives as long as the process); `{ sqlite: path }` survives restarts. */
   store?: { sqlite: string }
+  /** Blade's: with `persistSession` not `false`, the store `{ sqlite: <storagePath>/sessions.db }`. */
+  storagePath?: string
+  persistSession?: boolean
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
   agents?: unknown
   mcpServers?: unknown
-  /** Blade's: with `persistSession` not `false`, the store `{ sqlite: <storagePath>/sessions.db }`. */
-  storagePath?: string
-  persistSession?: boolean
   sessionRepository?: unknown
   sessionEventStore?: unknown
   skills?: unknown

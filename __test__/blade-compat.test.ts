@@ -1094,15 +1094,22 @@ describe('options (SPEC §10)', () => {
   // Interim: SPEC §10 lists agents (§8.4), mcpServers (§8.6) and storagePath/persistSession (§8.2)
   // as built here; until they are, the brief asks that they be accepted with the same warning.
   // Delete this test when those sections land.
-  it('keys not built yet (agents, mcpServers, storagePath, persistSession) are accepted with one warning each', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'arh-blade-'))
-    const keys = ['agents', 'mcpServers', 'storagePath', 'persistSession']
-    const out = await optionsInChild(`{ agents: {}, mcpServers: {}, storagePath: ${JSON.stringify(dir)}, persistSession: false }`)
+  it('keys not built yet (agents, mcpServers) are accepted with one warning each', async () => {
+    const keys = ['agents', 'mcpServers']
+    const out = await optionsInChild(`{ agents: {}, mcpServers: {} }`)
     expect(out.error).toBeUndefined()
     expect(out.created).toBe(2)
     const warnings = unsupportedWarnings(out.warnings)
     for (const key of keys) expect(warnings.filter((warning) => new RegExp(`\\b${key}\\b`).test(warning.message)), key).toHaveLength(1)
     expect(warnings).toHaveLength(keys.length)
+  })
+
+  it('storagePath and persistSession (built since durable sessions: SPEC 8.2) raise no warning', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'arh-blade-'))
+    const out = await optionsInChild(`{ storagePath: ${JSON.stringify(dir)}, persistSession: false }`)
+    expect(out.error).toBeUndefined()
+    expect(out.created).toBe(2)
+    expect(unsupportedWarnings(out.warnings)).toEqual([])
   })
 
   it('keys built here (defaultContext, allowedTools, toolTimeoutMs, confirmationHandler, profile, filesystem, …) raise no warning', async () => {
