@@ -126,12 +126,18 @@ export interface ToolContext {
   capabilities?: JsonObject
 }
 
+/** What `deferred()` returns. */
+export interface Deferred {
+  readonly __deferred: unique symbol
+}
+
 /** What `execute` may return: a value, a promise of one, or a generator whose yields (JSON)
  * are `tool_progress` events and whose return value is the result. */
 export type ToolExecution =
-  | Promise<JsonValue | ToolResult | void>
+  | Promise<JsonValue | ToolResult | Deferred | void>
   | JsonValue
   | ToolResult
+  | Deferred
   | void
   | AsyncGenerator<unknown, JsonValue | ToolResult | void, unknown>
   | Generator<unknown, JsonValue | ToolResult | void, unknown>
@@ -693,6 +699,19 @@ export declare function defineTool<I extends JsonObject = JsonObject>(definition
 /** Blade's helper: an execution that returns `result` at once. */
 export declare function completeToolExecution<R extends ToolResult | JsonValue>(result: R): AsyncGenerator<never, R, unknown>
 export declare function scriptedModel(turns: ScriptedTurn[] | ScriptFn): ModelProvider
+/** Returned by `execute` when the result comes later: the call pauses (`pendingApprovals` with `reason: 'deferred'`) until `completeToolCall` publishes it. */
+export declare function deferred(): Deferred
+/**
+ * Publishes a deferred call's result, once, from any process that reaches the store: the
+ * session's stored webhook hooks see it first (after-controls, then PostToolUse); the first
+ * final result wins, a denial included; later calls change nothing and get the first back.
+ */
+export declare function completeToolCall(options: {
+  store?: { sqlite: string }
+  sessionId: string
+  toolCallId: string
+  result: JsonValue | ToolResult
+}): Promise<{ published: boolean; result: { output: string; isError: boolean } }>
 /**
  * Sends the spans batched for OpenTelemetry export now. Export is on when
  * `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (and

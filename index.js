@@ -296,6 +296,10 @@ function describeValue(value) {
 
 const GENERATOR_TAGS = new Set(['[object Generator]', '[object AsyncGenerator]'])
 
+/** What `deferred()` returns: the tool's result comes later, from `completeToolCall`. */
+const DEFERRED = Symbol.for('agent-runtime-hooks.deferred')
+const isDeferred = (value) => value !== null && typeof value === 'object' && value[DEFERRED] === true
+
 /**
  * What a tool returned that JSON would flatten to `{}` or drop: a function, a symbol, an
  * iterator or iterable that is not an array or a generator. `undefined` when it is JSON.
@@ -398,6 +402,7 @@ function encodeReply(value, reply, scope, mocked, functions) {
     return `{"function":${functions.length - 1}}`
   }
   if (reply === REPLY_TOOL) {
+    if (isDeferred(value)) return '{"deferred":true}'
     if (value !== null && typeof value === 'object' && GENERATOR_TAGS.has(Object.prototype.toString.call(value))) {
       return `{"generator":${scope.keepGenerator(value)}}`
     }
@@ -435,6 +440,7 @@ function makeStepGenerator(scopes) {
     if (generator === undefined) return '{"done":true}'
     const settled = ({ done, value } = {}) => {
       if (done) scope.generators.delete(id)
+      if (done && isDeferred(value)) return '{"done":true,"deferred":true}'
       const invalid = notJson(value)
       if (invalid !== undefined) return JSON.stringify({ done: Boolean(done), invalid })
       const json = JSON.stringify(value)
@@ -871,6 +877,28 @@ function defineTool(definition) {
   return definition
 }
 
+/** A tool returns `deferred()` when its result comes later: the call pauses (`pendingApprovals`
+ * with `reason: 'deferred'`) until `completeToolCall` publishes it. */
+function deferred() {
+  return Object.freeze({ [DEFERRED]: true })
+}
+
+/**
+ * Publishes a deferred call's result, once, from any process that reaches the store: the
+ * session's stored webhook hooks see it first (after-controls, then PostToolUse); the first
+ * final result wins, a denial included. Resolves `{ published, result: { output, isError } }`.
+ */
+async function completeToolCall({ store, sessionId, toolCallId, result } = {}) {
+  if (typeof sessionId !== 'string' || typeof toolCallId !== 'string') throw invalidInput('completeToolCall takes { store, sessionId, toolCallId, result } with string ids')
+  const options = JSON.stringify(splitFunctions({ advanced: { store } }, 'the options', invalidInput).data)
+  const stored = await native.loadSession(options, sessionId)
+  if (typeof stored === 'string') throw toError(JSON.parse(stored))
+  const encoded = JSON.stringify(splitFunctions(result, 'the result', invalidInput).data) ?? 'null'
+  const outcome = JSON.parse(await native.completeToolCall(stored, options, toolCallId, encoded, process.env))
+  if (outcome.error) throw toError(outcome.error)
+  return outcome.completed
+}
+
 /** Blade's helper: a generator that yields nothing and returns `result`. */
 async function* completeToolExecution(result) {
   return result
@@ -892,6 +920,8 @@ module.exports = {
   prompt,
   defineTool,
   completeToolExecution,
+  deferred,
+  completeToolCall,
   scriptedModel,
   flushTelemetry,
   AgentResponse,

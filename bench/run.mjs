@@ -14,6 +14,7 @@ const { peakRss } = await import('./peak_rss.mjs')
 const { hookDispatch } = await import('./hook_dispatch.mjs')
 const { fmt } = await import('./stats.mjs')
 const { webhookNotifications } = await import('./webhook_notifications.mjs')
+const { approvals } = await import('./approvals.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), benchmarks: {} }
@@ -66,6 +67,15 @@ console.log(`callbacks invoked with 10 registered hook objects whose matcher doe
 const notifications = await webhookNotifications()
 results.benchmarks.webhook_notifications = notifications
 console.log(`\nwebhook_notifications: ${notifications.ours}/s sustained, added latency per tool call median ${notifications.addedLatencyUsPerToolCall.median} µs (p99 ${notifications.addedLatencyUsPerToolCall.p99} µs), sent ${notifications.sent}, received ${notifications.received}, lost ${notifications.lost}`)
+
+const approval = await approvals()
+results.benchmarks.approvals = approval
+const sessions = approval.resumed_sessions_per_second_sqlite
+console.log(`\napprovals: send → paused → approve → resume → result, one agent (µs per round trip, median of ${approval.repeats} samples of ${approval.roundTripsPerSample})`)
+console.log(`${'memory'.padStart(14)}${'sqlite'.padStart(14)}`)
+console.log(`${fmt(approval.round_trip_memory.ours).padStart(14)}${fmt(approval.round_trip_sqlite.ours).padStart(14)}`)
+table(`approvals: ${sessions.sessions} concurrent sessions paused, then resumed via resumeAgent, one SQLite file (sessions/s, higher is better; blade = its published figure, not run here)`, sessions)
+console.log(`pause phase ${fmt(sessions.pauseMs)} ms, resume phase ${fmt(sessions.resumeMs)} ms; target ${sessions.target}: ${sessions.met ? 'met' : 'not met'}`)
 
 writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
 const { writeReport } = await import('./report.mjs')

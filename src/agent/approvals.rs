@@ -79,9 +79,13 @@ impl PausedTurn {
             .filter(|call| call.decision.is_none() && !call.rerun)
     }
 
-    /// The calls still without a decision.
+    /// The calls a person must decide before the turn can go on (a deferred call waits for
+    /// its result instead).
     pub fn undecided(&self) -> Vec<&str> {
-        self.waiting().map(|call| call.tool_call_id.as_str()).collect()
+        self.waiting()
+            .filter(|call| call.reason != PendingReason::Deferred)
+            .map(|call| call.tool_call_id.as_str())
+            .collect()
     }
 }
 

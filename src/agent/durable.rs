@@ -128,6 +128,22 @@ impl Durable {
     }
 }
 
+impl Durable {
+    /// A deferred call's published result, if it has one yet.
+    pub async fn deferred_result(&self, tool_call_id: &str) -> Result<Option<ToolResult>> {
+        let store = self.store().await?;
+        let (session_id, tool_call_id) = (self.session_id.clone(), tool_call_id.to_string());
+        let found = on_workers("read a deferred result", async move {
+            store.deferred(&session_id, &tool_call_id).await
+        })
+        .await?;
+        Ok(match found {
+            Some(store::Deferred::Published(result)) => Some(result),
+            _ => None,
+        })
+    }
+}
+
 /// A stored session, read for `resumeAgent`: its record, its pending calls (decisions
 /// included), and what the effects ledger says of the calls that may have run.
 pub struct Stored {
@@ -225,6 +241,11 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Paused
     };
     let mut waiting = Vec::with_capacity(turn.pending.len());
     for mut call in std::mem::take(&mut turn.pending) {
+        // A deferred call started on purpose and waits for its published result.
+        if call.reason == PendingReason::Deferred {
+            waiting.push(call);
+            continue;
+        }
         match stored.effects.get(&call.tool_call_id) {
             Some(Effect::Finished(result)) => {
                 turn.results[call.index] = Some(ToolCallRecord {

@@ -6,6 +6,7 @@ pub mod config;
 mod confirm;
 pub mod control;
 pub mod conversation;
+pub mod deferred;
 pub mod durable;
 pub mod events;
 pub mod parts;

@@ -14,7 +14,7 @@ use super::payloads::{PermissionAsk, ResultField, ToolEvent};
 use super::permission::{self, Decision, Permission};
 use super::reader::EventSender;
 use super::settings::RunSettings;
-use super::tools::{self, CallResult, Execution, NotStarted, ToolContext, ToolSpec};
+use super::tools::{self, CallResult, Execution, NoResult, ToolContext, ToolSpec};
 use crate::hooks::apply::{self, PostVerdict, PreVerdict};
 use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
@@ -79,18 +79,7 @@ pub(crate) async fn run(
         }
         (Some(tool), Ok(input)) => match call.run_tool(tool, input).await {
             Ok(outcome) => outcome,
-            Err(input) => {
-                return Ended::Paused(PausedCall {
-                    index,
-                    tool_call_id: request.id.clone(),
-                    tool_name: request.name.clone(),
-                    fingerprint: store::fingerprint(&request.name, &input),
-                    input,
-                    reason: PendingReason::Ask,
-                    decision: None,
-                    rerun: false,
-                })
-            }
+            Err(paused) => return call.paused(paused),
         },
     };
     Ended::Finished(Finished {
@@ -99,11 +88,18 @@ pub(crate) async fn run(
     })
 }
 
+/// A call that stopped short of a result: it waits for a person (`ask`) or for its deferred
+/// result (`deferred`).
+struct Paused {
+    input: Map<String, Value>,
+    reason: PendingReason,
+}
+
 /// Goes on with a call a person decided about (§8.1): approved, it continues from where it
 /// paused — before-controls on its final input, execute, after-controls, post hooks (PreToolUse
 /// and the permission are not asked again); rejected, it fails with Blade's text, and a
 /// rejection with `stop` ends the run with that text.
-pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, paused: &PausedCall) -> Finished {
+pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, paused: &PausedCall) -> Ended {
     let started = std::time::Instant::now();
     let call = Call {
         site,
@@ -113,7 +109,10 @@ pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, pause
     let (result, input, interrupt) = match (&paused.decision, call.tool()) {
         (Some(approvals::Decision::Approve { updated_input }), Some(tool)) => {
             let input = updated_input.clone().unwrap_or_else(|| paused.input.clone());
-            call.execute(tool, input).await
+            match call.execute(tool, input).await {
+                Ok(outcome) => outcome,
+                Err(deferred) => return call.paused(deferred),
+            }
         }
         (Some(approvals::Decision::Approve { .. }), None) => {
             let input = paused.input.clone();
@@ -125,10 +124,10 @@ pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, pause
         }
         (None, _) => call.rejected(paused, None, false).await,
     };
-    Finished {
+    Ended::Finished(Finished {
         record: record(request, input, result, started),
         interrupt,
-    }
+    })
 }
 
 type Outcome = (CallResult, Map<String, Value>, Option<String>);
@@ -157,6 +156,19 @@ fn record(
 impl Call<'_> {
     fn name(&self) -> &str {
         &self.request.name
+    }
+
+    fn paused(&self, paused: Paused) -> Ended {
+        Ended::Paused(PausedCall {
+            index: self.index,
+            tool_call_id: self.request.id.clone(),
+            tool_name: self.request.name.clone(),
+            fingerprint: store::fingerprint(&self.request.name, &paused.input),
+            input: paused.input,
+            reason: paused.reason,
+            decision: None,
+            rerun: false,
+        })
     }
 
     /// The tool the model asked for, if the agent has it.
@@ -236,7 +248,7 @@ impl Call<'_> {
     }
 
     /// The whole pipeline; `Err` with the call's input when it paused for a person.
-    async fn run_tool(&self, tool: &ToolSpec, mut input: Map<String, Value>) -> Result<Outcome, Map<String, Value>> {
+    async fn run_tool(&self, tool: &ToolSpec, mut input: Map<String, Value>) -> Result<Outcome, Paused> {
         let dispatcher = &self.site.agent.dispatcher;
         let name = self.name().to_string();
 
@@ -260,15 +272,18 @@ impl Call<'_> {
             return Ok(self.finish(input, mock_result(&mock), None).await);
         }
         match self.authorize(tool, &mut input).await {
-            Gate::Go => Ok(self.execute(tool, input).await),
+            Gate::Go => self.execute(tool, input).await,
             Gate::Stop(result, interrupt) => Ok(self.finish(input, result, interrupt).await),
-            Gate::Pause => Err(input),
+            Gate::Pause => Err(Paused {
+                input,
+                reason: PendingReason::Ask,
+            }),
         }
     }
 
     /// Before-controls on the final input, then `execute` (unless a control denied), then the
     /// after-controls and post hooks.
-    async fn execute(&self, tool: &ToolSpec, input: Map<String, Value>) -> Outcome {
+    async fn execute(&self, tool: &ToolSpec, input: Map<String, Value>) -> Result<Outcome, Paused> {
         let agent = self.site.agent;
         let dispatcher = &agent.dispatcher;
         let name = self.name();
@@ -287,7 +302,7 @@ impl Call<'_> {
                         )
                         .await,
                     ) {
-                        return self.finish(input, blocked, None).await;
+                        return Ok(self.finish(input, blocked, None).await);
                     }
                 }
                 let context = ToolContext {
@@ -314,13 +329,20 @@ impl Call<'_> {
                 // silently. A ledger that cannot be written fails the call closed.
                 if let Some(ledger) = ledger {
                     if let Err(error) = ledger.started(&self.request.id, tool, &input).await {
-                        return self.finish(input, CallResult::failed(error.message, None), None).await;
+                        return Ok(self.finish(input, CallResult::failed(error.message, None), None).await);
                     }
                 }
                 let result = match tools::execute(tool, &input, context, execution).await {
                     Ok(result) => result,
                     // No hook sees a call that never started: the run ends with the abort.
-                    Err(NotStarted) => return (CallResult::aborted("the run was aborted"), input, None),
+                    Err(NoResult::NotStarted) => return Ok((CallResult::aborted("the run was aborted"), input, None)),
+                    // The call waits for its result, published later by `completeToolCall`.
+                    Err(NoResult::Deferred) => {
+                        return Err(Paused {
+                            input,
+                            reason: PendingReason::Deferred,
+                        })
+                    }
                 };
                 if let Some(ledger) = ledger {
                     if let Err(error) = ledger
@@ -336,7 +358,7 @@ impl Call<'_> {
                 result
             }
         };
-        self.finish(input, result, None).await
+        Ok(self.finish(input, result, None).await)
     }
 
     /// PermissionRequest hooks, then `advanced.permission` (and, for an `'ask'`, the

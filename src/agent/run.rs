@@ -14,7 +14,9 @@ use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
 use super::durable::Durable;
-use super::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
+use super::events::{
+    CallStatus, PendingApproval, PendingReason, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord,
+};
 use super::parts::Agent;
 use super::payloads;
 use super::pipeline::{self, CallSite, Ended};
@@ -653,21 +655,33 @@ impl Run {
         for call in &turn.pending {
             self.checkpoint()?;
             let site = self.site(turn.step_index);
-            let finished = if call.rerun {
+            if call.reason == PendingReason::Deferred {
+                // Its result comes from `completeToolCall`, hooks already run; until then it waits.
+                match self.durable.deferred_result(&call.tool_call_id).await? {
+                    Some(result) => {
+                        resumed.push(call.index);
+                        results[call.index] = Some(published(call, result));
+                    }
+                    None => still_waiting.push(call.clone()),
+                }
+                continue;
+            }
+            let ended = if call.rerun {
                 // The process died before this call started: it goes through the whole
                 // pipeline, and may pause again.
                 let input = parse_arguments(&requests[call.index].arguments);
-                match pipeline::run(&site, &requests[call.index], call.index, input).await {
-                    Ended::Finished(finished) => finished,
-                    Ended::Paused(paused) => {
-                        still_waiting.push(paused);
-                        continue;
-                    }
-                }
+                pipeline::run(&site, &requests[call.index], call.index, input).await
             } else {
                 self.intervention_result(&turn, call).await?;
                 self.checkpoint()?;
                 pipeline::resume(&site, &requests[call.index], call).await
+            };
+            let finished = match ended {
+                Ended::Finished(finished) => finished,
+                Ended::Paused(paused) => {
+                    still_waiting.push(paused);
+                    continue;
+                }
             };
             interrupt = interrupt.or(finished.interrupt);
             resumed.push(call.index);
@@ -741,6 +755,26 @@ pub(crate) struct RunParts {
 pub(crate) enum Start {
     Prompt(UserContent),
     Resume,
+}
+
+/// A deferred call's published result, as the run reports it.
+fn published(call: &PausedCall, result: crate::store::ToolResult) -> ToolCallRecord {
+    ToolCallRecord {
+        id: call.tool_call_id.clone(),
+        name: call.tool_name.clone(),
+        input: Value::Object(call.input.clone()),
+        output: result.output,
+        duration: 0,
+        is_error: result.is_error,
+        status: if result.is_error {
+            CallStatus::Error
+        } else {
+            CallStatus::Success
+        },
+        mocked: None,
+        classification: None,
+        display: None,
+    }
 }
 
 /// A finished call's result as the conversation keeps it.

@@ -13,7 +13,7 @@ use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
 use super::durable::{self, Durable, Stored};
-use super::events::PendingApproval;
+use super::events::{PendingApproval, PendingReason};
 use super::parts::Agent;
 use super::payloads;
 use super::permission::Permission;
@@ -321,10 +321,11 @@ impl Session {
                 format!("Tool call {tool_call_id} is not waiting for approval"),
             )
         };
-        let waiting = self
-            .conversation
-            .paused()
-            .is_some_and(|turn| turn.waiting().any(|call| call.tool_call_id == tool_call_id));
+        // A deferred call waits for its result, not for a person.
+        let waiting = self.conversation.paused().is_some_and(|turn| {
+            turn.waiting()
+                .any(|call| call.tool_call_id == tool_call_id && call.reason != PendingReason::Deferred)
+        });
         if !waiting || !self.durable.decide(tool_call_id, &decision).await? {
             return Err(not_pending());
         }

@@ -163,9 +163,14 @@ pub struct ToolContext<'a> {
     pub defaults: &'a Map<String, Value>,
 }
 
-/// The run was aborted before the tool could start; it did not run.
+/// A tool call that ended without a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotStarted;
+pub enum NoResult {
+    /// The run was aborted before the tool could start; it did not run.
+    NotStarted,
+    /// `execute` returned `deferred()`: its result is published later (`completeToolCall`).
+    Deferred,
+}
 
 /// New tool calls fail with this while a tool abandoned at its deadline or abort still runs.
 pub const TOOL_CLEANING_UP: &str = "A tool execution is still cleaning up; refusing to start another tool";
@@ -194,9 +199,9 @@ pub async fn execute(
     input: &Map<String, Value>,
     context: ToolContext<'_>,
     run: Execution<'_>,
-) -> Result<CallResult, NotStarted> {
+) -> Result<CallResult, NoResult> {
     if run.caller.cancel.is_some_and(CancellationToken::is_cancelled) {
-        return Err(NotStarted);
+        return Err(NoResult::NotStarted);
     }
     if run.dispatcher.pending().count(Owner::Tool) > 0 {
         return Ok(CallResult::failed(TOOL_CLEANING_UP, None));
@@ -214,6 +219,7 @@ pub async fn execute(
         Ok(reply) => match read_reply(reply) {
             Returned::Value(value) => return Ok(model_output(value)),
             Returned::Invalid(what) => return Ok(not_json(&what)),
+            Returned::Deferred => return Err(NoResult::Deferred),
             Returned::Generator(generator) => generator,
         },
     };
@@ -229,6 +235,9 @@ pub async fn execute(
                 let _ = run.host.step(scope, generator, Step::Return).await;
             }
             return Ok(not_json(what));
+        }
+        if done && step.get("deferred").and_then(Value::as_bool) == Some(true) {
+            return Err(NoResult::Deferred);
         }
         let value = step.get("value").cloned();
         if done {
@@ -256,6 +265,8 @@ enum Returned {
     Value(Option<Value>),
     Invalid(String),
     Generator(u32),
+    /// `deferred()`.
+    Deferred,
 }
 
 fn read_reply(reply: Option<Value>) -> Returned {
@@ -267,6 +278,9 @@ fn read_reply(reply: Option<Value>) -> Returned {
     }
     if let Some(Value::String(what)) = reply.remove("invalid") {
         return Returned::Invalid(what);
+    }
+    if reply.get("deferred").and_then(Value::as_bool) == Some(true) {
+        return Returned::Deferred;
     }
     Returned::Value(reply.remove("returned"))
 }

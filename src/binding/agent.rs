@@ -11,10 +11,12 @@ use serde_json::Value;
 use super::host::{AbortArgs, Functions, InvokeArgs, JsHost, Returned, StepArgs};
 use super::{local, telemetry};
 use crate::agent::config::{store_of, ENV_VARS};
+use crate::agent::deferred;
 use crate::agent::durable::{self, Stored};
 use crate::agent::events::Published;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
+use crate::offload::offload;
 use crate::text::parse_js_json;
 
 fn error_json(error: &SdkError) -> String {
@@ -80,6 +82,45 @@ pub async fn load_session(options: String, session_id: String) -> Either<NativeS
         }),
         Err(error) => Either::B(error_json(&error)),
     }
+}
+
+/// `completeToolCall`: publishes `result` (JSON) as deferred call `toolCallId`'s result in the
+/// session `stored` was read from, once; the stored webhook hooks see it first. Resolves
+/// `{ "completed": { published, result } }` or `{ "error": … }`.
+#[napi(ts_return_type = "Promise<string>")]
+pub fn complete_tool_call<'env>(
+    env: &'env Env,
+    stored: &NativeStored,
+    options: String,
+    tool_call_id: String,
+    result: String,
+    environment: Object,
+) -> Result<PromiseRaw<'env, Option<String>>> {
+    let stored = stored.take();
+    let names = stored.as_ref().map(deferred::environment_names).unwrap_or_default();
+    let environment = read_environment(&environment, &names)?;
+    let keep_alive = local::KeepAlive::new(env.raw())?;
+    local::promise(env, async move {
+        let work = async move {
+            let stored =
+                stored.ok_or_else(|| SdkError::new(ErrorCode::InvalidInput, "this stored session was used already"))?;
+            let store =
+                store_of(&parse_js_json::<Value>(&options).map_err(|error| SdkError::config(error.to_string()))?)?;
+            let result: Value = parse_js_json(&result).map_err(|error| {
+                SdkError::new(ErrorCode::InvalidInput, format!("result could not be read: {error}"))
+            })?;
+            deferred::complete(&store, stored, &tool_call_id, &result, environment).await
+        };
+        let outcome = match offload(work).await {
+            Ok(Ok(completed)) => serde_json::json!({ "completed": completed.to_json() }),
+            Ok(Err(error)) => serde_json::json!({ "error": error }),
+            Err(error) => {
+                serde_json::json!({ "error": SdkError::new(ErrorCode::Plain, format!("the publication failed: {error}")) })
+            }
+        };
+        drop(keep_alive);
+        Some(outcome.to_string())
+    })
 }
 
 /// A created session, or the JSON of the error that prevented it.

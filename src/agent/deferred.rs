@@ -1,0 +1,169 @@
+//! Deferred results (SPEC §8.2): a tool that returned `deferred()` paused its call; any process
+//! that reaches the store publishes the result once with `completeToolCall`. The session's
+//! stored webhook hooks see it first — after-controls, then PostToolUse (or
+//! PostToolUseFailure) notifications — and the placeholder is filled by a conditional update:
+//! the first final result wins, a denial included.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::durable::{self, store_error};
+use super::events::PendingReason;
+use super::payloads::{ResultField, ToolEvent};
+use super::tools::{model_output, CallResult};
+use crate::error::{ErrorCode, Result, SdkError};
+use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
+use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext};
+use crate::hooks::registry::Registry;
+use crate::hooks::{EventFields, HookEvent};
+use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
+use crate::log::Log;
+use crate::store::{self, DeferredOutcome, StoreConfig, ToolResult};
+use crate::webhook::Environment;
+
+/// What `completeToolCall` reports: whether this call published, and the result that stands.
+pub struct Completed {
+    pub published: bool,
+    pub result: ToolResult,
+}
+
+/// The environment variables the stored hooks of `stored` may read in their header templates.
+pub fn environment_names(stored: &durable::Stored) -> Vec<String> {
+    Registry::parse(Some(&stored.record.hooks))
+        .map(|registry| registry.env_var_names())
+        .unwrap_or_default()
+}
+
+/// Publishes `result` as the deferred call `tool_call_id`'s result, once.
+pub async fn complete(
+    config: &StoreConfig,
+    stored: durable::Stored,
+    tool_call_id: &str,
+    result: &Value,
+    environment: Environment,
+) -> Result<Completed> {
+    let session_id = stored.record.session_id.clone();
+    let turn = durable::resumed_turn(&stored, &[])?;
+    let call = turn
+        .as_ref()
+        .and_then(|turn| turn.pending.iter().find(|call| call.tool_call_id == tool_call_id))
+        .filter(|call| call.reason == PendingReason::Deferred)
+        .ok_or_else(|| {
+            SdkError::new(
+                ErrorCode::ApprovalNotPending,
+                format!("Tool call {tool_call_id} is not waiting for a deferred result"),
+            )
+        })?;
+    let step_index = turn.as_ref().map_or(0, |turn| turn.step_index);
+    let operation_id = turn.as_ref().map_or_else(String::new, |turn| turn.operation_id.clone());
+
+    // The session's stored webhook hooks: no JS function is among them.
+    let host: Arc<dyn Host> = Arc::new(NoFunctions);
+    let registry = Registry::parse(Some(&stored.record.hooks))?;
+    let log = Log::new(host.clone(), None);
+    let dispatcher = Dispatcher::new(registry, 30_000, 3_000, host, log);
+    let context = HookContext {
+        extra: Vec::new(),
+        environment: Arc::new(environment),
+    };
+    let caller = Caller {
+        scope: 0,
+        cancel: None,
+        context: &context,
+    };
+    let mut outcome = model_output(Some(result.clone()));
+    let fields = |event: HookEvent, outcome: &CallResult| {
+        let name = call.tool_name.as_str();
+        EventFields::of(&ToolEvent {
+            event: event.name(),
+            session_id: &session_id,
+            tool_name: name,
+            tool_input: &call.input,
+            tool_call_id: &call.tool_call_id,
+            step_index,
+            call_index: call.index,
+            operation_id: &operation_id,
+            api_name: name,
+            identifier: name.split_once('/').map_or("", |(identifier, _)| identifier),
+            args: &call.input,
+            tool_kind: None,
+            affected_paths: None,
+            tool_output: Some(&outcome.output),
+            result: Some(ResultField {
+                content: &outcome.output,
+                success: outcome.is_success(),
+            }),
+            mocked: Some(false),
+        })
+    };
+    let controls = dispatcher.controls(HookEvent::PostToolUse, &call.tool_name, &context);
+    if !controls.is_empty() {
+        let payload: Map<String, Value> = fields(HookEvent::PostToolUse, &outcome).to_map();
+        match control::evaluate(&controls, HookEvent::PostToolUse, &payload, caller, dispatcher.log()).await {
+            Verdict::Allow => {}
+            Verdict::Denied { reason } => outcome = CallResult::failed_as(reason, Some("hook_denied")),
+            Verdict::Failed => outcome = CallResult::failed_as(CONTROL_ERROR, Some(CONTROL_ERROR)),
+        }
+    }
+    let event = if outcome.is_success() {
+        HookEvent::PostToolUse
+    } else {
+        HookEvent::PostToolUseFailure
+    };
+    let input = EventInput {
+        event,
+        payload: fields(event, &outcome),
+        tool: Some(&call.tool_name),
+        error: None,
+    };
+    if let Err(error) = dispatcher.dispatch(input, caller).await {
+        // A critical delivery fails the publication: nothing is published.
+        return Err(error.into_sdk());
+    }
+    let failed = !outcome.is_success();
+    let result = ToolResult::new(outcome.output, failed);
+    let store = store::open(config).await.map_err(store_error)?;
+    let published = store
+        .complete_deferred(&session_id, tool_call_id, &result)
+        .await
+        .map_err(store_error)?;
+    match published {
+        DeferredOutcome::Published => Ok(Completed {
+            published: true,
+            result,
+        }),
+        DeferredOutcome::AlreadyPublished(first) => Ok(Completed {
+            published: false,
+            result: first,
+        }),
+        DeferredOutcome::NotDeferred => Err(SdkError::new(
+            ErrorCode::ApprovalNotPending,
+            format!("Tool call {tool_call_id} is not waiting for a deferred result"),
+        )),
+    }
+}
+
+impl Completed {
+    pub fn to_json(&self) -> Value {
+        json!({"published": self.published, "result": {"output": self.result.output, "isError": self.result.is_error}})
+    }
+}
+
+/// The host of a publication made outside any agent: stored hooks have no JS functions.
+struct NoFunctions;
+
+impl Host for NoFunctions {
+    fn call(&self, _call: HostCall) -> HostFuture {
+        Box::pin(async {
+            Err(HostError {
+                message: "no JavaScript function runs while a deferred result is published".into(),
+                thrown: None,
+            })
+        })
+    }
+
+    fn abort(&self, _scope: u32, _dispatch: u32, _reason: AbortReason) -> AbortFuture {
+        Box::pin(async {})
+    }
+}
