@@ -561,6 +561,22 @@ async fn one_pool_per_file_within_a_process() {
     assert!(std::ptr::eq(Arc::as_ptr(&a) as *const (), Arc::as_ptr(&b) as *const ()));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_first_opens_at_once_share_one_pool_and_none_fails() {
+    let dir = TempDir::new().unwrap();
+    let config = StoreConfig::Sqlite(db_path(&dir));
+    let opens = futures::future::join_all((0..24).map(|_| {
+        let config = config.clone();
+        tokio::spawn(async move { store::open(&config).await })
+    }))
+    .await;
+    let stores: Vec<_> = opens.into_iter().map(|open| open.unwrap().expect("opened")).collect();
+    let first = Arc::as_ptr(&stores[0]) as *const ();
+    assert!(stores
+        .iter()
+        .all(|store| std::ptr::eq(Arc::as_ptr(store) as *const (), first)));
+}
+
 #[tokio::test]
 async fn unreadable_rows_are_errors_never_nothing_stored() {
     let dir = TempDir::new().unwrap();

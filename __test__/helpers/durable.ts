@@ -124,7 +124,7 @@ export interface Child extends ChildResult {
 function parse(result: ChildResult): Child {
   const lines = result.stdout
     .split('\n')
-    .filter((line) => /^[A-Za-z]+( |$)/.test(line))
+    .filter((line) => /^[A-Za-z_]+( |$)/.test(line))
     .map((line) => {
       const space = line.indexOf(' ')
       if (space < 0) return { tag: line, value: undefined }

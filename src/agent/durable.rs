@@ -214,12 +214,17 @@ fn last_turn_calls(messages: &[Message]) -> Vec<TurnCall> {
 /// decides what may run again: a call with a result keeps it; one that started without a
 /// result becomes `outcome_unknown` (unless its tool is `pure` or `idempotent`); one that never
 /// started goes through the whole pipeline.
-pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<PausedTurn>> {
+pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Resumed>> {
+    // Rebuilt from the ledger (the store holds no such turn yet, or holds it differently).
+    let mut changed = false;
     let mut turn = match &stored.record.paused {
         Some(paused) => serde_json::from_value::<PausedTurn>(paused.clone())
             .map_err(|error| store_error(StoreError::new("read the paused turn", error)))?,
         None => match interrupted_turn(&stored.record.messages) {
-            Some(turn) => turn,
+            Some(turn) => {
+                changed = true;
+                turn
+            }
             None => return Ok(None),
         },
     };
@@ -248,6 +253,7 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Paused
         }
         match stored.effects.get(&call.tool_call_id) {
             Some(Effect::Finished(result)) => {
+                changed = true;
                 turn.results[call.index] = Some(ToolCallRecord {
                     id: call.tool_call_id.clone(),
                     name: call.tool_name.clone(),
@@ -267,6 +273,7 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Paused
                 continue;
             }
             Some(Effect::Started) if !replayable(&call.tool_name) => {
+                changed |= call.reason != PendingReason::OutcomeUnknown || call.decision.is_some();
                 call.reason = PendingReason::OutcomeUnknown;
                 call.decision = None;
                 call.rerun = false;
@@ -276,7 +283,15 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Paused
         waiting.push(call);
     }
     turn.pending = waiting;
-    Ok(Some(turn))
+    Ok(Some(Resumed { turn, changed }))
+}
+
+/// The turn a resumed session goes on with, and whether it differs from what the store holds
+/// (then it is stored before the next decision, so a decision made before the crash does not
+/// stand for a call whose outcome is now unknown).
+pub struct Resumed {
+    pub turn: PausedTurn,
+    pub changed: bool,
 }
 
 /// The turn a process died in: the last assistant message's calls without a tool message.

@@ -51,6 +51,10 @@ struct State {
     settings: RunSettings,
     /// Made by `resumeAgent`: SessionStart says `isResume: true`.
     resumed: bool,
+    /// The paused turn was rebuilt after a crash and differs from what the store holds (a
+    /// decision taken before the crash no longer stands for an `outcome_unknown` call): it is
+    /// stored before the next decision.
+    recovered: bool,
     /// `close()` was called: no new runs.
     closing: bool,
     /// `close()` succeeded.
@@ -103,7 +107,9 @@ impl Session {
     pub fn from_store(mut config: AgentConfig, host: Arc<dyn Host>, stored: Stored) -> Result<Arc<Self>> {
         config.hooks = Registry::resumed(&stored.record.hooks, std::mem::take(&mut config.hooks))?;
         config.stored_hooks = stored.record.hooks.clone();
-        let turn = durable::resumed_turn(&stored, &config.tools)?;
+        let resumed = durable::resumed_turn(&stored, &config.tools)?;
+        let recovered = resumed.as_ref().is_some_and(|resumed| resumed.changed);
+        let turn = resumed.map(|resumed| resumed.turn);
         let session = Session::make(config, host, Some(stored.record.session_id.clone()));
         let mut messages = stored.record.messages;
         if let Some(turn) = &turn {
@@ -117,7 +123,11 @@ impl Session {
         if let Some(turn) = turn {
             session.conversation.pause(turn);
         }
-        lock(&session.state).resumed = true;
+        {
+            let mut state = lock(&session.state);
+            state.resumed = true;
+            state.recovered = recovered;
+        }
         Ok(session)
     }
 
@@ -133,6 +143,7 @@ impl Session {
             state: Mutex::new(State {
                 settings,
                 resumed: false,
+                recovered: false,
                 closing: false,
                 closed: false,
                 close_attempt: None,
@@ -326,6 +337,13 @@ impl Session {
             turn.waiting()
                 .any(|call| call.tool_call_id == tool_call_id && call.reason != PendingReason::Deferred)
         });
+        if waiting && std::mem::take(&mut lock(&self.state).recovered) {
+            let paused = self.conversation.paused();
+            let messages = self.conversation.messages();
+            self.durable
+                .save(&messages, &self.agent.config.stored_hooks, paused.as_ref())
+                .await?;
+        }
         if !waiting || !self.durable.decide(tool_call_id, &decision).await? {
             return Err(not_pending());
         }

@@ -81,6 +81,14 @@ impl SqliteStore {
         if let Some(store) = live(&open.lock().unwrap_or_else(|e| e.into_inner())) {
             return Ok(store);
         }
+        // Opens take turns: callers that arrive while a file is being opened (and migrated)
+        // wait for that pool instead of opening pools of their own, which would contend for
+        // the file's lock ("database is locked").
+        static OPENING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _turn = OPENING.lock().await;
+        if let Some(store) = live(&open.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(store);
+        }
         let store = Arc::new(SqliteStore::open(path).await?);
         let mut map = open.lock().unwrap_or_else(|e| e.into_inner());
         // Another task may have opened it meanwhile: keep one pool per file.
