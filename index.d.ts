@@ -301,6 +301,9 @@ export type LifecycleEventName =
   | 'PreCompact'
   | 'PostCompact'
   | 'CompactFailure'
+  | 'PreCompact'
+  | 'PostCompact'
+  | 'CompactFailure'
   | 'SubagentStart'
   | 'SubagentStarted'
   | 'SubagentFailure'
@@ -390,6 +393,21 @@ export type InlineHooks = { [E in HookEventName]?: Array<HookCallbackOf<E> | (Om
 }
 
 export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
+
+/**
+ * `advanced.compaction`. PreCompact (`beforeCompact`: `messageCount`, `tokenCount`) may return
+ * `{ action: 'abort' }` to skip one compaction; PostCompact (`afterCompact`: `groupId`,
+ * `messagesBefore`, `messagesAfter`, `summary`) follows it; CompactFailure (`onCompactError`:
+ * `error`, `tokenCount`) reports a summary that could not be written (the run goes on).
+ */
+export interface CompactionOptions {
+  /** Compact when the next prompt would be this many tokens or more; default 80% of `maxContextTokens`. */
+  thresholdTokens?: number
+  /** Model turns (an assistant message with its tool results) kept verbatim; default 2. */
+  keepRecentTurns?: number
+  /** Writes the summary of the older messages; without it the model writes it (a call without tools). */
+  summarize?: (messages: JsonObject[]) => string | Promise<string>
+}
 
 /** What Blade's confirmation handler is asked when a permission says `'ask'`. */
 export interface ConfirmationRequest {
@@ -488,6 +506,8 @@ export interface AgentAdvancedOptions {
   toolTimeoutMs?: number
   /** Reported as `usage.maxContextTokens`; default 128000. */
   maxContextTokens?: number
+  /** Older messages become one summary when the next model call would pass the threshold. */
+  compaction?: CompactionOptions
   /** Pending approvals carry an HMAC token that `approve` must be given (approvals relayed by an untrusted client cannot be forged or moved). */
   approvalSecret?: string
   /** Where sessions are kept: absent = in memory (a pause lives as long as the process); `{ sqlite: path }` survives restarts. */

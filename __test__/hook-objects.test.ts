@@ -374,7 +374,7 @@ describe('lifecycle events', () => {
     expect(warnings).toEqual(Array(2).fill('advanced.hooks.afterStep[1] failed on StepEnd; the next hook runs'))
   })
 
-  it('human intervention, compaction and sub-agent hooks are accepted and validated, and do not fire yet', async () => {
+  it('human intervention, compaction and sub-agent hooks are accepted and validated, and do not fire when nothing calls for them', async () => {
     const fired: string[] = []
     const types = ['beforeHumanIntervention', 'afterHumanIntervention', 'onStopByHumanIntervention', 'beforeCompact', 'afterCompact', 'onCompactError', 'beforeCallAgent', 'afterCallAgent', 'onCallAgentError'] as const
     await prompt('go', { model: model(), tools, advanced: { hooks: types.map((type) => ({ id: type, type, handler: () => void fired.push(type) })) } })

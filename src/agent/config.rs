@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::compaction::Compaction;
 use super::permission::Permission;
 use super::tools::{SideEffect, ToolKind, ToolSpec};
 use crate::error::{Result, SdkError};
@@ -143,6 +144,8 @@ pub struct AgentConfig {
     pub tool_timeout_ms: u32,
     /// Reported as `usage.maxContextTokens`.
     pub max_context_tokens: u64,
+    /// `advanced.compaction`: when and how older messages become a summary.
+    pub compaction: Option<Compaction>,
     /// `advanced.defaultContext`, with `filesystem` merged into `capabilities.filesystem`.
     pub default_context: Map<String, Value>,
     /// Who answers a permission `'ask'`.
@@ -210,6 +213,7 @@ impl AgentConfig {
                 "store",
                 "storagePath",
                 "persistSession",
+                "compaction",
             ],
             &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED],
         )?;
@@ -240,6 +244,9 @@ impl AgentConfig {
         }
 
         let model = read_model(&options, &connection, env)?;
+        let max_context_tokens = advanced
+            .positive_integer("maxContextTokens", MAX_SAFE_INTEGER)?
+            .unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS);
         Ok(AgentConfig {
             model,
             system_prompt: options.string("systemPrompt")?,
@@ -277,9 +284,8 @@ impl AgentConfig {
                 Some(value) => Some(Permission::parse(value)?),
             },
             tool_timeout_ms: timeout(&advanced, "toolTimeoutMs", DEFAULT_TOOL_TIMEOUT_MS)?,
-            max_context_tokens: advanced
-                .positive_integer("maxContextTokens", MAX_SAFE_INTEGER)?
-                .unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS),
+            max_context_tokens,
+            compaction: Compaction::read(&advanced, max_context_tokens)?,
             default_context: read_default_context(&advanced, options.get("filesystem"))?,
             confirmation: read_confirmation(&advanced)?,
             unsupported,
@@ -809,7 +815,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

@@ -2,6 +2,7 @@
 //! and the events a run streams.
 
 pub mod approvals;
+pub mod compaction;
 pub mod config;
 mod confirm;
 pub mod control;

@@ -249,6 +249,48 @@ pub struct PermissionAsk<'a> {
     pub tool_call_id: &'a str,
 }
 
+/// PreCompact (`beforeCompact`), before older messages are replaced by a summary.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreCompact<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub step_index: u32,
+    /// Messages in the conversation now.
+    pub message_count: usize,
+    /// The count that passed the threshold.
+    pub token_count: u64,
+}
+
+/// PostCompact (`afterCompact`), once the summary replaced the older messages.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PostCompact<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub step_index: u32,
+    /// One id per compaction.
+    pub group_id: &'a str,
+    pub messages_before: usize,
+    pub messages_after: usize,
+    pub summary: &'a str,
+}
+
+/// CompactFailure (`onCompactError`): the summary could not be written; the run goes on
+/// uncompacted.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactFailure<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub step_index: u32,
+    pub error: &'a str,
+    pub token_count: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

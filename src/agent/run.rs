@@ -10,6 +10,7 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::approvals::{Decision, PausedCall, PausedTurn, TurnCall};
+use super::compaction;
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
@@ -26,6 +27,7 @@ use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
 use crate::hooks::environment;
+use crate::hooks::output::Action;
 use crate::hooks::pending::SETTLE_GRACE;
 use crate::hooks::{EventFields, HookEvent};
 use crate::ids;
@@ -61,6 +63,9 @@ pub(crate) struct Run {
     last_text: String,
     /// The calls this run paused on, for its result's `pendingApprovals`.
     paused: Option<Vec<PendingApproval>>,
+    /// The last model call's reported prompt tokens and how many messages it was sent, for
+    /// compaction's count.
+    reported: Option<(u64, usize)>,
     /// The step index of this run's first model turn (after a paused turn, the next one).
     first_step: u32,
     /// The root of the run's trace: model calls, tool calls and dispatches nest in it. A root
@@ -119,6 +124,7 @@ impl Run {
             setup_error,
             last_text: String::new(),
             paused: None,
+            reported: None,
             first_step: 0,
             span,
         }
@@ -287,9 +293,13 @@ impl Run {
                 self.lifecycle(HookEvent::StepStart, payload, self.caller()).await?;
             }
             self.checkpoint()?;
+            self.compact_if_needed().await?;
+            self.checkpoint()?;
+            let sent = self.conversation.messages().len();
             let reply = self.call_model().await?;
             self.checkpoint()?;
             self.usage.add(reply.usage);
+            self.reported = (reply.usage.input_tokens > 0).then_some((reply.usage.input_tokens, sent));
             let ModelReply { text, tool_calls, .. } = reply;
             self.conversation.push(Message::Assistant {
                 content: (!text.is_empty() || tool_calls.is_empty()).then(|| text.clone()),
@@ -333,6 +343,123 @@ impl Run {
                 return Ok((denial, StopReason::Interrupted));
             }
         }
+    }
+
+    /// The prompt the next model call would send, in tokens: the last call's reported count plus
+    /// an estimate for what was added since (all of it estimated before the first report).
+    fn prompt_tokens(&self, messages: &[Arc<Message>]) -> u64 {
+        match self.reported {
+            Some((tokens, sent)) if sent <= messages.len() => tokens + compaction::estimate_tokens(&messages[sent..]),
+            _ => {
+                let system = self.agent.config.system_prompt.as_deref().map_or(0, str::len) as u64;
+                compaction::estimate_tokens(messages) + system.div_ceil(4)
+            }
+        }
+    }
+
+    /// Compaction (SPEC §8.5): when the next call would pass the threshold, older messages
+    /// become one summary. Only an abort stops the run; a failed summary leaves the
+    /// conversation as it was.
+    async fn compact_if_needed(&mut self) -> Result<()> {
+        let Some(compaction) = self.agent.config.compaction.clone() else {
+            return Ok(());
+        };
+        let messages = self.conversation.messages();
+        let token_count = self.prompt_tokens(&messages);
+        if token_count < compaction.threshold_tokens {
+            return Ok(());
+        }
+        let Some(split) = compaction::split_point(&messages, compaction.keep_recent_turns) else {
+            return Ok(());
+        };
+        let step_index = self.step_index();
+        if self.has(HookEvent::PreCompact) {
+            let payload = EventFields::of(&payloads::PreCompact {
+                event: HookEvent::PreCompact.name(),
+                session_id: &self.agent.id,
+                operation_id: &self.id,
+                step_index,
+                message_count: messages.len(),
+                token_count,
+            });
+            let input = EventInput {
+                event: HookEvent::PreCompact,
+                payload,
+                tool: None,
+                error: None,
+            };
+            let dispatched = self
+                .agent
+                .dispatcher
+                .dispatch(input, self.caller())
+                .await
+                .map_err(HookError::into_sdk)?;
+            if dispatched.outputs.iter().any(|output| output.action == Action::Abort) {
+                return Ok(());
+            }
+            self.checkpoint()?;
+        }
+        let older = messages[..split].to_vec();
+        let (agent, model, turn, scope) = (self.agent.clone(), self.settings.model.clone(), self.turns, self.scope);
+        let by_model = compaction.summarize.is_none();
+        let summary =
+            async move { compaction::summarize(&compaction, &agent, model.as_ref(), &older, turn, scope).await }
+                .instrument(tracing::info_span!("compaction", messages = split));
+        // A model writing the summary talks HTTP: off the polling thread, like any model call.
+        let summarized = if by_model && self.settings.model.is_remote() {
+            offload(summary)
+                .await
+                .unwrap_or_else(|error| Err(SdkError::model(format!("Model request task failed: {error}"))))
+        } else {
+            summary.await
+        };
+        self.checkpoint()?;
+        match summarized {
+            Ok((summary, usage)) => {
+                self.usage.add(usage);
+                let mut compacted = Vec::with_capacity(messages.len() - split + 1);
+                compacted.push(Arc::new(compaction::summary_message(&summary)));
+                compacted.extend(messages[split..].iter().cloned());
+                let messages_after = compacted.len();
+                self.conversation.replace(Arc::new(compacted));
+                self.reported = None;
+                self.boundary().await?;
+                if self.has(HookEvent::PostCompact) {
+                    let group_id = ids::uuid();
+                    let payload = EventFields::of(&payloads::PostCompact {
+                        event: HookEvent::PostCompact.name(),
+                        session_id: &self.agent.id,
+                        operation_id: &self.id,
+                        step_index,
+                        group_id: &group_id,
+                        messages_before: messages.len(),
+                        messages_after,
+                        summary: &summary,
+                    });
+                    self.lifecycle(HookEvent::PostCompact, payload, self.caller()).await?;
+                }
+            }
+            Err(error) if error.code == ErrorCode::Abort => return Err(error),
+            Err(error) => {
+                self.agent.dispatcher.log().warn(
+                    "compaction failed; the run goes on uncompacted",
+                    json!({"error": error.message}),
+                );
+                if self.has(HookEvent::CompactFailure) {
+                    let payload = EventFields::of(&payloads::CompactFailure {
+                        event: HookEvent::CompactFailure.name(),
+                        session_id: &self.agent.id,
+                        operation_id: &self.id,
+                        step_index,
+                        error: &error.message,
+                        token_count,
+                    });
+                    self.lifecycle(HookEvent::CompactFailure, payload, self.caller())
+                        .await?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// UserPromptSubmit may rewrite the prompt or abort it; its errors fail the run unchanged.

@@ -401,6 +401,12 @@ impl Dispatcher {
                 _ => HookOutput::parse(returned.as_ref(), entry.label()).map_err(HookError::Invalid)?,
             };
             dispatched.outputs.push(output);
+        } else if event == HookEvent::PreCompact {
+            // An observer, but one that may skip this compaction (`abort`); anything else is
+            // read as continue.
+            if let Ok(output) = HookOutput::parse(returned.as_ref(), entry.label()) {
+                dispatched.outputs.push(output);
+            }
         }
         Ok(())
     }
