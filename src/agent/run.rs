@@ -25,7 +25,7 @@ use super::reader::EventSender;
 use super::settings::RunSettings;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
-use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
+use crate::hooks::dispatch::{Caller, Dispatched, EventInput, HookContext, HookError};
 use crate::hooks::environment;
 use crate::hooks::output::Action;
 use crate::hooks::pending::SETTLE_GRACE;
@@ -187,6 +187,11 @@ impl Run {
 
     /// A lifecycle event: observers only, but a critical delivery failure fails the run.
     async fn lifecycle(&self, event: HookEvent, payload: EventFields, caller: Caller<'_>) -> Result<()> {
+        self.dispatch(event, payload, caller).await.map(drop)
+    }
+
+    /// Dispatches a run event and hands back what its hooks answered.
+    async fn dispatch(&self, event: HookEvent, payload: EventFields, caller: Caller<'_>) -> Result<Dispatched> {
         let input = EventInput {
             event,
             payload,
@@ -197,7 +202,6 @@ impl Run {
             .dispatcher
             .dispatch(input, caller)
             .await
-            .map(drop)
             .map_err(HookError::into_sdk)
     }
 
@@ -382,18 +386,7 @@ impl Run {
                 message_count: messages.len(),
                 token_count,
             });
-            let input = EventInput {
-                event: HookEvent::PreCompact,
-                payload,
-                tool: None,
-                error: None,
-            };
-            let dispatched = self
-                .agent
-                .dispatcher
-                .dispatch(input, self.caller())
-                .await
-                .map_err(HookError::into_sdk)?;
+            let dispatched = self.dispatch(HookEvent::PreCompact, payload, self.caller()).await?;
             if dispatched.outputs.iter().any(|output| output.action == Action::Abort) {
                 return Ok(());
             }
@@ -476,18 +469,9 @@ impl Run {
             image_count: images,
             operation_id: &self.id,
         });
-        let input = EventInput {
-            event: HookEvent::UserPromptSubmit,
-            payload,
-            tool: None,
-            error: None,
-        };
         let dispatched = self
-            .agent
-            .dispatcher
-            .dispatch(input, self.caller())
-            .await
-            .map_err(HookError::into_sdk)?;
+            .dispatch(HookEvent::UserPromptSubmit, payload, self.caller())
+            .await?;
         apply::user_prompt_submit(&dispatched.outputs, content)
             .map_err(|message| SdkError::new(ErrorCode::HookAborted, message))
     }
