@@ -213,6 +213,10 @@ export interface ToolHookInput extends HookInputBase {
   identifier: string
   /** = `toolInput`. */
   args: JsonObject
+  /** Sub-agent names from the root's child down to the agent making the call; `[]` in the root. */
+  agentPath: string[]
+  /** Inside a sub-agent: the `Task` call that started it. */
+  parentToolCallId?: string
 }
 export interface PreToolUseInput extends ToolHookInput {
   event: 'PreToolUse'
@@ -301,6 +305,9 @@ export type LifecycleEventName =
   | 'PreCompact'
   | 'PostCompact'
   | 'CompactFailure'
+  | 'SubagentStart'
+  | 'SubagentStarted'
+  | 'SubagentFailure'
   | 'PreCompact'
   | 'PostCompact'
   | 'CompactFailure'
@@ -393,6 +400,19 @@ export type InlineHooks = { [E in HookEventName]?: Array<HookCallbackOf<E> | (Om
 }
 
 export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
+
+/** One entry of `advanced.agents`; its key is the `subagent_type` that runs it (and its `agentId`). */
+export interface SubagentDefinition {
+  /** Shown to the model in the `Task` tool's description. */
+  description: string
+  systemPrompt?: string
+  /** This agent's tools the sub-agent may use (`'Task'` included, to delegate further); default all. */
+  allowedTools?: string[]
+  /** Default: this agent's model. A model id uses this agent's provider and connection. */
+  model?: string | ModelProvider
+  /** Default: this agent's. */
+  maxTurns?: number
+}
 
 /**
  * `advanced.compaction`. PreCompact (`beforeCompact`: `messageCount`, `tokenCount`) may return
@@ -515,9 +535,12 @@ export interface AgentAdvancedOptions {
   /** Blade's: with `persistSession` not `false`, the store `{ sqlite: <storagePath>/sessions.db }`. */
   storagePath?: string
   persistSession?: boolean
+  /** Sub-agents the model may delegate to with the `Task` tool; every hook and policy of this agent applies inside them. */
+  agents?: Record<string, SubagentDefinition>
+  /** How deep sub-agents may delegate (children of this agent are at depth 1); default 3. */
+  maxSubagentDepth?: number
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
-  agents?: unknown
   mcpServers?: unknown
   sessionRepository?: unknown
   sessionEventStore?: unknown
@@ -626,9 +649,10 @@ export type StreamEvent = { sessionId: string } & (
   | { type: 'content'; delta: string }
   | { type: 'thinking'; delta: string }
   /** The model's arguments, before hooks. */
-  | { type: 'tool_use'; id: string; name: string; input: JsonObject }
+  /** `agentPath`: set when a sub-agent made the call (its path from this agent's child down). */
+  | { type: 'tool_use'; id: string; name: string; input: JsonObject; agentPath?: string[] }
   /** A generator tool's yield. */
-  | { type: 'tool_progress'; progress: JsonValue; id: string; name: string }
+  | { type: 'tool_progress'; progress: JsonValue; id: string; name: string; agentPath?: string[] }
   | {
       type: 'tool_result'
       id: string
@@ -638,6 +662,7 @@ export type StreamEvent = { sessionId: string } & (
       display?: JsonValue
       status: 'success' | 'error'
       classification?: 'hook_denied' | 'hook_control_error'
+      agentPath?: string[]
     }
   | { type: 'usage'; usage: TokenUsage }
   | { type: 'result'; subtype: 'success' | 'error'; content?: string; error?: string; result: PromptResult }

@@ -170,7 +170,7 @@ describe('dispatch', () => {
     expect(inputs.UserPromptSubmit).toMatchObject({ ...common, userPrompt: 'look', hasImages: true, imageCount: 1 })
     expect(inputs.PreToolUse).toMatchObject({ ...common, toolName: expect.any(String), toolCallId: expect.any(String), stepIndex: 0 })
     expect(inputs.PermissionRequest).toMatchObject({ ...common, toolKind: expect.any(String), affectedPaths: expect.any(Array) })
-    const toolKeys = ['event', 'sessionId', 'toolName', 'toolInput', 'toolCallId', 'stepIndex', 'callIndex', 'operationId', 'apiName', 'identifier', 'args']
+    const toolKeys = ['event', 'sessionId', 'agentPath', 'toolName', 'toolInput', 'toolCallId', 'stepIndex', 'callIndex', 'operationId', 'apiName', 'identifier', 'args']
     expect(Object.keys(inputs.PermissionRequest)).toEqual([...toolKeys, 'toolKind', 'affectedPaths', 'abortSignal', 'signalLive'])
     expect(Object.keys(inputs.PostToolUse)).toEqual([...toolKeys, 'toolOutput', 'result', 'mocked', 'abortSignal', 'signalLive'])
     expect(inputs.PostToolUse).toMatchObject({ ...common, toolName: 'Read', toolInput: { file_path: 'notes.txt' }, toolOutput: 'user=alice\nSECRET_KEY=hunter2\nmode=prod', toolCallId: 'r1', mocked: false })

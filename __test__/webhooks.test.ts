@@ -58,7 +58,7 @@ describe('notifications', () => {
     await run([{ id: 'audit', type: 'afterToolCall', webhook: { url: url('/notify'), body: { tenant: 'acme', toolName: 'overridden' } } }])
     const payload = JSON.parse(text)
     expect(Object.keys(payload)).toEqual([
-      'event', 'sessionId', 'toolName', 'toolInput', 'toolCallId', 'stepIndex', 'callIndex', 'operationId', 'apiName', 'identifier', 'args',
+      'event', 'sessionId', 'agentPath', 'toolName', 'toolInput', 'toolCallId', 'stepIndex', 'callIndex', 'operationId', 'apiName', 'identifier', 'args',
       'toolOutput', 'result', 'mocked', 'hookId', 'hookType', 'tenant',
     ])
     expect(payload).toMatchObject({ event: 'PostToolUse', toolName: 'overridden', hookId: 'audit', hookType: 'afterToolCall', tenant: 'acme', result: { content: 'SECRET_CONTENT of a.txt', success: true } })

@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::parts::Agent;
 use crate::error::{ErrorCode, Result, SdkError};
-use crate::host::{Args, Callable, HostCall, Reply};
+use crate::host::{Args, Callable, Host, HostCall, Reply};
 use crate::js_value::{callable, MAX_SAFE_INTEGER};
 use crate::model::{Message, Model, ModelRequest, Usage, UserContent};
 use crate::options::OptionsObject;
@@ -116,23 +115,38 @@ pub fn read_summary(returned: Option<&Value>) -> Result<String> {
     }
 }
 
+/// Who writes a summary: the user's `summarize` through the host, or the run's model with the
+/// agent's system prompt and sampling settings.
+pub struct Writer {
+    pub host: Arc<dyn Host>,
+    pub model: Arc<dyn Model>,
+    pub system_prompt: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+    pub turn: u32,
+    pub scope: u32,
+}
+
 /// Writes the summary of `older`: `summarize(messages)` when configured, else one model call
 /// without tools over `older` and [`SUMMARY_INSTRUCTION`] (its usage is returned to be counted).
-pub async fn summarize(
-    compaction: &Compaction,
-    agent: &Agent,
-    model: &dyn Model,
-    older: &[Arc<Message>],
-    turn: u32,
-    scope: u32,
-) -> Result<(String, Usage)> {
+pub async fn summarize(compaction: &Compaction, writer: &Writer, older: &[Arc<Message>]) -> Result<(String, Usage)> {
+    let Writer {
+        host,
+        model,
+        system_prompt,
+        temperature,
+        max_output_tokens,
+        turn,
+        scope,
+    } = writer;
+    let (turn, scope) = (*turn, *scope);
     if let Some(function) = compaction.summarize {
         let messages: Vec<&Message> = older.iter().map(Arc::as_ref).collect();
         let call = HostCall {
             reply: Reply::Json,
             ..HostCall::new(function, Args::of(&[&messages]), scope)
         };
-        let returned = agent.host.call(call).await.map_err(|error| SdkError {
+        let returned = host.call(call).await.map_err(|error| SdkError {
             thrown: error.thrown,
             ..SdkError::new(ErrorCode::Plain, format!("summarize failed: {}", error.message))
         })?;
@@ -142,13 +156,12 @@ pub async fn summarize(
     messages.push(Arc::new(Message::User {
         content: UserContent::Text(SUMMARY_INSTRUCTION.into()),
     }));
-    let config = &agent.config;
     let request = ModelRequest {
-        system_prompt: config.system_prompt.as_deref(),
+        system_prompt: system_prompt.as_deref(),
         messages: &messages,
         tools: &[],
-        temperature: config.temperature,
-        max_output_tokens: config.max_output_tokens,
+        temperature: *temperature,
+        max_output_tokens: *max_output_tokens,
         turn,
         scope,
     };

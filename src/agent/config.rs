@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 
 use super::compaction::Compaction;
 use super::permission::Permission;
-use super::tools::{SideEffect, ToolKind, ToolSpec};
+use super::subagents::{Subagents, TASK_TOOL};
+use super::tools::{Runner, SideEffect, ToolKind, ToolSpec};
 use crate::error::{Result, SdkError};
 use crate::hooks::registry::Registry;
 use crate::host::{Callable, Host};
@@ -32,7 +33,6 @@ pub const DEFAULT_MAX_CONTEXT_TOKENS: u64 = 128_000;
 /// Blade's `advanced` options this runtime does not build: accepted, and warned about once per
 /// process (`ARH_UNSUPPORTED_OPTION`), so a Blade program starts and its user knows what is off.
 const UNSUPPORTED_ADVANCED: &[&str] = &[
-    "agents",
     "mcpServers",
     "sessionRepository",
     "sessionEventStore",
@@ -144,6 +144,8 @@ pub struct AgentConfig {
     pub tool_timeout_ms: u32,
     /// Reported as `usage.maxContextTokens`.
     pub max_context_tokens: u64,
+    /// `advanced.agents`: the sub-agents the `Task` tool runs.
+    pub subagents: Option<Arc<Subagents>>,
     /// `advanced.compaction`: when and how older messages become a summary.
     pub compaction: Option<Compaction>,
     /// `advanced.defaultContext`, with `filesystem` merged into `capabilities.filesystem`.
@@ -214,6 +216,8 @@ impl AgentConfig {
                 "storagePath",
                 "persistSession",
                 "compaction",
+                "agents",
+                "maxSubagentDepth",
             ],
             &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED],
         )?;
@@ -244,6 +248,14 @@ impl AgentConfig {
         }
 
         let model = read_model(&options, &connection, env)?;
+        let subagents = Subagents::read(&advanced)?;
+        if let Some(subagents) = &subagents {
+            for agent in &subagents.agents {
+                if let Some(value) = &agent.model {
+                    child_model(&model, value, &format!("advanced.agents.{}.model", agent.name))?;
+                }
+            }
+        }
         let max_context_tokens = advanced
             .positive_integer("maxContextTokens", MAX_SAFE_INTEGER)?
             .unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS);
@@ -265,7 +277,12 @@ impl AgentConfig {
             max_turns: options
                 .positive_integer("maxTurns", MAX_TIMER_MS)?
                 .map_or(DEFAULT_MAX_TURNS, |n| n as u32),
-            tools: offered(read_tools(&options)?, &advanced)?,
+            tools: with_task(
+                offered(read_tools(&options)?, &advanced)?,
+                subagents.as_ref(),
+                &advanced,
+            )?,
+            subagents: subagents.map(Arc::new),
             hook_timeout_ms: timeout(&advanced, "hookTimeoutMs", DEFAULT_HOOK_TIMEOUT_MS)?,
             session_end_hook_timeout_ms: timeout(
                 &advanced,
@@ -408,6 +425,73 @@ fn offered(tools: Vec<ToolSpec>, advanced: &OptionsObject) -> Result<Vec<ToolSpe
         })
         .filter(|tool| !disallowed.contains(&tool.schema.name))
         .collect())
+}
+
+/// With sub-agents, the `Task` tool that runs them (unless `disallowedTools` names it); a tool of
+/// the user's may not take its name.
+fn with_task(
+    mut tools: Vec<ToolSpec>,
+    subagents: Option<&Subagents>,
+    advanced: &OptionsObject,
+) -> Result<Vec<ToolSpec>> {
+    let Some(subagents) = subagents else {
+        return Ok(tools);
+    };
+    if tools.iter().any(|tool| tool.schema.name == TASK_TOOL) {
+        return Err(SdkError::config(format!(
+            "a tool is named \"{TASK_TOOL}\", the name of the tool that runs advanced.agents: rename it"
+        )));
+    }
+    let disallowed = advanced
+        .get("disallowedTools")
+        .and_then(Value::as_array)
+        .is_some_and(|names| names.iter().any(|name| name == TASK_TOOL));
+    if !disallowed {
+        tools.push(ToolSpec {
+            schema: subagents.task_schema(),
+            kind: ToolKind::Execute,
+            side_effect: SideEffect::NonIdempotent,
+            execute: Runner::Task,
+        });
+    }
+    Ok(tools)
+}
+
+/// A sub-agent's `model`: a model id (the agent's own provider and connection, which a
+/// scripted agent does not have) or `scriptedModel(...)`.
+pub(crate) fn child_model(parent: &ModelChoice, value: &Value, path: &str) -> Result<ModelChoice> {
+    match (value, parent) {
+        (Value::String(id), ModelChoice::Http { provider, connection, organization, project, .. }) if !id.trim().is_empty() => {
+            Ok(ModelChoice::Http {
+                provider: *provider,
+                model: id.clone(),
+                connection: connection.clone(),
+                organization: organization.clone(),
+                project: project.clone(),
+            })
+        }
+        (Value::String(_), ModelChoice::Http { .. }) => Err(SdkError::config(format!("{path} must not be empty"))),
+        (Value::String(_), _) => Err(SdkError::config(format!(
+            "{path} is a model id, which needs the agent's own model to be a model id too (it is scriptedModel(...)); give the sub-agent scriptedModel(...)"
+        ))),
+        (Value::Object(object), _) if object.get("kind").and_then(Value::as_str) == Some("scripted") => {
+            if let Some(function) = object.get("script").and_then(callable) {
+                return Ok(ModelChoice::ScriptedFunction(function));
+            }
+            let turns = object.get("turns").unwrap_or(&Value::Null);
+            parse_turns(turns, &format!("{path}.turns")).map(ModelChoice::ScriptedTurns)
+        }
+        (other, _) => Err(SdkError::config(format!(
+            "{path} must be a model id string or scriptedModel(...) (got {})",
+            describe(other)
+        ))),
+    }
+}
+
+impl ModelChoice {
+    pub fn build(&self, host: Arc<dyn Host>) -> Arc<dyn Model> {
+        build_model(self, host)
+    }
 }
 
 /// `advanced.defaultContext` (`{ environment?, metadata?, capabilities? }`), with the top-level
@@ -731,7 +815,7 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
             },
             kind,
             side_effect,
-            execute,
+            execute: Runner::Js(execute),
         });
     }
     Ok(tools)
@@ -815,7 +899,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

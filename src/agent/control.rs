@@ -25,6 +25,14 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl RunControl {
+    /// A sub-agent's controls: aborted with its parent's run (`parent`), or on its own.
+    pub(crate) fn under(parent: Option<&CancellationToken>) -> Self {
+        RunControl {
+            token: parent.map_or_else(CancellationToken::new, CancellationToken::child_token),
+            ..RunControl::default()
+        }
+    }
+
     /// Aborts the run; the first reason given is the one reported.
     pub fn abort(&self, reason: String) {
         lock(&self.reason).get_or_insert(reason);

@@ -78,6 +78,9 @@ pub async fn complete(
         EventFields::of(&ToolEvent {
             event: event.name(),
             session_id: &session_id,
+            // Deferred results exist in the root only: a sub-agent cannot wait for one.
+            agent_path: &[],
+            parent_tool_call_id: None,
             tool_name: name,
             tool_input: &call.input,
             tool_call_id: &call.tool_call_id,

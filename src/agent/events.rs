@@ -33,12 +33,17 @@ pub enum StreamEvent {
         id: String,
         name: String,
         input: Value,
+        /// A sub-agent's call, as the parent's stream shows it.
+        #[serde(rename = "agentPath", skip_serializing_if = "Option::is_none")]
+        agent_path: Option<Vec<String>>,
     },
     /// A generator tool's yield.
     ToolProgress {
         progress: Value,
         id: String,
         name: String,
+        #[serde(rename = "agentPath", skip_serializing_if = "Option::is_none")]
+        agent_path: Option<Vec<String>>,
     },
     #[serde(rename_all = "camelCase")]
     ToolResult {
@@ -51,6 +56,8 @@ pub enum StreamEvent {
         status: CallStatus,
         #[serde(skip_serializing_if = "Option::is_none")]
         classification: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent_path: Option<Vec<String>>,
     },
     Usage {
         usage: TokenUsage,

@@ -18,6 +18,7 @@ pub mod reader;
 mod run;
 pub mod session;
 pub mod settings;
+pub mod subagents;
 pub mod tools;
 
 pub use config::AgentConfig;

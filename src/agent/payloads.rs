@@ -146,6 +146,11 @@ pub struct StopFailure<'a> {
 pub struct ToolEvent<'a> {
     pub event: &'static str,
     pub session_id: &'a str,
+    /// Sub-agent names from the root's child down to the calling agent; `[]` in the root.
+    pub agent_path: &'a [String],
+    /// The `Task` call that started the calling sub-agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<&'a str>,
     pub tool_name: &'a str,
     pub tool_input: &'a Map<String, Value>,
     pub tool_call_id: &'a str,
@@ -289,6 +294,49 @@ pub struct CompactFailure<'a> {
     pub step_index: u32,
     pub error: &'a str,
     pub token_count: u64,
+}
+
+/// SubagentStart (`beforeCallAgent`), on the parent before a `Task` call starts its sub-agent.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentStart<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    /// The sub-agent's key in `advanced.agents`.
+    pub agent_id: &'a str,
+    /// The `Task` call's `prompt`.
+    pub instruction: &'a str,
+    pub tool_call_id: &'a str,
+    /// The parent's place in the tree.
+    pub agent_path: &'a [String],
+}
+
+/// SubagentStarted (`afterCallAgent`), once the sub-agent started (`success: false` when it
+/// could not).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentStarted<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub agent_id: &'a str,
+    /// The sub-agent's run id.
+    pub sub_operation_id: String,
+    pub success: bool,
+    pub agent_path: &'a [String],
+}
+
+/// SubagentFailure (`onCallAgentError`): the sub-agent failed; its `Task` call fails too.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentFailure<'a> {
+    pub event: &'static str,
+    pub session_id: &'a str,
+    pub operation_id: &'a str,
+    pub agent_id: &'a str,
+    pub error: &'a str,
+    pub agent_path: &'a [String],
 }
 
 #[cfg(test)]

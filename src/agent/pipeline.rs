@@ -6,17 +6,24 @@
 use serde_json::{json, Map, Value};
 
 use super::approvals::{self, PausedCall};
+use super::config::child_model;
 use super::confirm::{Answer, Approvals, Confirmation, ConfirmationRequest};
+use super::control::RunControl;
 use super::durable::Durable;
 use super::events::{PendingReason, StreamEvent, ToolCallRecord};
 use super::parts::Agent;
+use super::payloads;
 use super::payloads::{PermissionAsk, ResultField, ToolEvent};
 use super::permission::{self, Decision, Permission};
 use super::reader::EventSender;
+use super::reader::EventSender as Events;
 use super::settings::RunSettings;
-use super::tools::{self, CallResult, Execution, NoResult, ToolContext, ToolSpec};
+use super::subagents::{self, Child, TaskRequest};
+use super::tools::{self, CallResult, Execution, NoResult, Runner, ToolContext, ToolSpec};
+use crate::error::{ErrorCode, SdkError};
 use crate::hooks::apply::{self, PostVerdict, PreVerdict};
 use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
+use crate::hooks::dispatch::HookContext;
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
 use crate::hooks::{EventFields, HookEvent};
@@ -24,12 +31,14 @@ use crate::host::{Args, ErrorSlot, HostCall};
 use crate::js_value::describe;
 use crate::model::ToolCallRequest;
 use crate::store;
+use futures::future::BoxFuture;
+use std::sync::Arc;
 
 /// The part of the run a tool call needs.
 pub(crate) struct CallSite<'a> {
-    pub agent: &'a Agent,
+    pub agent: &'a Arc<Agent>,
     /// What the session remembers of its confirmations.
-    pub approvals: &'a Approvals,
+    pub approvals: &'a Arc<Approvals>,
     /// The run's copy of the session's settings (permission, default context, …).
     pub settings: &'a RunSettings,
     pub caller: Caller<'a>,
@@ -41,6 +50,27 @@ pub(crate) struct CallSite<'a> {
     pub events: &'a EventSender,
     /// The session's store: the effects ledger, when it outlives the process.
     pub durable: &'a Durable,
+    /// Where `Task` calls start their sub-agents.
+    pub children: &'a dyn Children,
+}
+
+/// Everything a sub-agent's run is made of.
+pub(crate) struct ChildRun {
+    pub agent: Arc<Agent>,
+    pub approvals: Arc<Approvals>,
+    pub settings: RunSettings,
+    pub control: Arc<RunControl>,
+    pub events: Events,
+    pub scope: u32,
+    pub context: HookContext,
+    pub prompt: String,
+}
+
+/// Starts sub-agents' runs, handed in by the run module: a run's tool call may start a run, and
+/// this module does not reach back into that one.
+pub(crate) trait Children: Sync {
+    /// The child's run id, and its run to the end: its final text, or why it failed.
+    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, crate::error::Result<String>>);
 }
 
 /// One call being handled: what it asked for and where it sits in its turn.
@@ -171,8 +201,13 @@ impl Call<'_> {
         })
     }
 
-    /// The tool the model asked for, if the agent has it.
+    /// The tool the model asked for, if this agent (or sub-agent) was offered it.
     fn tool(&self) -> Option<&ToolSpec> {
+        if let Some(child) = &self.site.settings.child {
+            if !child.offers(&self.request.name) {
+                return None;
+            }
+        }
         let tools = &self.site.agent.config.tools;
         tools.iter().find(|tool| tool.schema.name == self.request.name)
     }
@@ -193,7 +228,10 @@ impl Call<'_> {
     /// The fields every tool event carries, in both vocabularies.
     fn fields<'b>(&'b self, event: HookEvent, input: &'b Map<String, Value>) -> ToolEvent<'b> {
         let name = self.name();
+        let (agent_path, parent_tool_call_id) = subagents::lineage(self.site.settings.child.as_ref());
         ToolEvent {
+            agent_path,
+            parent_tool_call_id,
             event: event.name(),
             session_id: &self.site.agent.id,
             tool_name: name,
@@ -311,11 +349,19 @@ impl Call<'_> {
                     defaults: &self.site.settings.default_context,
                 };
                 let progress = |progress: Value| {
-                    self.site.events.send(StreamEvent::ToolProgress {
+                    let event = StreamEvent::ToolProgress {
                         progress,
                         id: self.request.id.clone(),
                         name: self.request.name.clone(),
-                    })
+                        agent_path: None,
+                    };
+                    let event = match &self.site.settings.child {
+                        None => Some(event),
+                        Some(child) => child.forward(event),
+                    };
+                    if let Some(event) = event {
+                        self.site.events.send(event);
+                    }
                 };
                 let execution = Execution {
                     host: &agent.host,
@@ -332,10 +378,18 @@ impl Call<'_> {
                         return Ok(self.finish(input, CallResult::failed(error.message, None), None).await);
                     }
                 }
-                let result = match tools::execute(tool, &input, context, execution).await {
+                let executed = match tool.execute {
+                    Runner::Task => Ok(self.delegate(&input).await),
+                    Runner::Js(_) => tools::execute(tool, &input, context, execution).await,
+                };
+                let result = match executed {
                     Ok(result) => result,
                     // No hook sees a call that never started: the run ends with the abort.
                     Err(NoResult::NotStarted) => return Ok((CallResult::aborted("the run was aborted"), input, None)),
+                    Err(NoResult::Deferred) if self.site.settings.child.is_some() => CallResult::failed(
+                        format!("Tool \"{name}\" deferred its result, which a sub-agent cannot wait for"),
+                        None,
+                    ),
                     // The call waits for its result, published later by `completeToolCall`.
                     Err(NoResult::Deferred) => {
                         return Err(Paused {
@@ -419,6 +473,10 @@ impl Call<'_> {
         };
         match confirmation.ask(&request).await {
             Answer::Approved => Gate::Go,
+            // Pausing a whole agent tree is not offered: inside a sub-agent, nobody to ask denies.
+            Answer::NoHandler if self.site.settings.child.is_some() => {
+                Gate::Stop(CallResult::aborted(format!("Tool \"{name}\" requires approval")), None)
+            }
             Answer::NoHandler => Gate::Pause,
             Answer::Rejected(reason) => {
                 stopped(CallResult::aborted(format!("User rejected execution: {reason}")), true)
@@ -467,6 +525,143 @@ impl Call<'_> {
         {
             Ok(returned) => permission::parse_decision(returned.as_ref()).unwrap_or_else(denied),
             Err(error) => denied(error.message()),
+        }
+    }
+
+    /// A `Task` call: runs the named sub-agent to the end under this agent's hooks, between
+    /// SubagentStart / SubagentStarted and (when it fails) SubagentFailure on the parent.
+    async fn delegate(&self, input: &Map<String, Value>) -> CallResult {
+        let site = self.site;
+        let agent = site.agent;
+        let Some(subagents) = agent.config.subagents.as_deref() else {
+            return self.not_found();
+        };
+        let task = match TaskRequest::read(input, subagents) {
+            Ok(task) => task,
+            Err(problem) => return CallResult::failed(problem, None),
+        };
+        let Some(spec) = subagents.get(&task.subagent_type) else {
+            return self.not_found();
+        };
+        let (agent_path, _) = subagents::lineage(site.settings.child.as_ref());
+        let start = payloads::SubagentStart {
+            event: HookEvent::SubagentStart.name(),
+            session_id: &agent.id,
+            operation_id: site.operation_id,
+            agent_id: &spec.name,
+            instruction: &task.prompt,
+            tool_call_id: &self.request.id,
+            agent_path,
+        };
+        if let Err(error) = self
+            .parent_event(HookEvent::SubagentStart, EventFields::of(&start))
+            .await
+        {
+            return CallResult::failed(error.message, error.thrown);
+        }
+        let model = match &spec.model {
+            None => Ok(site.settings.model.clone()),
+            Some(value) => child_model(
+                &agent.config.model,
+                value,
+                &format!("advanced.agents.{}.model", spec.name),
+            )
+            .map(|choice| choice.build(agent.host.clone())),
+        };
+        let started = |sub_operation_id: &str, success: bool| payloads::SubagentStarted {
+            event: HookEvent::SubagentStarted.name(),
+            session_id: &agent.id,
+            operation_id: site.operation_id,
+            agent_id: &spec.name,
+            sub_operation_id: sub_operation_id.to_string(),
+            success,
+            agent_path,
+        };
+        let model = match model {
+            Ok(model) => model,
+            Err(error) => {
+                self.parent_observer(HookEvent::SubagentStarted, EventFields::of(&started("", false)))
+                    .await;
+                return self.subagent_failed(&spec.name, agent_path, error).await;
+            }
+        };
+        let child = Child::new(
+            spec,
+            agent_path,
+            &self.request.id,
+            &agent.config.tools,
+            subagents.max_depth,
+        );
+        let settings = RunSettings {
+            model,
+            max_turns: spec.max_turns.unwrap_or(site.settings.max_turns),
+            child: Some(Arc::new(child)),
+            ..site.settings.clone()
+        };
+        let (sub_operation_id, run) = site.children.start(ChildRun {
+            agent: agent.clone(),
+            approvals: site.approvals.clone(),
+            settings,
+            control: Arc::new(RunControl::under(site.caller.cancel)),
+            events: site.events.clone(),
+            scope: site.caller.scope,
+            context: site.caller.context.clone(),
+            prompt: task.prompt.clone(),
+        });
+        self.parent_observer(
+            HookEvent::SubagentStarted,
+            EventFields::of(&started(&sub_operation_id, true)),
+        )
+        .await;
+        match run.await {
+            Ok(text) => CallResult::success(text),
+            Err(error) if error.code == ErrorCode::Abort => CallResult::aborted(error.message),
+            Err(error) => self.subagent_failed(&spec.name, agent_path, error).await,
+        }
+    }
+
+    /// SubagentFailure on the parent; the `Task` call fails with the sub-agent's error.
+    async fn subagent_failed(&self, agent_id: &str, agent_path: &[String], error: SdkError) -> CallResult {
+        let failure = payloads::SubagentFailure {
+            event: HookEvent::SubagentFailure.name(),
+            session_id: &self.site.agent.id,
+            operation_id: self.site.operation_id,
+            agent_id,
+            error: &error.message,
+            agent_path,
+        };
+        self.parent_observer(HookEvent::SubagentFailure, EventFields::of(&failure))
+            .await;
+        CallResult::failed(error.message, error.thrown)
+    }
+
+    /// Dispatches a sub-agent event of the parent's; a failure fails the `Task` call.
+    async fn parent_event(&self, event: HookEvent, payload: EventFields) -> Result<(), SdkError> {
+        if !self.site.agent.dispatcher.has(event, None, self.site.caller.context) {
+            return Ok(());
+        }
+        let input = EventInput {
+            event,
+            payload,
+            tool: None,
+            error: None,
+        };
+        self.site
+            .agent
+            .dispatcher
+            .dispatch(input, self.site.caller)
+            .await
+            .map(drop)
+            .map_err(HookError::into_sdk)
+    }
+
+    /// As [`Self::parent_event`], for events that come after the fact: a failure is logged.
+    async fn parent_observer(&self, event: HookEvent, payload: EventFields) {
+        if let Err(error) = self.parent_event(event, payload).await {
+            self.site.agent.log().warn(
+                &format!("{} hook failed; the sub-agent's outcome stands", event.name()),
+                json!({"error": error.message}),
+            );
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use futures::future::join_all;
+use futures::future::{join_all, BoxFuture};
 use futures::FutureExt;
 use serde_json::{json, Map, Value};
 use tracing::field::Empty;
@@ -20,9 +20,10 @@ use super::events::{
 };
 use super::parts::Agent;
 use super::payloads;
-use super::pipeline::{self, CallSite, Ended};
+use super::pipeline::{self, CallSite, ChildRun, Children, Ended};
 use super::reader::EventSender;
 use super::settings::RunSettings;
+use super::subagents::Child;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatched, EventInput, HookContext, HookError};
@@ -83,17 +84,37 @@ impl Run {
         events: EventSender,
         options: SendOptions,
     ) -> Self {
+        let (extra, setup_error) = match environment::hooks(&options.environment) {
+            Ok(hooks) => (hooks, None),
+            Err(error) => (Vec::new(), Some(error)),
+        };
+        let max_turns = options.max_turns.unwrap_or(settings.max_turns);
+        let context = HookContext {
+            extra,
+            environment: Arc::new(options.environment),
+        };
+        let mut run = Run::child(parts, settings, control, events, options.scope, context);
+        run.max_turns = max_turns;
+        run.setup_error = setup_error;
+        run
+    }
+
+    /// A run under hooks already read: a sub-agent's, with its parent's `context` (the
+    /// environment hooks and snapshot the parent's run started with).
+    pub fn child(
+        parts: RunParts,
+        settings: RunSettings,
+        control: Arc<RunControl>,
+        events: EventSender,
+        scope: u32,
+        context: HookContext,
+    ) -> Self {
         let RunParts {
             agent,
             durable,
             conversation,
             approvals,
         } = parts;
-        let max_turns = options.max_turns.unwrap_or(settings.max_turns);
-        let (extra, setup_error) = match environment::hooks(&options.environment) {
-            Ok(hooks) => (hooks, None),
-            Err(error) => (Vec::new(), Some(error)),
-        };
         let span = tracing::info_span!(
             parent: None,
             "agent_run",
@@ -109,19 +130,16 @@ impl Run {
             approvals,
             control,
             events,
+            max_turns: settings.max_turns,
             settings,
             started: std::time::Instant::now(),
-            scope: options.scope,
+            scope,
             id: ids::uuid(),
-            max_turns,
             turns: 0,
             usage: Usage::default(),
             tool_calls: Vec::new(),
-            context: HookContext {
-                extra,
-                environment: Arc::new(options.environment),
-            },
-            setup_error,
+            context,
+            setup_error: None,
             last_text: String::new(),
             paused: None,
             reported: None,
@@ -149,8 +167,16 @@ impl Run {
         Ok(())
     }
 
+    /// Publishes `event`; a sub-agent's run shows the parent's stream its tool events only.
     fn emit(&self, event: StreamEvent) {
-        self.events.send(event);
+        match &self.settings.child {
+            None => self.events.send(event),
+            Some(child) => {
+                if let Some(event) = child.forward(event) {
+                    self.events.send(event);
+                }
+            }
+        }
     }
 
     fn caller(&self) -> Caller<'_> {
@@ -208,6 +234,43 @@ impl Run {
     /// Runs to the end and publishes the outcome as the last event.
     pub async fn drive(mut self, start: Start) {
         let control = self.control.clone();
+        let outcome = self.conclude(start).await;
+        match outcome {
+            Ok((content, stop_reason)) => {
+                let usage = TokenUsage::of(self.usage, self.agent.config.max_context_tokens);
+                self.emit(StreamEvent::Usage { usage });
+                let result = PromptResult {
+                    result: content.clone(),
+                    tool_calls: std::mem::take(&mut self.tool_calls),
+                    usage,
+                    duration: self.started.elapsed().as_millis() as u64,
+                    turns_count: self.turns,
+                    content,
+                    turns: self.turns,
+                    stop_reason,
+                    pending_approvals: self.paused.take(),
+                };
+                self.emit(StreamEvent::result(result));
+            }
+            Err(error) => self.emit(StreamEvent::error(error)),
+        }
+        control.finish();
+    }
+
+    /// Runs a sub-agent to the end: its final text, or why it failed. Boxed with its type
+    /// spelled out: a sub-agent's run holds the `Task` call that may start another.
+    pub fn drive_child(mut self, prompt: String) -> BoxFuture<'static, Result<String>> {
+        Box::pin(async move {
+            let control = self.control.clone();
+            let outcome = self.conclude(Start::Prompt(UserContent::Text(prompt))).await;
+            control.finish();
+            outcome.map(|(text, _)| text)
+        })
+    }
+
+    /// The run's steps, then the events of its end (TaskCompleted, StopFailure) and its span.
+    async fn conclude(&mut self, start: Start) -> Finish {
+        let control = self.control.clone();
         let description = match &start {
             Start::Prompt(content) => content.text(),
             Start::Resume => self.conversation.last_prompt(),
@@ -239,32 +302,12 @@ impl Run {
         // How the run ended; a failure (not an abort) marks its span as an error.
         self.span.record("turns", self.turns);
         self.span.record("stop_reason", reason(&outcome));
-        match &outcome {
-            Err(error) if error.code != ErrorCode::Abort => {
+        if let Err(error) = &outcome {
+            if error.code != ErrorCode::Abort {
                 self.span.record("otel.status_description", error.message.as_str());
             }
-            _ => {}
         }
-        match outcome {
-            Ok((content, stop_reason)) => {
-                let usage = TokenUsage::of(self.usage, self.agent.config.max_context_tokens);
-                self.emit(StreamEvent::Usage { usage });
-                let result = PromptResult {
-                    result: content.clone(),
-                    tool_calls: std::mem::take(&mut self.tool_calls),
-                    usage,
-                    duration: self.started.elapsed().as_millis() as u64,
-                    turns_count: self.turns,
-                    content,
-                    turns: self.turns,
-                    stop_reason,
-                    pending_approvals: self.paused.take(),
-                };
-                self.emit(StreamEvent::result(result));
-            }
-            Err(error) => self.emit(StreamEvent::error(error)),
-        }
-        control.finish();
+        outcome
     }
 
     async fn steps(&mut self, start: Start) -> Finish {
@@ -393,11 +436,19 @@ impl Run {
             self.checkpoint()?;
         }
         let older = messages[..split].to_vec();
-        let (agent, model, turn, scope) = (self.agent.clone(), self.settings.model.clone(), self.turns, self.scope);
+        let config = &self.agent.config;
+        let writer = compaction::Writer {
+            host: self.agent.host.clone(),
+            model: self.settings.model.clone(),
+            system_prompt: config.system_prompt.clone(),
+            temperature: config.temperature,
+            max_output_tokens: config.max_output_tokens,
+            turn: self.turns,
+            scope: self.scope,
+        };
         let by_model = compaction.summarize.is_none();
-        let summary =
-            async move { compaction::summarize(&compaction, &agent, model.as_ref(), &older, turn, scope).await }
-                .instrument(tracing::info_span!("compaction", messages = split));
+        let summary = async move { compaction::summarize(&compaction, &writer, &older).await }
+            .instrument(tracing::info_span!("compaction", messages = split));
         // A model writing the summary talks HTTP: off the polling thread, like any model call.
         let summarized = if by_model && self.settings.model.is_remote() {
             offload(summary)
@@ -589,6 +640,7 @@ impl Run {
             self.turns,
             self.scope,
             self.events.clone(),
+            self.settings.child.clone(),
         );
         let span = tracing::info_span!("model_call", turn = self.turns);
         if !self.settings.model.is_remote() {
@@ -610,6 +662,7 @@ impl Run {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 input: Value::Object(input.clone().unwrap_or_default()),
+                agent_path: None,
             });
         }
         let site = self.site(self.step_index());
@@ -646,6 +699,7 @@ impl Run {
             operation_id: &self.id,
             events: &self.events,
             durable: &self.durable,
+            children: &SubRuns,
         }
     }
 
@@ -674,6 +728,7 @@ impl Run {
             display: record.display.take(),
             status: record.status,
             classification: record.classification.clone(),
+            agent_path: None,
         });
     }
 
@@ -862,6 +917,33 @@ pub(crate) struct RunParts {
     pub approvals: Arc<Approvals>,
 }
 
+/// Starts sub-agents as runs of the same agent, with a conversation of their own kept in memory
+/// only (a sub-agent's run is not resumed on its own).
+struct SubRuns;
+
+impl Children for SubRuns {
+    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, Result<String>>) {
+        let ChildRun {
+            agent,
+            approvals,
+            settings,
+            control,
+            events,
+            scope,
+            context,
+            prompt,
+        } = child;
+        let parts = RunParts {
+            durable: Arc::new(Durable::new(store::StoreConfig::Memory, agent.id.clone())),
+            agent,
+            conversation: Arc::new(Conversation::default()),
+            approvals,
+        };
+        let run = Run::child(parts, settings, control, events, scope, context);
+        (run.id().to_string(), run.drive_child(prompt))
+    }
+}
+
 /// How a run begins: with a prompt, or by going on with a paused turn.
 pub(crate) enum Start {
     Prompt(UserContent),
@@ -905,21 +987,31 @@ async fn model_turn(
     turn: u32,
     scope: u32,
     events: EventSender,
+    child: Option<Arc<Child>>,
 ) -> Result<ModelReply> {
     let config = &agent.config;
+    // A sub-agent has its own prompt and tools, and its text is its answer to the parent, not
+    // part of the parent's stream.
+    let (system_prompt, tools) = match &child {
+        Some(child) => (child.system_prompt.as_deref(), child.tool_schemas.as_slice()),
+        None => (config.system_prompt.as_deref(), agent.tool_schemas.as_slice()),
+    };
     let request = ModelRequest {
-        system_prompt: config.system_prompt.as_deref(),
+        system_prompt,
         messages: &messages,
-        tools: &agent.tool_schemas,
+        tools,
         temperature: config.temperature,
         max_output_tokens: config.max_output_tokens,
         turn,
         scope,
     };
+    let streams = child.is_none();
     let mut on_text = move |delta: &str| {
-        events.send(StreamEvent::Content {
-            delta: delta.to_string(),
-        });
+        if streams {
+            events.send(StreamEvent::Content {
+                delta: delta.to_string(),
+            });
+        }
     };
     model.complete(request, &mut on_text).await
 }

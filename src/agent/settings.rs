@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::config::AgentConfig;
 use super::permission::Permission;
+use super::subagents::Child;
 use crate::host::Host;
 use crate::model::Model;
 
@@ -19,6 +20,8 @@ pub struct RunSettings {
     pub permission: Option<Permission>,
     /// What tools get as their context besides the signal and ids.
     pub default_context: Arc<Map<String, Value>>,
+    /// Set in a sub-agent's run: its place in the tree, prompt and tools.
+    pub child: Option<Arc<Child>>,
 }
 
 impl RunSettings {
@@ -30,6 +33,7 @@ impl RunSettings {
             max_turns: config.max_turns,
             permission: config.permission,
             default_context: Arc::new(config.default_context.clone()),
+            child: None,
         }
     }
 }

@@ -71,7 +71,16 @@ pub struct ToolSpec {
     pub schema: ToolSchema,
     pub kind: ToolKind,
     pub side_effect: SideEffect,
-    pub execute: Callable,
+    pub execute: Runner,
+}
+
+/// What runs a tool's calls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Runner {
+    /// The user's `execute`.
+    Js(Callable),
+    /// `Task`: a sub-agent runs it (`pipeline.rs`).
+    Task,
 }
 
 /// Where a call stands: its status, the text the model is sent, and (for a failure) what
@@ -208,7 +217,13 @@ pub async fn execute(
     }
     let scope = run.caller.scope;
     let timeout = run.dispatcher.start_tool_timeout(run.timeout_ms);
-    let mut call = HostCall::new(tool.execute, Args::of(&(input, &context)), scope);
+    let Runner::Js(execute) = tool.execute else {
+        return Ok(CallResult::failed(
+            format!("Tool \"{}\" has no execute function", tool.schema.name),
+            None,
+        ));
+    };
+    let mut call = HostCall::new(execute, Args::of(&(input, &context)), scope);
     call.reply = Reply::Tool;
     // The tool's own signal: it aborts at the deadline or with the run. Not released when the
     // call returns: a generator goes on using it.

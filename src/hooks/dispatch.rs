@@ -102,7 +102,7 @@ fn critical_message(hook_id: &str) -> String {
 
 /// What a run adds to the session's hooks: the environment's hooks (read when it started) and
 /// the environment snapshot header templates resolve from.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct HookContext {
     pub extra: Vec<Entry>,
     pub environment: Arc<Environment>,
