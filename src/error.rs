@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use crate::host::{DispatchId, ThrownId};
+
 /// What kind of failure this is; `code()` gives the stable string users match on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
@@ -75,23 +77,32 @@ impl ErrorCode {
 pub struct SdkError {
     pub code: ErrorCode,
     pub message: String,
-    /// HTTP status of a failed model request.
-    pub status: Option<u16>,
-    /// Set when the error was thrown by a user function: the host's handle for the original
-    /// value, so the caller receives the very same instance.
-    pub thrown: Option<u32>,
+    /// What else the caller needs to rebuild this error; at most one thing.
+    pub detail: Detail,
+}
+
+/// What an error carries besides its code and message.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Detail {
+    #[default]
+    None,
+    /// HTTP status of a failed model request (any error once an answer started, 2xx included).
+    Status(u16),
+    /// The error was thrown by a user function: the host's handle for the original value, so
+    /// the caller receives the very same instance.
+    Thrown(ThrownId),
     /// For `HOOK_TIMEOUT`: which event ran out of time, its budget, and the dispatch whose
     /// signal was aborted with the matching `HookTimeoutError` (so the caller gets that instance).
-    pub timeout: Option<HookTimeout>,
+    Timeout(HookTimeout),
     /// For `CRITICAL_HOOK_DELIVERY`: the hook's id and why delivery failed.
-    pub critical: Option<(String, String)>,
+    Critical { hook_id: String, cause: String },
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookTimeout {
     pub event: &'static str,
     pub timeout_ms: u32,
-    pub dispatch: u32,
+    pub dispatch: DispatchId,
 }
 
 impl SdkError {
@@ -99,10 +110,7 @@ impl SdkError {
         SdkError {
             code,
             message: message.into(),
-            status: None,
-            thrown: None,
-            timeout: None,
-            critical: None,
+            detail: Detail::None,
         }
     }
 
@@ -114,9 +122,45 @@ impl SdkError {
         Self::new(ErrorCode::Model, message)
     }
 
-    pub fn with_status(mut self, status: u16) -> Self {
-        self.status = Some(status);
+    pub fn with_detail(mut self, detail: Detail) -> Self {
+        self.detail = detail;
         self
+    }
+
+    pub fn with_status(self, status: u16) -> Self {
+        self.with_detail(Detail::Status(status))
+    }
+
+    /// Carries the value a user function threw, when there is one.
+    pub fn with_thrown(self, thrown: Option<ThrownId>) -> Self {
+        match thrown {
+            Some(thrown) => self.with_detail(Detail::Thrown(thrown)),
+            None => self,
+        }
+    }
+
+    /// HTTP status of a failed model request.
+    pub fn status(&self) -> Option<u16> {
+        match self.detail {
+            Detail::Status(status) => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The host's handle for the value a user function threw, when this is one.
+    pub fn thrown(&self) -> Option<ThrownId> {
+        match self.detail {
+            Detail::Thrown(thrown) => Some(thrown),
+            _ => None,
+        }
+    }
+
+    /// For `HOOK_TIMEOUT`: the event, its budget and the dispatch whose signal was aborted.
+    pub fn timeout(&self) -> Option<&HookTimeout> {
+        match &self.detail {
+            Detail::Timeout(timeout) => Some(timeout),
+            _ => None,
+        }
     }
 }
 
@@ -128,29 +172,80 @@ impl fmt::Display for SdkError {
 
 impl std::error::Error for SdkError {}
 
-/// `{ code, message, status?, thrown? }`: what the binding hands to `index.js`.
+/// `{ code, message }` and the detail's keys: `status`, `thrown`, `event` + `timeoutMs` +
+/// `dispatch`, or `hookId` + `cause`. What the binding hands to `index.js` (`toError`).
 impl Serialize for SdkError {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("code", self.code.code())?;
         map.serialize_entry("message", &self.message)?;
-        if let Some(status) = self.status {
-            map.serialize_entry("status", &status)?;
-        }
-        if let Some(thrown) = self.thrown {
-            map.serialize_entry("thrown", &thrown)?;
-        }
-        if let Some(timeout) = &self.timeout {
-            map.serialize_entry("event", timeout.event)?;
-            map.serialize_entry("timeoutMs", &timeout.timeout_ms)?;
-            map.serialize_entry("dispatch", &timeout.dispatch)?;
-        }
-        if let Some((hook_id, cause)) = &self.critical {
-            map.serialize_entry("hookId", hook_id)?;
-            map.serialize_entry("cause", cause)?;
+        match &self.detail {
+            Detail::None => {}
+            Detail::Status(status) => map.serialize_entry("status", status)?,
+            Detail::Thrown(thrown) => map.serialize_entry("thrown", &thrown.0)?,
+            Detail::Timeout(timeout) => {
+                map.serialize_entry("event", timeout.event)?;
+                map.serialize_entry("timeoutMs", &timeout.timeout_ms)?;
+                map.serialize_entry("dispatch", &timeout.dispatch.0)?;
+            }
+            Detail::Critical { hook_id, cause } => {
+                map.serialize_entry("hookId", hook_id)?;
+                map.serialize_entry("cause", cause)?;
+            }
         }
         map.end()
     }
 }
 
 pub type Result<T, E = SdkError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The JSON `toError` in `index.js` reads: the detail's keys beside `code` and `message`.
+    #[test]
+    fn each_detail_crosses_as_the_keys_to_error_reads() {
+        let error = |detail| serde_json::to_value(SdkError::new(ErrorCode::Model, "m").with_detail(detail)).unwrap();
+        assert_eq!(error(Detail::None), json!({"code": "MODEL_ERROR", "message": "m"}));
+        assert_eq!(
+            error(Detail::Status(502)),
+            json!({"code": "MODEL_ERROR", "message": "m", "status": 502})
+        );
+        assert_eq!(
+            error(Detail::Thrown(ThrownId(3))),
+            json!({"code": "MODEL_ERROR", "message": "m", "thrown": 3})
+        );
+        assert_eq!(
+            error(Detail::Timeout(HookTimeout {
+                event: "Stop",
+                timeout_ms: 100,
+                dispatch: DispatchId(7)
+            })),
+            json!({"code": "MODEL_ERROR", "message": "m", "event": "Stop", "timeoutMs": 100, "dispatch": 7})
+        );
+        assert_eq!(
+            error(Detail::Critical {
+                hook_id: "h".into(),
+                cause: "c".into()
+            }),
+            json!({"code": "MODEL_ERROR", "message": "m", "hookId": "h", "cause": "c"})
+        );
+        // A plain `Error` crosses with the empty code.
+        assert_eq!(
+            serde_json::to_value(SdkError::new(ErrorCode::Plain, "p")).unwrap(),
+            json!({"code": "", "message": "p"})
+        );
+    }
+
+    #[test]
+    fn a_status_is_kept_in_the_detail_and_read_back() {
+        let error = SdkError::model("timed out").with_status(200);
+        assert_eq!(
+            (error.status(), error.thrown(), error.timeout()),
+            (Some(200), None, None)
+        );
+        assert_eq!(SdkError::model("x").with_thrown(None).detail, Detail::None);
+    }
+}

@@ -12,6 +12,31 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Callable(pub u32);
 
+/// A caller-side operation (a `send`, `createAgent`, `close`, `resume`), as numbered by the
+/// host: its signal, and the values its user functions threw, live there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ScopeId(pub u32);
+
+impl ScopeId {
+    /// No operation: the host falls back to a scope of its own (a log line, a deferred
+    /// result published from outside any run).
+    pub const NONE: ScopeId = ScopeId(0);
+}
+
+/// A hook dispatch (or a tool's budget), numbered by the dispatcher: the calls of one dispatch
+/// share one signal, which [`Host::abort`] aborts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DispatchId(pub u32);
+
+/// A value a user function threw, kept by the host in the call's scope so it can be handed
+/// back unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ThrownId(pub u32);
+
+/// A generator a tool returned, kept by the host in the call's scope for [`Host::step`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GeneratorId(pub u32);
+
 /// Where the host puts an `AbortSignal` among the call's arguments: `args[arg][key] = signal`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SignalSlot {
@@ -24,7 +49,7 @@ pub struct SignalSlot {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DispatchSignal {
-    pub id: u32,
+    pub id: DispatchId,
     /// This call is the dispatch's last: the host may forget the signal once it settles.
     pub last: bool,
     /// Also abort when the scope's signal aborts (a caller's signal). Unlinked signals abort
@@ -39,7 +64,7 @@ pub struct ErrorSlot {
     pub arg: usize,
     pub key: &'static str,
     pub message: String,
-    pub thrown: Option<u32>,
+    pub thrown: Option<ThrownId>,
 }
 
 /// A call's arguments as the text of one JSON array, written once: the JS side parses it in
@@ -115,7 +140,7 @@ pub struct HostCall {
     pub function: Callable,
     pub args: Args,
     /// The caller-side operation (a `send`, `createAgent`, `close`) the call belongs to.
-    pub scope: u32,
+    pub scope: ScopeId,
     pub signal: Option<SignalSlot>,
     pub error: Option<ErrorSlot>,
     pub reply: Reply,
@@ -123,7 +148,7 @@ pub struct HostCall {
 
 impl HostCall {
     /// A call whose reply is read as plain data ([`Reply::Data`]), the safe default.
-    pub fn new(function: Callable, args: Args, scope: u32) -> Self {
+    pub fn new(function: Callable, args: Args, scope: ScopeId) -> Self {
         HostCall {
             function,
             args,
@@ -150,7 +175,7 @@ pub struct HostError {
     /// `error.message` of what was thrown (or its string form).
     pub message: String,
     /// The host's handle for the thrown value, so it can be handed back unchanged.
-    pub thrown: Option<u32>,
+    pub thrown: Option<ThrownId>,
 }
 
 /// Why the core aborts a dispatch's signal.
@@ -171,7 +196,7 @@ pub trait Host: Send + Sync + 'static {
 
     /// Aborts the signal of `dispatch` with `reason`; resolves once it is aborted, so an error
     /// published afterwards can refer to the reason.
-    fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture;
+    fn abort(&self, scope: ScopeId, dispatch: DispatchId, reason: AbortReason) -> AbortFuture;
 
     /// Calls the function and lets it finish on its own (a log line): nobody waits for it, and
     /// what it returns or throws is ignored.
@@ -185,7 +210,7 @@ pub trait Host: Send + Sync + 'static {
     }
 
     /// Advances generator `generator` of `scope`, which a [`Reply::Tool`] call returned.
-    fn step(&self, scope: u32, generator: u32, step: Step) -> HostFuture {
+    fn step(&self, scope: ScopeId, generator: GeneratorId, step: Step) -> HostFuture {
         let _ = (scope, generator, step);
         Box::pin(async {
             Err(HostError {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Result, SdkError};
-use crate::host::{Args, Callable, Host, HostCall, Reply};
+use crate::host::{Args, Callable, Host, HostCall, Reply, ScopeId};
 use crate::js_value::{callable, describe};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl Log {
                 }
                 HostCall {
                     reply: Reply::Json,
-                    ..HostCall::new(*function, Args::of(&[entry]), 0)
+                    ..HostCall::new(*function, Args::of(&[entry]), ScopeId::NONE)
                 }
             }
             Some(Sink::Methods {
@@ -132,7 +132,7 @@ impl Log {
                 };
                 HostCall {
                     reply: Reply::Json,
-                    ..HostCall::new(function, Args::of(&(message, fields)), 0)
+                    ..HostCall::new(function, Args::of(&(message, fields)), ScopeId::NONE)
                 }
             }
         };

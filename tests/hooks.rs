@@ -13,7 +13,7 @@ use agent_runtime_hooks::error::ErrorCode;
 use agent_runtime_hooks::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
 use agent_runtime_hooks::hooks::pending::Owner;
 use agent_runtime_hooks::hooks::HookEvent;
-use agent_runtime_hooks::host::AbortReason;
+use agent_runtime_hooks::host::{AbortReason, ScopeId, ThrownId};
 use common::{audited_tool_call, f, one_call, result, run, scripted, session as new_session, tool, FakeHost};
 use serde_json::{json, Value};
 
@@ -114,7 +114,7 @@ async fn one_budget_is_shared_by_the_callbacks_of_an_event() {
             timeout_ms: 100
         }
     );
-    assert_eq!(error.timeout.as_ref().unwrap().dispatch, aborts[0].0);
+    assert_eq!(error.timeout().unwrap().dispatch, aborts[0].0);
 }
 
 #[tokio::test]
@@ -138,7 +138,7 @@ async fn a_callback_that_ignores_its_deadline_keeps_the_session_failing_closed_u
         error_of(&blocked).message,
         "An inline hook callback is still cleaning up"
     );
-    let closing = session.close(0, Default::default()).await.unwrap_err();
+    let closing = session.close(ScopeId::NONE, Default::default()).await.unwrap_err();
     assert_eq!(
         closing.message,
         format!(
@@ -149,7 +149,7 @@ async fn a_callback_that_ignores_its_deadline_keeps_the_session_failing_closed_u
     release.send(true).unwrap();
     assert!(session.dispatcher().pending().settle(Duration::from_secs(1)).await);
     assert_eq!(session.dispatcher().pending().count(Owner::Hook), 0);
-    session.close(0, Default::default()).await.unwrap();
+    session.close(ScopeId::NONE, Default::default()).await.unwrap();
 }
 
 #[tokio::test]
@@ -164,15 +164,15 @@ async fn session_end_runs_once_even_when_it_fails_and_close_is_retried() {
         json!({"model": scripted(json!([])), "advanced": {"hooks": {"SessionEnd": [f(1)]}}}),
         host,
     );
-    let error = session.close(0, Default::default()).await.unwrap_err();
+    let error = session.close(ScopeId::NONE, Default::default()).await.unwrap_err();
     assert_eq!(
         (error.code, error.message.as_str()),
         (ErrorCode::HookAborted, "Hook SessionEnd aborted")
     );
     assert!(!session.is_closed());
-    session.close(0, Default::default()).await.unwrap();
+    session.close(ScopeId::NONE, Default::default()).await.unwrap();
     assert!(session.is_closed());
-    session.close(0, Default::default()).await.unwrap();
+    session.close(ScopeId::NONE, Default::default()).await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -192,8 +192,8 @@ async fn concurrent_closes_share_one_attempt() {
         host,
     );
     let (a, b) = tokio::join!(
-        session.close(1, Default::default()),
-        session.close(2, Default::default())
+        session.close(ScopeId(1), Default::default()),
+        session.close(ScopeId(2), Default::default())
     );
     // A second close that ran on its own would find SessionEnd already attempted and succeed;
     // sharing the attempt, both get its refusal.
@@ -215,7 +215,7 @@ async fn session_end_uses_its_own_budget() {
         host,
     );
     let started = Instant::now();
-    let error = session.close(0, Default::default()).await.unwrap_err();
+    let error = session.close(ScopeId::NONE, Default::default()).await.unwrap_err();
     assert_eq!(error.message, "Hook SessionEnd exceeded 40ms");
     assert!(started.elapsed() < Duration::from_millis(1000));
 }
@@ -261,7 +261,7 @@ async fn tool_hook_failures_become_failed_calls_and_post_failure_hooks_see_them(
     let slot = failure_call.error.as_ref().unwrap();
     assert_eq!(
         (slot.key, slot.message.as_str(), slot.thrown),
-        ("error", "pre hook exploded", Some(101))
+        ("error", "pre hook exploded", Some(ThrownId(101)))
     );
 }
 
@@ -392,7 +392,7 @@ async fn a_permission_function_that_throws_or_times_out_denies() {
         result(&events).tool_calls[0].output,
         "Tool execution aborted: Permission check failed: Hook PermissionRequest exceeded 30ms"
     );
-    let closing = session.close(0, Default::default()).await.unwrap_err();
+    let closing = session.close(ScopeId::NONE, Default::default()).await.unwrap_err();
     assert_eq!(
         closing.message,
         format!(
@@ -467,7 +467,7 @@ async fn dispatch_reports_cancellation_and_cleanup() {
         error: None,
     };
     let caller = Caller {
-        scope: 0,
+        scope: ScopeId::NONE,
         cancel: Some(&token),
         context: &context,
     };

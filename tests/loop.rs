@@ -8,7 +8,7 @@ use std::time::Duration;
 use agent_runtime_hooks::agent::events::CallStatus;
 use agent_runtime_hooks::agent::{SendOptions, StopReason, StreamEvent};
 use agent_runtime_hooks::error::ErrorCode;
-use agent_runtime_hooks::host::HostError;
+use agent_runtime_hooks::host::{HostError, ScopeId, ThrownId};
 use common::{result, run, session, tool, FakeHost};
 use serde_json::json;
 
@@ -95,7 +95,7 @@ async fn failures_are_reported_with_the_contract_texts() {
             Box::pin(async {
                 Err(HostError {
                     message: "boom".into(),
-                    thrown: Some(1),
+                    thrown: Some(ThrownId(1)),
                 })
             })
         }),
@@ -201,7 +201,7 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
     assert_eq!(result(&events).content, "later");
     // A tool still running after its signal aborted is tracked: close fails closed until it settles.
     let refused = session
-        .close(0, Default::default())
+        .close(ScopeId::NONE, Default::default())
         .await
         .expect_err("a tool still runs");
     assert_eq!(
@@ -212,7 +212,7 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
         )
     );
     release.notify_one();
-    session.close(0, Default::default()).await.unwrap();
+    session.close(ScopeId::NONE, Default::default()).await.unwrap();
     let closed = session.send(&json!("x"), SendOptions::default()).err().expect("closed");
     assert_eq!(
         (closed.code, closed.message.as_str()),

@@ -125,7 +125,7 @@ async fn a_redirect_is_an_error_and_nothing_reaches_the_other_origin() {
         let error = failure(&events);
         assert_eq!(error.code, ErrorCode::Model);
         assert_eq!(error.message, format!("Model request failed with status {status}"));
-        assert_eq!(error.status, Some(status[..3].parse().unwrap()));
+        assert_eq!(error.status(), Some(status[..3].parse().unwrap()));
         assert_eq!(redirecting.requests.lock().unwrap().len(), 1);
     }
     assert_eq!(elsewhere.connections.load(Ordering::SeqCst), 0);
@@ -237,7 +237,7 @@ async fn secrets_the_server_echoes_are_masked_in_every_error() {
     let error = without_secrets(&events);
     let named = format!("Model request to http://127.0.0.1:{port}/v1/chat/completions failed: ");
     assert!(error.message.starts_with(&named), "{}", error.message);
-    assert_eq!(error.status, None);
+    assert_eq!(error.status(), None);
 }
 
 #[tokio::test]
@@ -249,7 +249,7 @@ async fn an_answer_that_is_not_what_was_asked_for_names_its_status_and_quotes_it
         error.message,
         format!("Model answer is not the event stream that was asked for (text/html): {page}")
     );
-    assert_eq!(error.status, Some(200));
+    assert_eq!(error.status(), Some(200));
 
     // JSON where a stream was asked for: its error message.
     let json_body = r#"{"error":{"message":"stream is not supported for this model"}}"#;
@@ -259,7 +259,7 @@ async fn an_answer_that_is_not_what_was_asked_for_names_its_status_and_quotes_it
         error.message,
         "Model answer is not the event stream that was asked for (application/json): stream is not supported for this model"
     );
-    assert_eq!(error.status, Some(200));
+    assert_eq!(error.status(), Some(200));
 
     // No content-type, but the first bytes are a page.
     let bare = serve(move |_, socket| {
@@ -274,7 +274,7 @@ async fn an_answer_that_is_not_what_was_asked_for_names_its_status_and_quotes_it
         error.message,
         format!("Model answer is not the event stream that was asked for (no content-type): {page}")
     );
-    assert_eq!(error.status, Some(203));
+    assert_eq!(error.status(), Some(203));
 
     // A real stream under a wrong content-type is still read.
     let mislabelled = serve(|_, socket| {
@@ -291,7 +291,7 @@ async fn an_answer_that_is_not_what_was_asked_for_names_its_status_and_quotes_it
         error.message,
         format!("Model response is not a chat completion: expected value at line 1 column 1 in {page}")
     );
-    assert_eq!(error.status, Some(200));
+    assert_eq!(error.status(), Some(200));
 }
 
 /// Writes `piece` over and over until the client goes away; `closed` is set then.
@@ -392,7 +392,7 @@ async fn one_endless_line_or_body_is_cut_at_max_response_bytes() {
         error.message,
         "Model answer is too large: an event-stream line is longer than 1048576 bytes (advanced.connection.maxResponseBytes)"
     );
-    assert_eq!(error.status, Some(200));
+    assert_eq!(error.status(), Some(200));
 
     // Not streamed: an endless chunked body, and one that declares its excess up front.
     let endless = serve(|_, socket| {

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use agent_runtime_hooks::agent::{AgentConfig, SendOptions, Session, StopReason, StreamEvent};
 use agent_runtime_hooks::error::ErrorCode;
-use agent_runtime_hooks::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture, Reply, Step};
+use agent_runtime_hooks::host::{
+    AbortFuture, AbortReason, DispatchId, GeneratorId, Host, HostCall, HostError, HostFuture, Reply, ScopeId, Step,
+};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -70,16 +72,16 @@ impl Host for ToolHost {
         Box::pin(async move { Ok(Some(reply)) })
     }
 
-    fn abort(&self, _scope: u32, _dispatch: u32, reason: AbortReason) -> AbortFuture {
+    fn abort(&self, _scope: ScopeId, _dispatch: DispatchId, reason: AbortReason) -> AbortFuture {
         self.aborts.lock().unwrap().push(reason);
         Box::pin(async {})
     }
 
-    fn step(&self, _scope: u32, generator: u32, step: Step) -> HostFuture {
+    fn step(&self, _scope: ScopeId, generator: GeneratorId, step: Step) -> HostFuture {
         assert_eq!(step, Step::Next);
         self.steps.fetch_add(1, Ordering::SeqCst);
         let mut generators = self.generators.lock().unwrap();
-        let values = generators.get_mut(&generator).expect("a kept generator");
+        let values = generators.get_mut(&generator.0).expect("a kept generator");
         let value = values.pop_front();
         let reply = match (value, values.is_empty()) {
             (Some(value), false) => json!({ "done": false, "value": value }),
@@ -245,7 +247,7 @@ async fn a_tool_past_its_timeout_fails_and_blocks_new_tools_until_it_settles() {
         "Tool execution failed: A tool execution is still cleaning up; refusing to start another tool"
     );
     assert_eq!(host.calls.lock().unwrap().len(), 1);
-    let closed = session.close(0, Default::default()).await.unwrap_err();
+    let closed = session.close(ScopeId::NONE, Default::default()).await.unwrap_err();
     assert_eq!(
         closed.message,
         format!("Session runtime {} still has a tool execution cleaning up", session.id)
@@ -254,7 +256,7 @@ async fn a_tool_past_its_timeout_fails_and_blocks_new_tools_until_it_settles() {
     // Once it settles, close goes through.
     host.release.notify_waiters();
     assert!(session.dispatcher().pending().settle(Duration::from_secs(1)).await);
-    session.close(0, Default::default()).await.unwrap();
+    session.close(ScopeId::NONE, Default::default()).await.unwrap();
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ErrorCode, Result, SdkError};
+use crate::host::ScopeId;
 use crate::js_value::MAX_TIMER_MS;
 use crate::options::OptionsObject;
 use crate::webhook::Environment;
@@ -72,7 +73,7 @@ impl RunControl {
 pub struct SendOptions {
     pub max_turns: Option<u32>,
     /// The host scope whose signal tools and callbacks of this run receive.
-    pub scope: u32,
+    pub scope: ScopeId,
     /// The environment variables the session reads, read when the run started.
     pub environment: Environment,
 }

@@ -17,7 +17,7 @@ use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
 use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext};
 use crate::hooks::registry::Registry;
 use crate::hooks::{EventFields, HookEvent};
-use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture};
+use crate::host::{AbortFuture, AbortReason, DispatchId, Host, HostCall, HostError, HostFuture, ScopeId};
 use crate::log::Log;
 use crate::store::{self, DeferredOutcome, StoreConfig, ToolResult};
 use crate::webhook::Environment;
@@ -68,7 +68,7 @@ pub async fn complete(
         environment: Arc::new(environment),
     };
     let caller = Caller {
-        scope: 0,
+        scope: ScopeId::NONE,
         cancel: None,
         context: &context,
     };
@@ -166,7 +166,7 @@ impl Host for NoFunctions {
         })
     }
 
-    fn abort(&self, _scope: u32, _dispatch: u32, _reason: AbortReason) -> AbortFuture {
+    fn abort(&self, _scope: ScopeId, _dispatch: DispatchId, _reason: AbortReason) -> AbortFuture {
         Box::pin(async {})
     }
 }

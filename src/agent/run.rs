@@ -31,6 +31,7 @@ use crate::hooks::environment;
 use crate::hooks::output::Action;
 use crate::hooks::pending::SETTLE_GRACE;
 use crate::hooks::{EventFields, HookEvent};
+use crate::host::ScopeId;
 use crate::ids;
 use crate::js_value::describe;
 use crate::model::{AssistantToolCall, Message, Model, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
@@ -50,7 +51,7 @@ pub(crate) struct Run {
     settings: RunSettings,
     /// When `send` accepted the run (`duration`).
     started: std::time::Instant,
-    scope: u32,
+    scope: ScopeId,
     /// One id per run (`taskId` of TaskCompleted).
     id: String,
     max_turns: u32,
@@ -985,7 +986,7 @@ async fn model_turn(
     model: Arc<dyn Model>,
     messages: Arc<Vec<Arc<Message>>>,
     turn: u32,
-    scope: u32,
+    scope: ScopeId,
     events: EventSender,
     child: Option<Arc<Child>>,
 ) -> Result<ModelReply> {

@@ -27,7 +27,7 @@ use crate::hooks::environment;
 use crate::hooks::pending::{Owner, SETTLE_GRACE};
 use crate::hooks::registry::Registry;
 use crate::hooks::{EventFields, HookEvent};
-use crate::host::Host;
+use crate::host::{Host, ScopeId};
 use crate::ids;
 use crate::js_value::{describe, MAX_TIMER_MS};
 use crate::model::{Message, UserContent};
@@ -406,7 +406,7 @@ impl Session {
     /// SessionStart, inside `createAgent`. If it fails, SessionEnd runs (once) and the session
     /// is closed; the SessionStart error is what the caller gets.
     #[tracing::instrument(name = "agent_start", parent = None, skip_all, fields(session_id = %self.id))]
-    pub async fn start(&self, scope: u32, environment: Environment) -> Result<()> {
+    pub async fn start(&self, scope: ScopeId, environment: Environment) -> Result<()> {
         let context = HookContext {
             extra: Vec::new(),
             environment: Arc::new(environment),
@@ -455,7 +455,7 @@ impl Session {
     /// SessionEnd runs at most once. Concurrent calls share one attempt; after a failure,
     /// `close()` may be called again; after success it resolves at once.
     #[tracing::instrument(name = "agent_close", parent = None, skip_all, fields(session_id = %self.id))]
-    pub async fn close(self: &Arc<Self>, scope: u32, environment: Environment) -> Result<()> {
+    pub async fn close(self: &Arc<Self>, scope: ScopeId, environment: Environment) -> Result<()> {
         let attempt = {
             let mut state = lock(&self.state);
             if state.closed {
@@ -482,7 +482,7 @@ impl Session {
         outcome
     }
 
-    async fn close_once(&self, scope: u32, environment: Environment) -> Result<()> {
+    async fn close_once(&self, scope: ScopeId, environment: Environment) -> Result<()> {
         self.stop_active_run().await;
         // A close refused because a callback is still cleaning up leaves the session open.
         let pending = self.dispatcher().pending();
@@ -515,7 +515,7 @@ impl Session {
         }
     }
 
-    async fn session_end(&self, scope: u32, context: &HookContext) -> Result<()> {
+    async fn session_end(&self, scope: ScopeId, context: &HookContext) -> Result<()> {
         if !self.dispatcher().has(HookEvent::SessionEnd, None, context) {
             return Ok(());
         }

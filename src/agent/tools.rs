@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::CallStatus;
 use crate::hooks::dispatch::{Caller, Dispatcher, HookError};
 use crate::hooks::pending::Owner;
-use crate::host::{Args, Callable, Host, HostCall, Reply, Step};
+use crate::host::{Args, Callable, GeneratorId, Host, HostCall, Reply, Step, ThrownId};
 use crate::js_value::stringify;
 use crate::model::ToolSchema;
 
@@ -102,7 +102,7 @@ pub struct CallResult {
 pub struct Failure {
     pub message: String,
     /// The thrown value's handle, when a user function threw.
-    pub thrown: Option<u32>,
+    pub thrown: Option<ThrownId>,
 }
 
 impl CallResult {
@@ -118,7 +118,7 @@ impl CallResult {
     }
 
     /// `Tool execution failed: <message>`.
-    pub fn failed(message: impl Into<String>, thrown: Option<u32>) -> Self {
+    pub fn failed(message: impl Into<String>, thrown: Option<ThrownId>) -> Self {
         let message = message.into();
         CallResult {
             output: format!("Tool execution failed: {message}"),
@@ -145,7 +145,7 @@ impl CallResult {
         }
     }
 
-    fn failure(message: String, thrown: Option<u32>) -> Self {
+    fn failure(message: String, thrown: Option<ThrownId>) -> Self {
         CallResult {
             status: CallStatus::Error,
             output: String::new(),
@@ -279,7 +279,7 @@ fn not_json(what: &str) -> CallResult {
 enum Returned {
     Value(Option<Value>),
     Invalid(String),
-    Generator(u32),
+    Generator(GeneratorId),
     /// `deferred()`.
     Deferred,
 }
@@ -289,7 +289,7 @@ fn read_reply(reply: Option<Value>) -> Returned {
         return Returned::Value(None);
     };
     if let Some(generator) = reply.get("generator").and_then(Value::as_u64) {
-        return Returned::Generator(generator as u32);
+        return Returned::Generator(GeneratorId(generator as u32));
     }
     if let Some(Value::String(what)) = reply.remove("invalid") {
         return Returned::Invalid(what);

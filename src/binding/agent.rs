@@ -16,6 +16,7 @@ use crate::agent::durable::{self, Stored};
 use crate::agent::events::Published;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
+use crate::host::ScopeId;
 use crate::offload::offload;
 use crate::text::parse_js_json;
 
@@ -212,7 +213,7 @@ impl NativeAgent {
         options: String,
         environment: Object,
     ) -> Either<NativeRun, String> {
-        match self.start_run(env, Some(&message), scope, &options, &environment) {
+        match self.start_run(env, Some(&message), ScopeId(scope), &options, &environment) {
             Ok(run) => Either::A(run),
             Err(refused) => Either::B(error_json(&refused)),
         }
@@ -221,7 +222,7 @@ impl NativeAgent {
     /// `resume()`: goes on with the paused turn, or returns the JSON of the error that refused it.
     #[napi]
     pub fn resume(&self, env: &Env, scope: u32, options: String, environment: Object) -> Either<NativeRun, String> {
-        match self.start_run(env, None, scope, &options, &environment) {
+        match self.start_run(env, None, ScopeId(scope), &options, &environment) {
             Ok(run) => Either::A(run),
             Err(refused) => Either::B(error_json(&refused)),
         }
@@ -316,7 +317,7 @@ impl NativeAgent {
     ) -> Result<PromiseRaw<'env, Option<String>>> {
         let open = self.open.clone();
         self.with_environment(env, &environment, move |session, environment| async move {
-            let started = session.start(scope, environment).await;
+            let started = session.start(ScopeId(scope), environment).await;
             // A failed SessionStart closed the session.
             if started.is_err() {
                 open.release();
@@ -335,7 +336,7 @@ impl NativeAgent {
     ) -> Result<PromiseRaw<'env, Option<String>>> {
         let open = self.open.clone();
         self.with_environment(env, &environment, move |session, environment| async move {
-            session.close(scope, environment).await?;
+            session.close(ScopeId(scope), environment).await?;
             open.release();
             Ok(())
         })
@@ -348,7 +349,7 @@ impl NativeAgent {
         &self,
         env: &Env,
         message: Option<&str>,
-        scope: u32,
+        scope: ScopeId,
         options: &str,
         environment: &Object,
     ) -> std::result::Result<NativeRun, SdkError> {

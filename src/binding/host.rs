@@ -15,7 +15,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::local::Remote;
-use crate::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture, Step};
+use crate::host::{
+    AbortFuture, AbortReason, DispatchId, GeneratorId, Host, HostCall, HostError, HostFuture, ScopeId, Step, ThrownId,
+};
 use crate::text::parse_js_json;
 
 /// What `invoke` and `abortDispatch` return: a reply at once, or a promise of one.
@@ -77,14 +79,14 @@ impl JsHost {
 enum Crossing {
     Call(HostCall),
     Abort {
-        scope: u32,
-        dispatch: u32,
+        scope: ScopeId,
+        dispatch: DispatchId,
         event: &'static str,
         timeout_ms: u32,
     },
     Step {
-        scope: u32,
-        generator: u32,
+        scope: ScopeId,
+        generator: GeneratorId,
         step: Step,
     },
 }
@@ -99,17 +101,18 @@ impl Crossing {
                         let arg = i32::try_from(slot.arg).unwrap_or(i32::MAX);
                         match slot.dispatch {
                             None => (arg, Some(slot.key), None, false, false),
-                            Some(signal) => (arg, Some(slot.key), Some(signal.id), signal.last, signal.linked),
+                            Some(signal) => (arg, Some(slot.key), Some(signal.id.0), signal.last, signal.linked),
                         }
                     }
                 };
                 let error = call.error.as_ref().map(|slot| {
-                    serde_json::to_string(&(slot.arg, slot.key, &slot.message, slot.thrown)).unwrap_or_default()
+                    let thrown = slot.thrown.map(|thrown| thrown.0);
+                    serde_json::to_string(&(slot.arg, slot.key, &slot.message, thrown)).unwrap_or_default()
                 });
                 let args = (
                     call.function.0,
                     call.args.into_json(),
-                    call.scope,
+                    call.scope.0,
                     call.reply.code(),
                     signal_arg,
                     signal_key,
@@ -128,11 +131,11 @@ impl Crossing {
             } => functions
                 .abort
                 .borrow_back(env)?
-                .call((scope, dispatch, event, timeout_ms).into()),
+                .call((scope.0, dispatch.0, event, timeout_ms).into()),
             Crossing::Step { scope, generator, step } => functions
                 .step
                 .borrow_back(env)?
-                .call((scope, generator, step == Step::Return).into()),
+                .call((scope.0, generator.0, step == Step::Return).into()),
         }
     }
 }
@@ -193,7 +196,7 @@ async fn reply(returned: napi::Result<Returned>) -> Result<Option<Value>, HostEr
         let failure: Failure = parse_js_json(failure).map_err(unreadable)?;
         return Err(HostError {
             message: failure.message,
-            thrown: failure.thrown,
+            thrown: failure.thrown.map(ThrownId),
         });
     }
     parse_js_json(&text).map(Some).map_err(unreadable)
@@ -204,7 +207,7 @@ impl Host for JsHost {
         self.request(Crossing::Call(call))
     }
 
-    fn abort(&self, scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture {
+    fn abort(&self, scope: ScopeId, dispatch: DispatchId, reason: AbortReason) -> AbortFuture {
         // A tool's timeout crosses as the event `''`: the wrapper makes its own error for it.
         let (event, timeout_ms) = match reason {
             AbortReason::HookTimeout { event, timeout_ms } => (event, timeout_ms),
@@ -238,7 +241,7 @@ impl Host for JsHost {
         }
     }
 
-    fn step(&self, scope: u32, generator: u32, step: Step) -> HostFuture {
+    fn step(&self, scope: ScopeId, generator: GeneratorId, step: Step) -> HostFuture {
         self.request(Crossing::Step { scope, generator, step })
     }
 }

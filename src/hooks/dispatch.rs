@@ -20,9 +20,10 @@ use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
 use super::span::{finish_span, HookSpan};
-use crate::error::{ErrorCode, HookTimeout, SdkError};
+use crate::error::{Detail, ErrorCode, HookTimeout, SdkError};
 use crate::host::{
-    AbortReason, Args, Callable, DispatchSignal, ErrorSlot, Host, HostCall, HostError, HostFuture, Reply, SignalSlot,
+    AbortReason, Args, Callable, DispatchId, DispatchSignal, ErrorSlot, Host, HostCall, HostError, HostFuture, Reply,
+    ScopeId, SignalSlot, ThrownId,
 };
 use crate::log::Log;
 use crate::webhook::deliver::{deliver, ControlAnswer, Environment};
@@ -71,7 +72,7 @@ impl HookError {
     }
 
     /// The thrown value's handle, when there is one.
-    pub fn thrown(&self) -> Option<u32> {
+    pub fn thrown(&self) -> Option<ThrownId> {
         match self {
             HookError::Thrown(error) => error.thrown,
             _ => None,
@@ -81,17 +82,14 @@ impl HookError {
     /// The error the caller sees: the thrown value itself, the `HookTimeoutError`, or a plain `Error`.
     pub fn into_sdk(self) -> SdkError {
         match self {
-            HookError::Thrown(error) => SdkError {
-                thrown: error.thrown,
-                ..SdkError::new(ErrorCode::Plain, error.message)
-            },
+            HookError::Thrown(error) => SdkError::new(ErrorCode::Plain, error.message).with_thrown(error.thrown),
             HookError::Timeout(error) | HookError::Invalid(error) => error,
             HookError::Cancelled => SdkError::new(ErrorCode::Abort, "Operation aborted"),
             HookError::CleaningUp => SdkError::new(ErrorCode::Plain, CLEANING_UP),
-            HookError::Critical { hook_id, cause } => SdkError {
-                critical: Some((hook_id.clone(), cause)),
-                ..SdkError::new(ErrorCode::CriticalHookDelivery, critical_message(&hook_id))
-            },
+            HookError::Critical { hook_id, cause } => {
+                SdkError::new(ErrorCode::CriticalHookDelivery, critical_message(&hook_id))
+                    .with_detail(Detail::Critical { hook_id, cause })
+            }
         }
     }
 }
@@ -128,7 +126,7 @@ pub struct Dispatched {
 /// signal (a run's). Without one, the callbacks' signal aborts only at the deadline.
 #[derive(Clone, Copy)]
 pub struct Caller<'a> {
-    pub scope: u32,
+    pub scope: ScopeId,
     pub cancel: Option<&'a CancellationToken>,
     pub context: &'a HookContext,
 }
@@ -239,7 +237,7 @@ impl Dispatcher {
             budget,
             budget_ms,
             deadline: Instant::now() + Duration::from_millis(u64::from(budget_ms)),
-            dispatch: self.next_dispatch.fetch_add(1, Ordering::Relaxed),
+            dispatch: DispatchId(self.next_dispatch.fetch_add(1, Ordering::Relaxed)),
         }
     }
 
@@ -507,7 +505,7 @@ impl Dispatcher {
 
     /// Aborts the dispatch's signal with `HookTimeoutError(event, ms)` (a tool's: with the
     /// tool timeout's error) and returns the error that refers to it.
-    async fn time_out(&self, timeout: &Timeout, scope: u32) -> SdkError {
+    async fn time_out(&self, timeout: &Timeout, scope: ScopeId) -> SdkError {
         let event = match timeout.budget {
             Budget::Hook(event) => event,
             Budget::Tool => {
@@ -531,17 +529,15 @@ impl Dispatcher {
                 },
             )
             .await;
-        SdkError {
-            timeout: Some(HookTimeout {
-                event,
-                timeout_ms: timeout.budget_ms,
-                dispatch: timeout.dispatch,
-            }),
-            ..SdkError::new(
-                ErrorCode::HookTimeout,
-                format!("Hook {event} exceeded {}ms", timeout.budget_ms),
-            )
-        }
+        SdkError::new(
+            ErrorCode::HookTimeout,
+            format!("Hook {event} exceeded {}ms", timeout.budget_ms),
+        )
+        .with_detail(Detail::Timeout(HookTimeout {
+            event,
+            timeout_ms: timeout.budget_ms,
+            dispatch: timeout.dispatch,
+        }))
     }
 }
 
@@ -567,7 +563,7 @@ pub struct Timeout {
     pub budget: Budget,
     pub budget_ms: u32,
     pub deadline: Instant,
-    pub dispatch: u32,
+    pub dispatch: DispatchId,
 }
 
 impl Timeout {

@@ -6,7 +6,7 @@ use super::http::{read_body, Connection, Opened};
 use super::secrets::Secrets;
 use super::sse::SseReader;
 use super::{ModelReply, TextSink};
-use crate::error::Result;
+use crate::error::{Detail, Result};
 
 /// Puts a streamed reply together from its events (one per wire format).
 pub(crate) trait Assembler: Sized {
@@ -47,8 +47,8 @@ pub(crate) async fn read_answer<A: Assembler>(
         }
         assembler.finish(on_text)
     };
-    read.await.map_err(|error| match error.status {
-        None => error.with_status(status),
-        Some(_) => error,
+    read.await.map_err(|error| match error.detail {
+        Detail::None => error.with_status(status),
+        _ => error,
     })
 }

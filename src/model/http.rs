@@ -399,7 +399,7 @@ mod tests {
             error.message,
             "Model request failed with status 500 Internal Server Error: boom"
         );
-        assert_eq!(error.status, Some(500));
+        assert_eq!(error.status(), Some(500));
         assert_eq!(error.code, crate::error::ErrorCode::Model);
     }
 }

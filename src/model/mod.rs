@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::host::ScopeId;
 pub use http::{Connection, HttpSettings, DEFAULT_MAX_RESPONSE_BYTES};
 pub use messages::{AssistantToolCall, ContentPart, Message, UserContent};
 pub use secrets::{display_url, Secrets};
@@ -66,7 +67,7 @@ pub struct ModelRequest<'a> {
     /// 1 for the first model call of a run.
     pub turn: u32,
     /// The host scope of the run, for models that call user functions.
-    pub scope: u32,
+    pub scope: ScopeId,
 }
 
 /// A tool call as the model asked for it; `arguments` is the raw JSON text.

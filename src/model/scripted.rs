@@ -61,10 +61,7 @@ impl ScriptedModel {
                         ..HostCall::new(*function, Args::of(&[request_value(&request)]), request.scope)
                     })
                     .await
-                    .map_err(|error| SdkError {
-                        thrown: error.thrown,
-                        ..SdkError::model(error.message)
-                    })?;
+                    .map_err(|error| SdkError::model(error.message).with_thrown(error.thrown))?;
                 let returned = returned.unwrap_or(Value::Null);
                 parse_turn(&returned, "").map_err(|problem| {
                     SdkError::model(format!(

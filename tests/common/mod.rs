@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use agent_runtime_hooks::agent::{AgentConfig, SendOptions, Session, StreamEvent};
-use agent_runtime_hooks::host::{AbortFuture, AbortReason, Host, HostCall, HostError, HostFuture, Reply};
+use agent_runtime_hooks::host::{
+    AbortFuture, AbortReason, DispatchId, Host, HostCall, HostError, HostFuture, Reply, ScopeId, ThrownId,
+};
 use serde_json::{json, Value};
 
 pub type Function = Box<dyn Fn(Vec<Value>) -> HostFuture + Send + Sync>;
@@ -14,7 +16,7 @@ pub type Function = Box<dyn Fn(Vec<Value>) -> HostFuture + Send + Sync>;
 pub struct FakeHost {
     pub functions: HashMap<u32, Function>,
     pub calls: Mutex<Vec<HostCall>>,
-    pub aborts: Mutex<Vec<(u32, AbortReason)>>,
+    pub aborts: Mutex<Vec<(DispatchId, AbortReason)>>,
 }
 
 impl FakeHost {
@@ -37,7 +39,7 @@ impl FakeHost {
             Box::pin(async move {
                 Err(HostError {
                     message: message.into(),
-                    thrown: Some(id + 100),
+                    thrown: Some(ThrownId(id + 100)),
                 })
             })
         })
@@ -97,7 +99,7 @@ impl Host for FakeHost {
         })
     }
 
-    fn abort(&self, _scope: u32, dispatch: u32, reason: AbortReason) -> AbortFuture {
+    fn abort(&self, _scope: ScopeId, dispatch: DispatchId, reason: AbortReason) -> AbortFuture {
         self.aborts.lock().unwrap().push((dispatch, reason));
         Box::pin(async {})
     }
