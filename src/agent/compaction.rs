@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::error::{ErrorCode, Result, SdkError};
-use crate::host::{Args, Callable, Host, HostCall, Reply};
+use crate::host::{Args, Callable, Host, HostCall, Reply, ScopeId};
 use crate::js_value::{callable, MAX_SAFE_INTEGER};
 use crate::model::{Message, Model, ModelRequest, Usage, UserContent};
 use crate::options::OptionsObject;
@@ -124,7 +124,7 @@ pub struct Writer {
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u32>,
     pub turn: u32,
-    pub scope: u32,
+    pub scope: ScopeId,
 }
 
 /// Writes the summary of `older`: `summarize(messages)` when configured, else one model call
@@ -146,9 +146,8 @@ pub async fn summarize(compaction: &Compaction, writer: &Writer, older: &[Arc<Me
             reply: Reply::Json,
             ..HostCall::new(function, Args::of(&[&messages]), scope)
         };
-        let returned = host.call(call).await.map_err(|error| SdkError {
-            thrown: error.thrown,
-            ..SdkError::new(ErrorCode::Plain, format!("summarize failed: {}", error.message))
+        let returned = host.call(call).await.map_err(|error| {
+            SdkError::new(ErrorCode::Plain, format!("summarize failed: {}", error.message)).with_thrown(error.thrown)
         })?;
         return Ok((read_summary(returned.as_ref())?, Usage::default()));
     }

@@ -27,6 +27,7 @@ use crate::hooks::dispatch::HookContext;
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
 use crate::hooks::{EventFields, HookEvent};
+use crate::host::ScopeId;
 use crate::host::{Args, ErrorSlot, HostCall};
 use crate::js_value::describe;
 use crate::model::ToolCallRequest;
@@ -61,7 +62,7 @@ pub(crate) struct ChildRun {
     pub settings: RunSettings,
     pub control: Arc<RunControl>,
     pub events: Events,
-    pub scope: u32,
+    pub scope: ScopeId,
     pub context: HookContext,
     pub prompt: String,
 }
@@ -557,7 +558,8 @@ impl Call<'_> {
             .parent_event(HookEvent::SubagentStart, EventFields::of(&start))
             .await
         {
-            return CallResult::failed(error.message, error.thrown);
+            let thrown = error.thrown();
+            return CallResult::failed(error.message, thrown);
         }
         let model = match &spec.model {
             None => Ok(site.settings.model.clone()),
@@ -632,7 +634,8 @@ impl Call<'_> {
         };
         self.parent_observer(HookEvent::SubagentFailure, EventFields::of(&failure))
             .await;
-        CallResult::failed(error.message, error.thrown)
+        let thrown = error.thrown();
+        CallResult::failed(error.message, thrown)
     }
 
     /// Dispatches a sub-agent event of the parent's; a failure fails the `Task` call.

@@ -107,7 +107,7 @@ impl Run {
         settings: RunSettings,
         control: Arc<RunControl>,
         events: EventSender,
-        scope: u32,
+        scope: ScopeId,
         context: HookContext,
     ) -> Self {
         let RunParts {
