@@ -10,7 +10,7 @@ const met = (condition) => (condition ? 'yes' : '**no**')
 const versus = (row, peer) => `${fmt(row.peers[peer])} (${fmt(row.ratio[peer])})`
 
 export function report(results) {
-  const { loop_scripted: scripted, loop_http: http, event_loop_utilization: elu, peak_rss_1000_sessions: rss, hook_dispatch: dispatch, webhook_notifications: webhooks, approvals } = results.benchmarks
+  const { loop_scripted: scripted, loop_http: http, event_loop_utilization: elu, peak_rss_1000_sessions: rss, hook_dispatch: dispatch, webhook_notifications: webhooks, approvals, subagents } = results.benchmarks
   // Absent from results taken before the approvals benchmark existed.
   const resumed = approvals?.resumed_sessions_per_second_sqlite
   const growth = scripted.growth1000over200
@@ -50,6 +50,12 @@ export function report(results) {
           `| approvals, round trip in memory | µs per pause → approve → resume | ${fmt(approvals.round_trip_memory.ours)} | | | | | |`,
           `| approvals, round trip on SQLite | µs per pause → approve → resume | ${fmt(approvals.round_trip_sqlite.ours)} | | | | | |`,
           `| approvals, ${resumed.sessions} sessions on SQLite | sessions paused and resumed /s | ${fmt(resumed.ours)} | | | | ≥ ${fmt(10 * resumed.peers.blade)} (10× Blade's published ${resumed.peers.blade}) | ${met(resumed.met)} (${fmt(resumed.ratio.blade)}×) |`,
+        ]
+      : []),
+    ...(subagents
+      ? [
+          `| subagents, ${subagents.calls} calls, two JS hooks | µs per tool call in the parent | ${fmt(subagents.parentUsPerCall)} | | | | | |`,
+          `| same | µs per tool call inside a sub-agent | ${fmt(subagents.childUsPerCall)} (${subagents.ratio}× the parent's) | | | | | |`,
         ]
       : []),
     '',

@@ -15,6 +15,7 @@ const { hookDispatch } = await import('./hook_dispatch.mjs')
 const { fmt } = await import('./stats.mjs')
 const { webhookNotifications } = await import('./webhook_notifications.mjs')
 const { approvals } = await import('./approvals.mjs')
+const { subagents } = await import('./subagents.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), benchmarks: {} }
@@ -76,6 +77,10 @@ console.log(`${'memory'.padStart(14)}${'sqlite'.padStart(14)}`)
 console.log(`${fmt(approval.round_trip_memory.ours).padStart(14)}${fmt(approval.round_trip_sqlite.ours).padStart(14)}`)
 table(`approvals: ${sessions.sessions} concurrent sessions paused, then resumed via resumeAgent, one SQLite file (sessions/s, higher is better; blade = its published figure, not run here)`, sessions)
 console.log(`pause phase ${fmt(sessions.pauseMs)} ms, resume phase ${fmt(sessions.resumeMs)} ms; target ${sessions.target}: ${sessions.met ? 'met' : 'not met'}`)
+
+const delegated = await subagents()
+results.benchmarks.subagents = delegated
+console.log(`\nsubagents: µs per tool call with two JS hooks, ${delegated.calls} calls — parent ${fmt(delegated.parentUsPerCall)}, inside a sub-agent ${fmt(delegated.childUsPerCall)} (${delegated.ratio}×)`)
 
 writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
 const { writeReport } = await import('./report.mjs')
