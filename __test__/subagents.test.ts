@@ -183,6 +183,20 @@ describe('a parent policy governs its sub-agents', () => {
     expect(resultOf(confirmed).result.content).toBe('after task-1: after w-1: Tool execution aborted: Tool "shell" requires approval')
   })
 
+  it('a permission preset lets the model delegate (Task is read-only) and still governs the child: plan denies its shell', async () => {
+    ran.length = 0
+    const { model } = tree({
+      root: once({ name: 'Task', input: { subagent_type: 'worker', prompt: 'do it' } }, 'task-1'),
+      worker: once({ name: 'shell', input: { command: 'ls' } }, 'w-1'),
+    })
+    const { events } = await run({ model, tools: [shell], advanced: { agents, permission: 'plan' } })
+    expect(ran).toEqual([])
+    const result = resultOf(events).result
+    expect(result.pendingApprovals ?? []).toEqual([])
+    expect(result.toolCalls.map((call) => [call.name, call.isError])).toEqual([['Task', false]])
+    expect(events.find((event) => event.type === 'tool_result' && event.name === 'shell')).toMatchObject({ isError: true, agentPath: ['worker'] })
+  })
+
   it('the confirmation handler answers a child’s ask', async () => {
     ran.length = 0
     const requests: string[] = []

@@ -449,7 +449,8 @@ fn with_task(
     if !disallowed {
         tools.push(ToolSpec {
             schema: subagents.task_schema(),
-            kind: ToolKind::Execute,
+            // Delegating does nothing by itself; each of the sub-agent's calls is checked.
+            kind: ToolKind::Readonly,
             side_effect: SideEffect::NonIdempotent,
             execute: Runner::Task,
         });
