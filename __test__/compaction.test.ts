@@ -4,10 +4,14 @@
 // `summarize(messages)` or by the model, PostCompact reports it, and a failure fires
 // CompactFailure while the run goes on uncompacted. The count is the model's reported prompt
 // tokens plus an estimate for what was added since.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import {
   ConfigError,
   createAgent,
+  resumeAgent,
   defineTool,
   scriptedModel,
   type AgentHook,
@@ -282,5 +286,23 @@ describe('compaction', () => {
     expect(fired.map((event) => event.type)).toEqual(['PreCompact', 'PostCompact'])
     expect(fired[0]!.payload.tokenCount as number).toBeGreaterThan(900)
     await agent.close()
+  })
+
+  it('with a SQLite store, the compacted conversation is what a resumed session continues from', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'arh-compaction-'))
+    try {
+      const store = { sqlite: join(dir, 'sessions.db') }
+      const { script } = model(3)
+      const agent = await createAgent({ model: script, tools: [lookup], advanced: { store, compaction: { thresholdTokens: 60, summarize: () => 'kept short' } } })
+      await (await agent.send('look things up')).result()
+      const sessionId = agent.sessionId
+      await agent.close()
+      const later = await resumeAgent({ model: scriptedModel([{ text: 'again' }]), tools: [lookup], advanced: { store }, sessionId })
+      expect(later.messages[0]).toEqual({ role: 'user', content: `${SUMMARY_PREFIX}kept short` })
+      expect(roles(later.messages)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant'])
+      await later.close()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
