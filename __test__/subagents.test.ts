@@ -302,6 +302,19 @@ describe('sub-agent events, stream and tools', () => {
     expect(events.filter((event) => event.type === 'content').map((event: any) => event.delta)).toEqual(['after task-1: after w-1: found cats'])
   })
 
+  it('the sub-agent’s tokens count in the parent’s usage', async () => {
+    const usage = { inputTokens: 10, outputTokens: 1 }
+    const model = scriptedModel((request) => {
+      const inChild = request.messages[0]?.role === 'system'
+      const results = request.messages.filter((message) => message.role === 'tool').length
+      if (inChild) return results === 0 ? { toolCalls: [{ id: 'w-1', name: 'search', input: { query: 'q' } }], usage } : { text: 'child done', usage }
+      return results === 0 ? { toolCalls: [{ id: 'task-1', name: 'Task', input: { subagent_type: 'worker', prompt: 'x' } }], usage } : { text: 'root done', usage }
+    })
+    const { events } = await run({ model, tools: [search], advanced: { agents } })
+    // Two model calls in the root, two in the child.
+    expect(resultOf(events).result.usage).toMatchObject({ inputTokens: 40, outputTokens: 4, totalTokens: 44 })
+  })
+
   it('a tool the child was not allowed is not found, and the Task tool lists the sub-agents', async () => {
     ran.length = 0
     const { model, requests } = tree({

@@ -33,7 +33,9 @@ use crate::js_value::describe;
 use crate::model::ToolCallRequest;
 use crate::store;
 use futures::future::BoxFuture;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use crate::model::Usage;
 
 /// The part of the run a tool call needs.
 pub(crate) struct CallSite<'a> {
@@ -71,7 +73,8 @@ pub(crate) struct ChildRun {
 /// this module does not reach back into that one.
 pub(crate) trait Children: Sync {
     /// The child's run id, and its run to the end: its final text, or why it failed.
-    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, crate::error::Result<String>>);
+    /// With its outcome, the tokens it used.
+    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (crate::error::Result<String>, Usage)>);
 }
 
 /// One call being handled: what it asked for and where it sits in its turn.
@@ -79,12 +82,16 @@ struct Call<'a> {
     site: &'a CallSite<'a>,
     request: &'a ToolCallRequest,
     index: usize,
+    /// Tokens spent on the call's behalf: a `Task` call's sub-agent.
+    spent: Mutex<Usage>,
 }
 
 /// What became of one call; `interrupt` ends the run after this turn.
 pub(crate) struct Finished {
     pub record: ToolCallRecord,
     pub interrupt: Option<String>,
+    /// Tokens a sub-agent used for this call (`Task`), counted in the run's usage.
+    pub spent: Usage,
 }
 
 /// How a call left the pipeline: with a result, or paused for a person's decision.
@@ -100,7 +107,12 @@ pub(crate) async fn run(
     input: Result<Map<String, Value>, String>,
 ) -> Ended {
     let started = std::time::Instant::now();
-    let call = Call { site, request, index };
+    let call = Call {
+        site,
+        request,
+        index,
+        spent: Mutex::default(),
+    };
     let (result, input, interrupt) = match (call.tool(), input) {
         // Arguments that are not a JSON object: no hooks at all.
         (Some(_), Err(problem)) => (CallResult::failed(problem, None), Map::new(), None),
@@ -116,6 +128,7 @@ pub(crate) async fn run(
     Ended::Finished(Finished {
         record: record(request, input, result, started),
         interrupt,
+        spent: call.spent(),
     })
 }
 
@@ -136,6 +149,7 @@ pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, pause
         site,
         request,
         index: paused.index,
+        spent: Mutex::default(),
     };
     let (result, input, interrupt) = match (&paused.decision, call.tool()) {
         (Some(approvals::Decision::Approve { updated_input }), Some(tool)) => {
@@ -158,6 +172,7 @@ pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, pause
     Ended::Finished(Finished {
         record: record(request, input, result, started),
         interrupt,
+        spent: call.spent(),
     })
 }
 
@@ -185,6 +200,10 @@ fn record(
 }
 
 impl Call<'_> {
+    fn spent(&self) -> Usage {
+        *self.spent.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn name(&self) -> &str {
         &self.request.name
     }
@@ -615,7 +634,12 @@ impl Call<'_> {
             EventFields::of(&started(&sub_operation_id, true)),
         )
         .await;
-        match run.await {
+        let (outcome, usage) = run.await;
+        self.spent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .add(usage);
+        match outcome {
             Ok(text) => CallResult::success(text),
             Err(error) if error.code == ErrorCode::Abort => CallResult::aborted(error.message),
             Err(error) => self.subagent_failed(&spec.name, agent_path, error).await,

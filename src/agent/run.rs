@@ -260,12 +260,12 @@ impl Run {
 
     /// Runs a sub-agent to the end: its final text, or why it failed. Boxed with its type
     /// spelled out: a sub-agent's run holds the `Task` call that may start another.
-    pub fn drive_child(mut self, prompt: String) -> BoxFuture<'static, Result<String>> {
+    pub fn drive_child(mut self, prompt: String) -> BoxFuture<'static, (Result<String>, Usage)> {
         Box::pin(async move {
             let control = self.control.clone();
             let outcome = self.conclude(Start::Prompt(UserContent::Text(prompt))).await;
             control.finish();
-            outcome.map(|(text, _)| text)
+            (outcome.map(|(text, _)| text), self.usage)
         })
     }
 
@@ -372,6 +372,7 @@ impl Run {
             let mut records = Vec::with_capacity(ended.len());
             for ended in ended {
                 if let Ended::Finished(finished) = ended {
+                    self.usage.add(finished.spent);
                     interrupt = interrupt.or(finished.interrupt);
                     records.push(finished.record);
                 }
@@ -850,6 +851,7 @@ impl Run {
                     continue;
                 }
             };
+            self.usage.add(finished.spent);
             interrupt = interrupt.or(finished.interrupt);
             resumed.push(call.index);
             results[call.index] = Some(finished.record);
@@ -923,7 +925,7 @@ pub(crate) struct RunParts {
 struct SubRuns;
 
 impl Children for SubRuns {
-    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, Result<String>>) {
+    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (Result<String>, Usage)>) {
         let ChildRun {
             agent,
             approvals,
