@@ -7,20 +7,19 @@
 //! is taken up front (a deferred transaction upgrading its lock can fail with SQLITE_BUSY at once,
 //! whatever the timeout).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, Transaction};
 
-use super::codec::{messages_from_text, messages_to_text, parse, parse_decision, parse_object, to_text};
+use super::codec::{messages_from_text, messages_to_text, parse, to_text};
+use super::rows::{self, column, plain_output};
+use super::shared::OpenStores;
 use super::{
     Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
     StoreError, ToolResult,
@@ -74,30 +73,9 @@ impl SqliteStore {
     /// The process's store for `path`: one pool per file while any handle to it lives (each
     /// `resumeAgent` need not open and migrate again), dropped with the last handle.
     pub async fn shared(path: &Path) -> Result<Arc<SqliteStore>, StoreError> {
-        static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<SqliteStore>>>> = OnceLock::new();
+        static OPEN: OpenStores<PathBuf, SqliteStore> = OpenStores::new();
         let key = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-        let open = OPEN.get_or_init(Default::default);
-        let live = |map: &HashMap<PathBuf, Weak<SqliteStore>>| map.get(&key).and_then(Weak::upgrade);
-        if let Some(store) = live(&open.lock().unwrap_or_else(|e| e.into_inner())) {
-            return Ok(store);
-        }
-        // Opens take turns: callers that arrive while a file is being opened (and migrated)
-        // wait for that pool instead of opening pools of their own, which would contend for
-        // the file's lock ("database is locked").
-        static OPENING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-        let _turn = OPENING.lock().await;
-        if let Some(store) = live(&open.lock().unwrap_or_else(|e| e.into_inner())) {
-            return Ok(store);
-        }
-        let store = Arc::new(SqliteStore::open(path).await?);
-        let mut map = open.lock().unwrap_or_else(|e| e.into_inner());
-        // Another task may have opened it meanwhile: keep one pool per file.
-        if let Some(existing) = live(&map) {
-            return Ok(existing);
-        }
-        map.retain(|_, store| store.strong_count() > 0);
-        map.insert(key, Arc::downgrade(&store));
-        Ok(store)
+        OPEN.get_or_open(key, || SqliteStore::open(path)).await
     }
 
     /// The file this store writes.
@@ -134,39 +112,6 @@ fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
     move |e| StoreError::new(operation, e)
 }
 
-fn column<T>(row: &SqliteRow, name: &str, operation: &str) -> Result<T, StoreError>
-where
-    T: for<'r> sqlx::Decode<'r, Sqlite> + sqlx::Type<Sqlite>,
-{
-    row.try_get(name)
-        .map_err(|e| StoreError::new(operation, format!("stored {name} is unreadable: {e}")))
-}
-
-fn pending_call(row: &SqliteRow, operation: &str) -> Result<PendingCall, StoreError> {
-    let reason: String = column(row, "reason", operation)?;
-    let decision: Option<String> = column(row, "decision", operation)?;
-    Ok(PendingCall {
-        tool_call_id: column(row, "tool_call_id", operation)?,
-        tool_name: column(row, "tool_name", operation)?,
-        input: parse_object(&column::<String>(row, "input", operation)?, operation, "input")?,
-        fingerprint: column(row, "fingerprint", operation)?,
-        reason: PendingReason::parse(&reason)
-            .ok_or_else(|| StoreError::new(operation, format!("stored reason {reason:?} is unknown")))?,
-        decision: parse_decision(decision.as_deref(), operation)?,
-    })
-}
-
-/// A result column pair (`output`, `is_error`): `None` while not filled.
-fn result(row: &SqliteRow, operation: &str) -> Result<Option<ToolResult>, StoreError> {
-    let output: Option<String> = column(row, "output", operation)?;
-    let is_error: Option<bool> = column(row, "is_error", operation)?;
-    match (output, is_error) {
-        (Some(output), Some(is_error)) => Ok(Some(ToolResult { output, is_error })),
-        (None, None) => Ok(None),
-        _ => Err(StoreError::new(operation, "stored result is half written")),
-    }
-}
-
 #[async_trait]
 impl Store for SqliteStore {
     async fn load(&self, session_id: &str) -> Result<Option<(SessionRecord, Vec<PendingCall>)>, StoreError> {
@@ -185,8 +130,8 @@ impl Store for SqliteStore {
         let paused: Option<String> = column(&row, "paused", op)?;
         let record = SessionRecord {
             session_id: session_id.to_owned(),
-            messages: messages_from_text(&column::<String>(&row, "messages", op)?, op)?,
-            hooks: parse(&column::<String>(&row, "hooks", op)?, op, "hooks")?,
+            messages: messages_from_text(&column::<_, String>(&row, "messages", op)?, op)?,
+            hooks: parse(&column::<_, String>(&row, "hooks", op)?, op, "hooks")?,
             paused: paused.map(|text| parse(&text, op, "paused")).transpose()?,
         };
         let rows = sqlx::query(
@@ -197,7 +142,10 @@ impl Store for SqliteStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(failed(op))?;
-        let pending = rows.iter().map(|row| pending_call(row, op)).collect::<Result<_, _>>()?;
+        let pending = rows
+            .iter()
+            .map(|row| rows::pending_call(row, op))
+            .collect::<Result<_, _>>()?;
         tx.commit().await.map_err(failed(op))?;
         Ok(Some((record, pending)))
     }
@@ -333,16 +281,7 @@ impl Store for SqliteStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(failed(op))?;
-        let Some(row) = row else { return Ok(None) };
-        let status: String = column(&row, "status", op)?;
-        match (status.as_str(), result(&row, op)?) {
-            ("started", None) => Ok(Some(Effect::Started)),
-            ("finished", Some(result)) => Ok(Some(Effect::Finished(result))),
-            _ => Err(StoreError::new(
-                op,
-                format!("stored effect {status:?} does not match its result"),
-            )),
-        }
+        row.map(|row| rows::effect(&row, op, plain_output)).transpose()
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
@@ -357,16 +296,7 @@ impl Store for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(failed(op))?;
-        rows.iter()
-            .map(|row| {
-                Ok(StartedEffect {
-                    tool_call_id: column(row, "tool_call_id", op)?,
-                    tool_name: column(row, "tool_name", op)?,
-                    input: parse_object(&column::<String>(row, "input", op)?, op, "input")?,
-                    side_effect: column(row, "side_effect", op)?,
-                })
-            })
-            .collect()
+        rows.iter().map(|row| rows::started_effect(row, op)).collect()
     }
 
     async fn complete_deferred(
@@ -448,9 +378,5 @@ async fn read_deferred(
         .fetch_optional(conn)
         .await
         .map_err(failed(operation))?;
-    let Some(row) = row else { return Ok(None) };
-    Ok(Some(match result(&row, operation)? {
-        None => Deferred::Waiting,
-        Some(first) => Deferred::Published(first),
-    }))
+    rows::deferred(row, operation, plain_output)
 }
