@@ -12,6 +12,7 @@ mod memory;
 mod postgres;
 mod rows;
 mod shared;
+mod sql;
 mod sqlite;
 
 use std::fmt;

@@ -25,9 +25,10 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection};
 
-use super::codec::{messages_from_text, messages_to_text, parse, to_text};
-use super::rows::{self, column};
+use super::codec::{messages_to_text, parse, to_text};
+use super::rows;
 use super::shared::OpenStores;
+use super::sql;
 use super::{
     Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
     StoreError, ToolResult,
@@ -63,6 +64,38 @@ macro_rules! now_ms {
         "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
     };
 }
+
+const DECIDE: &str = concat!(
+    "UPDATE agent_runtime_hooks.pending_calls SET decision = $1, decided_at = ",
+    now_ms!(),
+    " WHERE session_id = $2 AND tool_call_id = $3 AND decision IS NULL RETURNING session_id"
+);
+/// An upsert keeps the row (and its `seq`, the start order) when a call starts again.
+const START_EFFECT: &str = concat!(
+    "INSERT INTO agent_runtime_hooks.effects (session_id, tool_call_id, tool_name, input, side_effect, ",
+    "status, started_at) VALUES ($1, $2, $3, $4, $5, 'started', ",
+    now_ms!(),
+    ") ON CONFLICT (session_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name, ",
+    "input = excluded.input, side_effect = excluded.side_effect, status = 'started', output = NULL, ",
+    "is_error = NULL, started_at = excluded.started_at, finished_at = NULL"
+);
+const FINISH_EFFECT: &str = concat!(
+    "UPDATE agent_runtime_hooks.effects SET status = 'finished', output = $1, is_error = $2, finished_at = ",
+    now_ms!(),
+    " WHERE session_id = $3 AND tool_call_id = $4"
+);
+const EFFECT: &str =
+    "SELECT status, output, is_error FROM agent_runtime_hooks.effects WHERE session_id = $1 AND tool_call_id = $2";
+const OPEN_EFFECTS: &str = "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM agent_runtime_hooks.effects e \
+     WHERE e.session_id = $1 AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM agent_runtime_hooks.deferred_results d \
+     WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY e.seq";
+const PUBLISH: &str = concat!(
+    "UPDATE agent_runtime_hooks.deferred_results SET output = $1, is_error = $2, published_at = ",
+    now_ms!(),
+    " WHERE session_id = $3 AND tool_call_id = $4 AND output IS NULL RETURNING session_id"
+);
+const DEFERRED: &str =
+    "SELECT output, is_error FROM agent_runtime_hooks.deferred_results WHERE session_id = $1 AND tool_call_id = $2";
 
 /// The connection parameters sqlx reads from a URL's query (others it would ignore, logging
 /// their values: they are refused instead).
@@ -198,13 +231,7 @@ impl Store for PostgresStore {
         else {
             return Ok(None);
         };
-        let paused: Option<String> = column(&row, "paused", op)?;
-        let record = SessionRecord {
-            session_id: session_id.to_owned(),
-            messages: messages_from_text(&column::<_, String>(&row, "messages", op)?, op)?,
-            hooks: parse(&column::<_, String>(&row, "hooks", op)?, op, "hooks")?,
-            paused: paused.map(|text| parse(&text, op, "paused")).transpose()?,
-        };
+        let record = rows::session_record(&row, session_id, op)?;
         let calls = sqlx::query(
             "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision \
              FROM agent_runtime_hooks.pending_calls WHERE session_id = $1 ORDER BY ord",
@@ -297,18 +324,7 @@ impl Store for PostgresStore {
 
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
         let operation = format!("decide call {tool_call_id} of session {session_id}");
-        let done = sqlx::query(concat!(
-            "UPDATE agent_runtime_hooks.pending_calls SET decision = $1, decided_at = ",
-            now_ms!(),
-            " WHERE session_id = $2 AND tool_call_id = $3 AND decision IS NULL"
-        ))
-        .bind(to_text(decision))
-        .bind(session_id)
-        .bind(tool_call_id)
-        .execute(&self.pool)
-        .await
-        .map_err(failed(&operation))?;
-        Ok(done.rows_affected() == 1)
+        sql::decide(&self.pool, DECIDE, session_id, tool_call_id, decision, &operation).await
     }
 
     async fn effect_started(
@@ -320,24 +336,15 @@ impl Store for PostgresStore {
         side_effect: &str,
     ) -> Result<(), StoreError> {
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
-        // An upsert keeps the row (and its `seq`, the start order) when a call starts again.
-        sqlx::query(concat!(
-            "INSERT INTO agent_runtime_hooks.effects (session_id, tool_call_id, tool_name, input, side_effect, ",
-            "status, started_at) VALUES ($1, $2, $3, $4, $5, 'started', ",
-            now_ms!(),
-            ") ON CONFLICT (session_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name, ",
-            "input = excluded.input, side_effect = excluded.side_effect, status = 'started', output = NULL, ",
-            "is_error = NULL, started_at = excluded.started_at, finished_at = NULL"
-        ))
-        .bind(session_id)
-        .bind(tool_call_id)
-        .bind(tool_name)
-        .bind(to_text(input))
-        .bind(side_effect)
-        .execute(&self.pool)
+        let call = (session_id, tool_call_id);
+        sql::effect_started(
+            &self.pool,
+            START_EFFECT,
+            call,
+            (tool_name, input, side_effect),
+            &operation,
+        )
         .await
-        .map_err(failed(&operation))
-        .map(drop)
     }
 
     async fn effect_finished(
@@ -347,40 +354,26 @@ impl Store for PostgresStore {
         result: &ToolResult,
     ) -> Result<(), StoreError> {
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
-        let mut conn = self.pool.acquire().await.map_err(failed(&operation))?;
-        finish_effect(&mut conn, session_id, tool_call_id, result)
-            .await
-            .map_err(failed(&operation))
+        let output = (to_text(&result.output), result);
+        sql::write_result(
+            &self.pool,
+            FINISH_EFFECT,
+            (session_id, tool_call_id),
+            output,
+            &operation,
+        )
+        .await
+        .map(drop)
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
         let operation = format!("read effect of call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let row = sqlx::query(
-            "SELECT status, output, is_error FROM agent_runtime_hooks.effects WHERE session_id = $1 AND tool_call_id = $2",
-        )
-        .bind(session_id)
-        .bind(tool_call_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(failed(op))?;
-        row.map(|row| rows::effect(&row, op, json_output)).transpose()
+        sql::effect(&self.pool, EFFECT, (session_id, tool_call_id), json_output, &operation).await
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
         let operation = format!("list open effects of session {session_id}");
-        let op = operation.as_str();
-        let started = sqlx::query(
-            "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM agent_runtime_hooks.effects e \
-             WHERE e.session_id = $1 AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM \
-             agent_runtime_hooks.deferred_results d WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) \
-             ORDER BY e.seq",
-        )
-        .bind(session_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(failed(op))?;
-        started.iter().map(|row| rows::started_effect(row, op)).collect()
+        sql::open_effects(&self.pool, OPEN_EFFECTS, session_id, &operation).await
     }
 
     async fn complete_deferred(
@@ -391,35 +384,16 @@ impl Store for PostgresStore {
     ) -> Result<DeferredOutcome, StoreError> {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
+        let call = (session_id, tool_call_id);
         let mut tx = self.pool.begin().await.map_err(failed(op))?;
         // The conditional update is the publication: only an empty placeholder takes a result. A
         // concurrent completion waits for this one's row lock, then finds the placeholder filled.
-        let filled = sqlx::query(concat!(
-            "UPDATE agent_runtime_hooks.deferred_results SET output = $1, is_error = $2, published_at = ",
-            now_ms!(),
-            " WHERE session_id = $3 AND tool_call_id = $4 AND output IS NULL"
-        ))
-        .bind(to_text(&result.output))
-        .bind(result.is_error)
-        .bind(session_id)
-        .bind(tool_call_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
-        let outcome = if filled.rows_affected() == 1 {
-            finish_effect(&mut tx, session_id, tool_call_id, result)
-                .await
-                .map_err(failed(op))?;
+        let outcome = if sql::write_result(&mut *tx, PUBLISH, call, (to_text(&result.output), result), op).await? {
+            sql::write_result(&mut *tx, FINISH_EFFECT, call, (to_text(&result.output), result), op).await?;
             DeferredOutcome::Published
         } else {
             // A statement of its own, so (READ COMMITTED) it sees the completion that won.
-            match read_deferred(&mut tx, session_id, tool_call_id, op).await? {
-                None => DeferredOutcome::NotDeferred,
-                Some(Deferred::Published(first)) => DeferredOutcome::AlreadyPublished(first),
-                Some(Deferred::Waiting) => {
-                    return Err(StoreError::new(op, "the placeholder is empty but not writable"))
-                }
-            }
+            rows::not_filled(sql::deferred(&mut *tx, DEFERRED, call, json_output, op).await?, op)?
         };
         tx.commit().await.map_err(failed(op))?;
         Ok(outcome)
@@ -427,44 +401,13 @@ impl Store for PostgresStore {
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
-        let mut conn = self.pool.acquire().await.map_err(failed(&operation))?;
-        read_deferred(&mut conn, session_id, tool_call_id, &operation).await
+        sql::deferred(
+            &self.pool,
+            DEFERRED,
+            (session_id, tool_call_id),
+            json_output,
+            &operation,
+        )
+        .await
     }
-}
-
-async fn finish_effect(
-    conn: &mut PgConnection,
-    session_id: &str,
-    tool_call_id: &str,
-    result: &ToolResult,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(concat!(
-        "UPDATE agent_runtime_hooks.effects SET status = 'finished', output = $1, is_error = $2, finished_at = ",
-        now_ms!(),
-        " WHERE session_id = $3 AND tool_call_id = $4"
-    ))
-    .bind(to_text(&result.output))
-    .bind(result.is_error)
-    .bind(session_id)
-    .bind(tool_call_id)
-    .execute(conn)
-    .await
-    .map(drop)
-}
-
-async fn read_deferred(
-    conn: &mut PgConnection,
-    session_id: &str,
-    tool_call_id: &str,
-    operation: &str,
-) -> Result<Option<Deferred>, StoreError> {
-    let row = sqlx::query(
-        "SELECT output, is_error FROM agent_runtime_hooks.deferred_results WHERE session_id = $1 AND tool_call_id = $2",
-    )
-    .bind(session_id)
-    .bind(tool_call_id)
-    .fetch_optional(conn)
-    .await
-    .map_err(failed(operation))?;
-    rows::deferred(row, operation, json_output)
 }

@@ -4,8 +4,10 @@
 
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::codec::{parse_decision, parse_object};
-use super::{Deferred, Effect, PendingCall, PendingReason, StartedEffect, StoreError, ToolResult};
+use super::codec::{messages_from_text, parse, parse_decision, parse_object};
+use super::{
+    Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, StoreError, ToolResult,
+};
 
 /// How a back end keeps a result's text in its `output` column: as it is (SQLite), or encoded
 /// (PostgreSQL keeps a JSON string, since its text cannot hold U+0000).
@@ -24,6 +26,23 @@ where
 {
     row.try_get(name)
         .map_err(|e| StoreError::new(operation, format!("stored {name} is unreadable: {e}")))
+}
+
+/// A `sessions` row (`messages`, `hooks`, `paused`).
+pub(super) fn session_record<R>(row: &R, session_id: &str, operation: &str) -> Result<SessionRecord, StoreError>
+where
+    R: Row,
+    for<'n> &'n str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database>,
+{
+    let paused: Option<String> = column(row, "paused", operation)?;
+    Ok(SessionRecord {
+        session_id: session_id.to_owned(),
+        messages: messages_from_text(&column::<_, String>(row, "messages", operation)?, operation)?,
+        hooks: parse(&column::<_, String>(row, "hooks", operation)?, operation, "hooks")?,
+        paused: paused.map(|text| parse(&text, operation, "paused")).transpose()?,
+    })
 }
 
 /// A `pending_calls` row.
@@ -119,4 +138,14 @@ where
         None => Deferred::Waiting,
         Some(first) => Deferred::Published(first),
     }))
+}
+
+/// What a completion whose conditional update filled nothing answers, from what the placeholder
+/// holds (read after the update, so it is the completion that won).
+pub(super) fn not_filled(placeholder: Option<Deferred>, operation: &str) -> Result<DeferredOutcome, StoreError> {
+    match placeholder {
+        None => Ok(DeferredOutcome::NotDeferred),
+        Some(Deferred::Published(first)) => Ok(DeferredOutcome::AlreadyPublished(first)),
+        Some(Deferred::Waiting) => Err(StoreError::new(operation, "the placeholder is empty but not writable")),
+    }
 }

@@ -17,9 +17,10 @@ use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, Transaction};
 
-use super::codec::{messages_from_text, messages_to_text, parse, to_text};
-use super::rows::{self, column, plain_output};
+use super::codec::{messages_to_text, to_text};
+use super::rows::{self, plain_output};
 use super::shared::OpenStores;
+use super::sql;
 use super::{
     Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
     StoreError, ToolResult,
@@ -36,6 +37,37 @@ macro_rules! now_ms {
         "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
     };
 }
+
+const DECIDE: &str = concat!(
+    "UPDATE pending_calls SET decision = ?, decided_at = ",
+    now_ms!(),
+    " WHERE session_id = ? AND tool_call_id = ? AND decision IS NULL RETURNING session_id"
+);
+/// An upsert keeps the row (and its rowid, the start order) when a call starts again.
+const START_EFFECT: &str = concat!(
+    "INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) ",
+    "VALUES (?, ?, ?, ?, ?, 'started', ",
+    now_ms!(),
+    ") ON CONFLICT (session_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name, ",
+    "input = excluded.input, side_effect = excluded.side_effect, status = 'started', output = NULL, ",
+    "is_error = NULL, started_at = excluded.started_at, finished_at = NULL"
+);
+const FINISH_EFFECT: &str = concat!(
+    "UPDATE effects SET status = 'finished', output = ?, is_error = ?, finished_at = ",
+    now_ms!(),
+    " WHERE session_id = ? AND tool_call_id = ?"
+);
+const EFFECT: &str = "SELECT status, output, is_error FROM effects WHERE session_id = ? AND tool_call_id = ?";
+const OPEN_EFFECTS: &str = "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM effects e \
+     WHERE e.session_id = ? AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM deferred_results d \
+     WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY e.rowid";
+/// The conditional update that is the publication: only an empty placeholder takes a result.
+const PUBLISH: &str = concat!(
+    "UPDATE deferred_results SET output = ?, is_error = ?, published_at = ",
+    now_ms!(),
+    " WHERE session_id = ? AND tool_call_id = ? AND output IS NULL RETURNING session_id"
+);
+const DEFERRED: &str = "SELECT output, is_error FROM deferred_results WHERE session_id = ? AND tool_call_id = ?";
 
 pub struct SqliteStore {
     pool: SqlitePool,
@@ -127,13 +159,7 @@ impl Store for SqliteStore {
         else {
             return Ok(None);
         };
-        let paused: Option<String> = column(&row, "paused", op)?;
-        let record = SessionRecord {
-            session_id: session_id.to_owned(),
-            messages: messages_from_text(&column::<_, String>(&row, "messages", op)?, op)?,
-            hooks: parse(&column::<_, String>(&row, "hooks", op)?, op, "hooks")?,
-            paused: paused.map(|text| parse(&text, op, "paused")).transpose()?,
-        };
+        let record = rows::session_record(&row, session_id, op)?;
         let rows = sqlx::query(
             "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision FROM pending_calls \
              WHERE session_id = ? ORDER BY ord",
@@ -211,19 +237,9 @@ impl Store for SqliteStore {
         let operation = format!("decide call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        let done = sqlx::query(concat!(
-            "UPDATE pending_calls SET decision = ?, decided_at = ",
-            now_ms!(),
-            " WHERE session_id = ? AND tool_call_id = ? AND decision IS NULL"
-        ))
-        .bind(to_text(decision))
-        .bind(session_id)
-        .bind(tool_call_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
+        let decided = sql::decide(&mut *tx, DECIDE, session_id, tool_call_id, decision, op).await?;
         tx.commit().await.map_err(failed(op))?;
-        Ok(done.rows_affected() == 1)
+        Ok(decided)
     }
 
     async fn effect_started(
@@ -237,23 +253,8 @@ impl Store for SqliteStore {
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        // An upsert keeps the row (and its rowid, the start order) when a call starts again.
-        sqlx::query(concat!(
-            "INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) ",
-            "VALUES (?, ?, ?, ?, ?, 'started', ",
-            now_ms!(),
-            ") ON CONFLICT (session_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name, ",
-            "input = excluded.input, side_effect = excluded.side_effect, status = 'started', output = NULL, ",
-            "is_error = NULL, started_at = excluded.started_at, finished_at = NULL"
-        ))
-        .bind(session_id)
-        .bind(tool_call_id)
-        .bind(tool_name)
-        .bind(to_text(input))
-        .bind(side_effect)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
+        let call = (session_id, tool_call_id);
+        sql::effect_started(&mut *tx, START_EFFECT, call, (tool_name, input, side_effect), op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
@@ -266,37 +267,19 @@ impl Store for SqliteStore {
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        finish_effect(&mut tx, session_id, tool_call_id, result)
-            .await
-            .map_err(failed(op))?;
+        let output = (result.output.clone(), result);
+        sql::write_result(&mut *tx, FINISH_EFFECT, (session_id, tool_call_id), output, op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
         let operation = format!("read effect of call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let row = sqlx::query("SELECT status, output, is_error FROM effects WHERE session_id = ? AND tool_call_id = ?")
-            .bind(session_id)
-            .bind(tool_call_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(failed(op))?;
-        row.map(|row| rows::effect(&row, op, plain_output)).transpose()
+        sql::effect(&self.pool, EFFECT, (session_id, tool_call_id), plain_output, &operation).await
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
         let operation = format!("list open effects of session {session_id}");
-        let op = operation.as_str();
-        let rows = sqlx::query(
-            "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM effects e \
-             WHERE e.session_id = ? AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM deferred_results d \
-             WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY e.rowid",
-        )
-        .bind(session_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(failed(op))?;
-        rows.iter().map(|row| rows::started_effect(row, op)).collect()
+        sql::open_effects(&self.pool, OPEN_EFFECTS, session_id, &operation).await
     }
 
     async fn complete_deferred(
@@ -307,33 +290,14 @@ impl Store for SqliteStore {
     ) -> Result<DeferredOutcome, StoreError> {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
+        let call = (session_id, tool_call_id);
         let mut tx = self.write(op).await?;
         // The conditional update is the publication: only an empty placeholder takes a result.
-        let filled = sqlx::query(concat!(
-            "UPDATE deferred_results SET output = ?, is_error = ?, published_at = ",
-            now_ms!(),
-            " WHERE session_id = ? AND tool_call_id = ? AND output IS NULL"
-        ))
-        .bind(&result.output)
-        .bind(result.is_error)
-        .bind(session_id)
-        .bind(tool_call_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
-        let outcome = if filled.rows_affected() == 1 {
-            finish_effect(&mut tx, session_id, tool_call_id, result)
-                .await
-                .map_err(failed(op))?;
+        let outcome = if sql::write_result(&mut *tx, PUBLISH, call, (result.output.clone(), result), op).await? {
+            sql::write_result(&mut *tx, FINISH_EFFECT, call, (result.output.clone(), result), op).await?;
             DeferredOutcome::Published
         } else {
-            match read_deferred(&mut tx, session_id, tool_call_id, op).await? {
-                None => DeferredOutcome::NotDeferred,
-                Some(Deferred::Published(first)) => DeferredOutcome::AlreadyPublished(first),
-                Some(Deferred::Waiting) => {
-                    return Err(StoreError::new(op, "the placeholder is empty but not writable"))
-                }
-            }
+            rows::not_filled(sql::deferred(&mut *tx, DEFERRED, call, plain_output, op).await?, op)?
         };
         tx.commit().await.map_err(failed(op))?;
         Ok(outcome)
@@ -341,42 +305,13 @@ impl Store for SqliteStore {
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
-        let mut conn = self.pool.acquire().await.map_err(failed(&operation))?;
-        read_deferred(&mut conn, session_id, tool_call_id, &operation).await
-    }
-}
-
-async fn finish_effect(
-    conn: &mut sqlx::SqliteConnection,
-    session_id: &str,
-    tool_call_id: &str,
-    result: &ToolResult,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(concat!(
-        "UPDATE effects SET status = 'finished', output = ?, is_error = ?, finished_at = ",
-        now_ms!(),
-        " WHERE session_id = ? AND tool_call_id = ?"
-    ))
-    .bind(&result.output)
-    .bind(result.is_error)
-    .bind(session_id)
-    .bind(tool_call_id)
-    .execute(conn)
-    .await
-    .map(drop)
-}
-
-async fn read_deferred(
-    conn: &mut sqlx::SqliteConnection,
-    session_id: &str,
-    tool_call_id: &str,
-    operation: &str,
-) -> Result<Option<Deferred>, StoreError> {
-    let row = sqlx::query("SELECT output, is_error FROM deferred_results WHERE session_id = ? AND tool_call_id = ?")
-        .bind(session_id)
-        .bind(tool_call_id)
-        .fetch_optional(conn)
+        sql::deferred(
+            &self.pool,
+            DEFERRED,
+            (session_id, tool_call_id),
+            plain_output,
+            &operation,
+        )
         .await
-        .map_err(failed(operation))?;
-    rows::deferred(row, operation, plain_output)
+    }
 }
