@@ -652,17 +652,22 @@ async fn many_first_opens_at_once_share_one_pool_and_none_fails() {
         .all(|store| std::ptr::eq(Arc::as_ptr(store) as *const (), first)));
 }
 
-#[tokio::test]
-async fn unreadable_rows_are_errors_never_nothing_stored() {
-    let dir = TempDir::new().unwrap();
-    let path = db_path(&dir);
-    let store = SqliteStore::open(&path).await.unwrap();
+/// Session `s1` paused on call `c1`, whose effect started: what the corruption checks spoil.
+async fn paused_on_a_started_call(store: &dyn Store) {
     let calls = vec![pending("c1", "rm", json!({}), PendingReason::Ask, None)];
     store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
     store
         .effect_started("s1", "c1", "rm", &Map::new(), "destructive")
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn unreadable_rows_are_errors_never_nothing_stored() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let store = SqliteStore::open(&path).await.unwrap();
+    paused_on_a_started_call(&store).await;
     let pool = raw(&path).await;
     let corrupt = |sql: &'static str| {
         let pool = pool.clone();
@@ -1046,12 +1051,7 @@ async fn unreadable_postgres_rows_are_errors_never_nothing_stored() {
         return;
     };
     let store = PostgresStore::open(&database.url).await.unwrap();
-    let calls = vec![pending("c1", "rm", json!({}), PendingReason::Ask, None)];
-    store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
-    store
-        .effect_started("s1", "c1", "rm", &Map::new(), "destructive")
-        .await
-        .unwrap();
+    paused_on_a_started_call(&store).await;
     let raw = pg_raw(&database).await;
     let corrupt = |sql: &'static str| {
         let raw = raw.clone();
