@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::{ConnectOptions, Connection, Postgres};
 
 use super::codec::{messages_to_text, parse, to_text};
 use super::rows;
@@ -96,6 +96,11 @@ const PUBLISH: &str = concat!(
 );
 const DEFERRED: &str =
     "SELECT output, is_error FROM agent_runtime_hooks.deferred_results WHERE session_id = $1 AND tool_call_id = $2";
+const PUBLICATION: sql::Publication = sql::Publication {
+    publish: PUBLISH,
+    finish: FINISH_EFFECT,
+    read: DEFERRED,
+};
 
 /// The connection parameters sqlx reads from a URL's query (others it would ignore, logging
 /// their values: they are refused instead).
@@ -368,7 +373,8 @@ impl Store for PostgresStore {
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
         let operation = format!("read effect of call {tool_call_id} of session {session_id}");
-        sql::effect(&self.pool, EFFECT, (session_id, tool_call_id), json_output, &operation).await
+        let call = (session_id, tool_call_id);
+        sql::call_row(&self.pool, EFFECT, call, (rows::effect, json_output), &operation).await
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
@@ -384,30 +390,24 @@ impl Store for PostgresStore {
     ) -> Result<DeferredOutcome, StoreError> {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
-        let call = (session_id, tool_call_id);
         let mut tx = self.pool.begin().await.map_err(failed(op))?;
-        // The conditional update is the publication: only an empty placeholder takes a result. A
-        // concurrent completion waits for this one's row lock, then finds the placeholder filled.
-        let outcome = if sql::write_result(&mut *tx, PUBLISH, call, (to_text(&result.output), result), op).await? {
-            sql::write_result(&mut *tx, FINISH_EFFECT, call, (to_text(&result.output), result), op).await?;
-            DeferredOutcome::Published
-        } else {
-            // A statement of its own, so (READ COMMITTED) it sees the completion that won.
-            rows::not_filled(sql::deferred(&mut *tx, DEFERRED, call, json_output, op).await?, op)?
-        };
+        let output = (to_text(&result.output), result);
+        let outcome = sql::publish::<Postgres>(
+            &mut *tx,
+            &PUBLICATION,
+            (session_id, tool_call_id),
+            output,
+            json_output,
+            op,
+        )
+        .await?;
         tx.commit().await.map_err(failed(op))?;
         Ok(outcome)
     }
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
-        sql::deferred(
-            &self.pool,
-            DEFERRED,
-            (session_id, tool_call_id),
-            json_output,
-            &operation,
-        )
-        .await
+        let call = (session_id, tool_call_id);
+        sql::call_row(&self.pool, DEFERRED, call, (rows::deferred, json_output), &operation).await
     }
 }

@@ -86,8 +86,8 @@ where
     }
 }
 
-/// An `effects` row (`status`, `output`, `is_error`).
-pub(super) fn effect<R>(row: &R, operation: &str, output: OutputDecoder) -> Result<Effect, StoreError>
+/// An `effects` row (`status`, `output`, `is_error`), if there is one.
+pub(super) fn effect<R>(row: Option<R>, operation: &str, output: OutputDecoder) -> Result<Option<Effect>, StoreError>
 where
     R: Row,
     for<'n> &'n str: ColumnIndex<R>,
@@ -95,10 +95,11 @@ where
     for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> Option<bool>: Decode<'r, R::Database> + Type<R::Database>,
 {
-    let status: String = column(row, "status", operation)?;
-    match (status.as_str(), result(row, operation, output)?) {
-        ("started", None) => Ok(Effect::Started),
-        ("finished", Some(result)) => Ok(Effect::Finished(result)),
+    let Some(row) = row else { return Ok(None) };
+    let status: String = column(&row, "status", operation)?;
+    match (status.as_str(), result(&row, operation, output)?) {
+        ("started", None) => Ok(Some(Effect::Started)),
+        ("finished", Some(result)) => Ok(Some(Effect::Finished(result))),
         _ => Err(StoreError::new(
             operation,
             format!("stored effect {status:?} does not match its result"),

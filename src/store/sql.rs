@@ -7,7 +7,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type}
 
 use super::codec::to_text;
 use super::rows::{self, OutputDecoder};
-use super::{Decision, Deferred, Effect, StartedEffect, StoreError, ToolResult};
+use super::{Decision, DeferredOutcome, StartedEffect, StoreError, ToolResult};
 
 fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
     move |e| StoreError::new(operation, e)
@@ -95,69 +95,30 @@ where
         .map_err(failed(operation))
 }
 
-/// `sql` selects one row (`$1`, `$2` = session, call).
-async fn row<'c, DB, E>(
+/// What a call's row becomes (`rows::effect`, `rows::deferred`): `None` without a row.
+pub(super) type Reader<R, T> = fn(Option<R>, &str, OutputDecoder) -> Result<Option<T>, StoreError>;
+
+/// `sql` selects one call's row (`$1`, `$2` = session, call), which `read` reads.
+pub(super) async fn call_row<'c, DB, E, T>(
     executor: E,
     sql: &'static str,
-    session_id: &str,
-    tool_call_id: &str,
+    (session_id, tool_call_id): (&str, &str),
+    (read, output): (Reader<DB::Row, T>, OutputDecoder),
     operation: &str,
-) -> Result<Option<DB::Row>, StoreError>
+) -> Result<Option<T>, StoreError>
 where
     DB: Database,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
 {
-    sqlx::query::<DB>(sql)
+    let found = sqlx::query::<DB>(sql)
         .bind(session_id)
         .bind(tool_call_id)
         .fetch_optional(executor)
         .await
-        .map_err(failed(operation))
-}
-
-/// `sql` selects a call's `status, output, is_error` from `effects`.
-pub(super) async fn effect<'c, DB, E>(
-    executor: E,
-    sql: &'static str,
-    (session_id, tool_call_id): (&str, &str),
-    output: OutputDecoder,
-    operation: &str,
-) -> Result<Option<Effect>, StoreError>
-where
-    DB: Database,
-    E: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    for<'n> &'n str: ColumnIndex<DB::Row>,
-    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
-    for<'t> String: Decode<'t, DB> + Type<DB>,
-    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
-    for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
-{
-    let found = row(executor, sql, session_id, tool_call_id, operation).await?;
-    found.map(|row| rows::effect(&row, operation, output)).transpose()
-}
-
-/// `sql` selects a placeholder's `output, is_error` from `deferred_results`.
-pub(super) async fn deferred<'c, DB, E>(
-    executor: E,
-    sql: &'static str,
-    (session_id, tool_call_id): (&str, &str),
-    output: OutputDecoder,
-    operation: &str,
-) -> Result<Option<Deferred>, StoreError>
-where
-    DB: Database,
-    E: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    for<'n> &'n str: ColumnIndex<DB::Row>,
-    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
-    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
-    for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
-{
-    let found = row(executor, sql, session_id, tool_call_id, operation).await?;
-    rows::deferred(found, operation, output)
+        .map_err(failed(operation))?;
+    read(found, operation, output)
 }
 
 /// `sql` selects a session's open effects (`$1` = session), in start order.
@@ -181,4 +142,51 @@ where
         .await
         .map_err(failed(operation))?;
     started.iter().map(|row| rows::started_effect(row, operation)).collect()
+}
+
+/// The statements of a publication: the conditional update of the placeholder (returning a row
+/// when it took effect), the ledger's finish, and the placeholder's read.
+pub(super) struct Publication {
+    pub publish: &'static str,
+    pub finish: &'static str,
+    pub read: &'static str,
+}
+
+/// Publishes a deferred result on `conn` (in the caller's write transaction): the conditional
+/// update is the publication, so only an empty placeholder takes a result; a completion that
+/// lost reads the winner's result in a statement of its own (under READ COMMITTED, a new snapshot
+/// that sees it). `output` is the result's text as the back end's `output` columns keep it.
+pub(super) async fn publish<DB>(
+    conn: &mut DB::Connection,
+    statements: &Publication,
+    call: (&str, &str),
+    (output, result): (String, &ToolResult),
+    decoder: OutputDecoder,
+    operation: &str,
+) -> Result<DeferredOutcome, StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+    for<'t> bool: Encode<'t, DB> + Type<DB>,
+    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
+{
+    if write_result(
+        &mut *conn,
+        statements.publish,
+        call,
+        (output.clone(), result),
+        operation,
+    )
+    .await?
+    {
+        write_result(&mut *conn, statements.finish, call, (output, result), operation).await?;
+        return Ok(DeferredOutcome::Published);
+    }
+    let placeholder = call_row(&mut *conn, statements.read, call, (rows::deferred, decoder), operation).await?;
+    rows::not_filled(placeholder, operation)
 }

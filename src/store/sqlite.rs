@@ -68,6 +68,11 @@ const PUBLISH: &str = concat!(
     " WHERE session_id = ? AND tool_call_id = ? AND output IS NULL RETURNING session_id"
 );
 const DEFERRED: &str = "SELECT output, is_error FROM deferred_results WHERE session_id = ? AND tool_call_id = ?";
+const PUBLICATION: sql::Publication = sql::Publication {
+    publish: PUBLISH,
+    finish: FINISH_EFFECT,
+    read: DEFERRED,
+};
 
 pub struct SqliteStore {
     pool: SqlitePool,
@@ -274,7 +279,8 @@ impl Store for SqliteStore {
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
         let operation = format!("read effect of call {tool_call_id} of session {session_id}");
-        sql::effect(&self.pool, EFFECT, (session_id, tool_call_id), plain_output, &operation).await
+        let call = (session_id, tool_call_id);
+        sql::call_row(&self.pool, EFFECT, call, (rows::effect, plain_output), &operation).await
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
@@ -290,28 +296,24 @@ impl Store for SqliteStore {
     ) -> Result<DeferredOutcome, StoreError> {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
-        let call = (session_id, tool_call_id);
         let mut tx = self.write(op).await?;
-        // The conditional update is the publication: only an empty placeholder takes a result.
-        let outcome = if sql::write_result(&mut *tx, PUBLISH, call, (result.output.clone(), result), op).await? {
-            sql::write_result(&mut *tx, FINISH_EFFECT, call, (result.output.clone(), result), op).await?;
-            DeferredOutcome::Published
-        } else {
-            rows::not_filled(sql::deferred(&mut *tx, DEFERRED, call, plain_output, op).await?, op)?
-        };
+        let output = (result.output.clone(), result);
+        let outcome = sql::publish::<Sqlite>(
+            &mut *tx,
+            &PUBLICATION,
+            (session_id, tool_call_id),
+            output,
+            plain_output,
+            op,
+        )
+        .await?;
         tx.commit().await.map_err(failed(op))?;
         Ok(outcome)
     }
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
-        sql::deferred(
-            &self.pool,
-            DEFERRED,
-            (session_id, tool_call_id),
-            plain_output,
-            &operation,
-        )
-        .await
+        let call = (session_id, tool_call_id);
+        sql::call_row(&self.pool, DEFERRED, call, (rows::deferred, plain_output), &operation).await
     }
 }
