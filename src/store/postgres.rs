@@ -96,10 +96,17 @@ const PUBLISH: &str = concat!(
 );
 const DEFERRED: &str =
     "SELECT output, is_error FROM agent_runtime_hooks.deferred_results WHERE session_id = $1 AND tool_call_id = $2";
-const PUBLICATION: sql::Publication = sql::Publication {
+const DIALECT: sql::Dialect = sql::Dialect {
+    decide: DECIDE,
+    start_effect: START_EFFECT,
+    finish_effect: FINISH_EFFECT,
+    effect: EFFECT,
+    open_effects: OPEN_EFFECTS,
     publish: PUBLISH,
-    finish: FINISH_EFFECT,
-    read: DEFERRED,
+    deferred: DEFERRED,
+    // A JSON string: PostgreSQL text cannot hold U+0000, which a tool's output may.
+    encode: |text| to_text(text),
+    decode: |text, operation| parse(&text, operation, "output"),
 };
 
 /// The connection parameters sqlx reads from a URL's query (others it would ignore, logging
@@ -209,11 +216,6 @@ impl PostgresStore {
 
 fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
     move |e| StoreError::new(operation, e)
-}
-
-/// `output` holds a JSON string (PostgreSQL text cannot hold U+0000, which a tool's output may).
-fn json_output(text: String, operation: &str) -> Result<String, StoreError> {
-    parse(&text, operation, "output")
 }
 
 #[async_trait]
@@ -329,7 +331,7 @@ impl Store for PostgresStore {
 
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
         let operation = format!("decide call {tool_call_id} of session {session_id}");
-        sql::decide(&self.pool, DECIDE, session_id, tool_call_id, decision, &operation).await
+        sql::decide(&self.pool, &DIALECT, (session_id, tool_call_id), decision, &operation).await
     }
 
     async fn effect_started(
@@ -341,15 +343,8 @@ impl Store for PostgresStore {
         side_effect: &str,
     ) -> Result<(), StoreError> {
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
-        let call = (session_id, tool_call_id);
-        sql::effect_started(
-            &self.pool,
-            START_EFFECT,
-            call,
-            (tool_name, input, side_effect),
-            &operation,
-        )
-        .await
+        let effect = (tool_name, input, side_effect);
+        sql::effect_started(&self.pool, &DIALECT, (session_id, tool_call_id), effect, &operation).await
     }
 
     async fn effect_finished(
@@ -359,27 +354,15 @@ impl Store for PostgresStore {
         result: &ToolResult,
     ) -> Result<(), StoreError> {
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
-        let output = (to_text(&result.output), result);
-        sql::write_result(
-            &self.pool,
-            FINISH_EFFECT,
-            (session_id, tool_call_id),
-            output,
-            &operation,
-        )
-        .await
-        .map(drop)
+        sql::effect_finished(&self.pool, &DIALECT, (session_id, tool_call_id), result, &operation).await
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
-        let operation = format!("read effect of call {tool_call_id} of session {session_id}");
-        let call = (session_id, tool_call_id);
-        sql::call_row(&self.pool, EFFECT, call, (rows::effect, json_output), &operation).await
+        sql::effect(&self.pool, &DIALECT, (session_id, tool_call_id)).await
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
-        let operation = format!("list open effects of session {session_id}");
-        sql::open_effects(&self.pool, OPEN_EFFECTS, session_id, &operation).await
+        sql::open_effects(&self.pool, &DIALECT, session_id).await
     }
 
     async fn complete_deferred(
@@ -391,23 +374,13 @@ impl Store for PostgresStore {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.pool.begin().await.map_err(failed(op))?;
-        let output = (to_text(&result.output), result);
-        let outcome = sql::publish::<Postgres>(
-            &mut *tx,
-            &PUBLICATION,
-            (session_id, tool_call_id),
-            output,
-            json_output,
-            op,
-        )
-        .await?;
+        let outcome = sql::publish::<Postgres>(&mut tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
         tx.commit().await.map_err(failed(op))?;
         Ok(outcome)
     }
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
-        let call = (session_id, tool_call_id);
-        sql::call_row(&self.pool, DEFERRED, call, (rows::deferred, json_output), &operation).await
+        sql::deferred(&self.pool, &DIALECT, (session_id, tool_call_id), &operation).await
     }
 }

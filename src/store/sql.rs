@@ -1,25 +1,42 @@
 //! The statements the SQL back ends (SQLite, PostgreSQL) run the same way, written once over
-//! sqlx's `Database`: each back end gives its dialect's text (placeholders, schema, clock), the
-//! connection or pool to run on, and how its `output` columns keep a result's text.
+//! sqlx's `Database`: each back end gives its `Dialect` (the statements' text, with its
+//! placeholders, schema and clock, and how its `output` columns keep a result's text) and the
+//! connection or pool to run on (a write transaction where it needs one).
 
 use serde_json::{Map, Value};
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
 
 use super::codec::to_text;
 use super::rows::{self, OutputDecoder};
-use super::{Decision, DeferredOutcome, StartedEffect, StoreError, ToolResult};
+use super::{Decision, Deferred, DeferredOutcome, Effect, StartedEffect, StoreError, ToolResult};
+
+/// A back end's statements. Placeholders in order: `decide` (decision, session, call),
+/// `start_effect` (session, call, tool, input, side effect), `finish_effect` and `publish`
+/// (output, is_error, session, call), `effect` and `deferred` (session, call), `open_effects`
+/// (session). `decide` and `publish` are conditional updates that return a row when they took
+/// effect.
+pub(super) struct Dialect {
+    pub decide: &'static str,
+    pub start_effect: &'static str,
+    pub finish_effect: &'static str,
+    pub effect: &'static str,
+    pub open_effects: &'static str,
+    pub publish: &'static str,
+    pub deferred: &'static str,
+    /// A result's text as the `output` columns keep it, and back.
+    pub encode: fn(&str) -> String,
+    pub decode: OutputDecoder,
+}
 
 fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
     move |e| StoreError::new(operation, e)
 }
 
-/// `sql` updates a row with `$1` = the decision and `$2`, `$3` = session, call, only when it is
-/// undecided, returning a row when it did: whether this decision is the one taken.
+/// Whether this decision is the one taken (the call was pending and undecided).
 pub(super) async fn decide<'c, DB, E>(
     executor: E,
-    sql: &'static str,
-    session_id: &str,
-    tool_call_id: &str,
+    dialect: &Dialect,
+    (session_id, tool_call_id): (&str, &str),
     decision: &Decision,
     operation: &str,
 ) -> Result<bool, StoreError>
@@ -30,7 +47,7 @@ where
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> String: Encode<'t, DB> + Type<DB>,
 {
-    sqlx::query::<DB>(sql)
+    sqlx::query::<DB>(dialect.decide)
         .bind(to_text(decision))
         .bind(session_id)
         .bind(tool_call_id)
@@ -40,10 +57,10 @@ where
         .map_err(failed(operation))
 }
 
-/// `sql` records a call as started: `$1`..`$5` = session, call, tool, input, side effect.
+/// Records a call as started (again: its entry is reset, its start order kept).
 pub(super) async fn effect_started<'c, DB, E>(
     executor: E,
-    sql: &'static str,
+    dialect: &Dialect,
     (session_id, tool_call_id): (&str, &str),
     (tool_name, input, side_effect): (&str, &Map<String, Value>, &str),
     operation: &str,
@@ -55,7 +72,7 @@ where
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> String: Encode<'t, DB> + Type<DB>,
 {
-    sqlx::query::<DB>(sql)
+    sqlx::query::<DB>(dialect.start_effect)
         .bind(session_id)
         .bind(tool_call_id)
         .bind(tool_name)
@@ -67,13 +84,12 @@ where
         .map_err(failed(operation))
 }
 
-/// `sql` writes a result: `$1`, `$2` = output (as the back end keeps it), is_error; `$3`, `$4` =
-/// session, call. `Ok(true)` when it returned a row (a conditional update that took effect).
-pub(super) async fn write_result<'c, DB, E>(
+/// Runs `sql` with a result (`finish_effect`, `publish`): `Ok(true)` when it returned a row.
+async fn write_result<'c, DB, E>(
     executor: E,
-    sql: &'static str,
+    (sql, dialect): (&'static str, &Dialect),
     (session_id, tool_call_id): (&str, &str),
-    (output, result): (String, &ToolResult),
+    result: &ToolResult,
     operation: &str,
 ) -> Result<bool, StoreError>
 where
@@ -85,7 +101,7 @@ where
     for<'t> bool: Encode<'t, DB> + Type<DB>,
 {
     sqlx::query::<DB>(sql)
-        .bind(output)
+        .bind((dialect.encode)(&result.output))
         .bind(result.is_error)
         .bind(session_id)
         .bind(tool_call_id)
@@ -95,15 +111,34 @@ where
         .map_err(failed(operation))
 }
 
-/// What a call's row becomes (`rows::effect`, `rows::deferred`): `None` without a row.
-pub(super) type Reader<R, T> = fn(Option<R>, &str, OutputDecoder) -> Result<Option<T>, StoreError>;
-
-/// `sql` selects one call's row (`$1`, `$2` = session, call), which `read` reads.
-pub(super) async fn call_row<'c, DB, E, T>(
+/// Records a call's result (a call never started records nothing).
+pub(super) async fn effect_finished<'c, DB, E>(
     executor: E,
-    sql: &'static str,
+    dialect: &Dialect,
+    call: (&str, &str),
+    result: &ToolResult,
+    operation: &str,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+    for<'t> bool: Encode<'t, DB> + Type<DB>,
+{
+    let finish = (dialect.finish_effect, dialect);
+    write_result(executor, finish, call, result, operation).await.map(drop)
+}
+
+/// What a call's row becomes (`rows::effect`, `rows::deferred`): `None` without a row.
+type Reader<R, T> = fn(Option<R>, &str, OutputDecoder) -> Result<Option<T>, StoreError>;
+
+/// `sql` selects one call's row (session, call), which `read` reads.
+async fn call_row<'c, DB, E, T>(
+    executor: E,
+    (sql, read, output): (&'static str, Reader<DB::Row, T>, OutputDecoder),
     (session_id, tool_call_id): (&str, &str),
-    (read, output): (Reader<DB::Row, T>, OutputDecoder),
     operation: &str,
 ) -> Result<Option<T>, StoreError>
 where
@@ -121,12 +156,56 @@ where
     read(found, operation, output)
 }
 
-/// `sql` selects a session's open effects (`$1` = session), in start order.
+/// A call's ledger entry.
+pub(super) async fn effect<'c, DB, E>(
+    executor: E,
+    dialect: &Dialect,
+    (session_id, tool_call_id): (&str, &str),
+) -> Result<Option<Effect>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
+{
+    let operation = format!("read effect of call {tool_call_id} of session {session_id}");
+    let read = (dialect.effect, rows::effect as Reader<DB::Row, Effect>, dialect.decode);
+    call_row(executor, read, (session_id, tool_call_id), &operation).await
+}
+
+/// A deferred call's placeholder.
+pub(super) async fn deferred<'c, DB, E>(
+    executor: E,
+    dialect: &Dialect,
+    (session_id, tool_call_id): (&str, &str),
+    operation: &str,
+) -> Result<Option<Deferred>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
+{
+    let read = (
+        dialect.deferred,
+        rows::deferred as Reader<DB::Row, Deferred>,
+        dialect.decode,
+    );
+    call_row(executor, read, (session_id, tool_call_id), operation).await
+}
+
+/// A session's calls started without a result, in start order.
 pub(super) async fn open_effects<'c, DB, E>(
     executor: E,
-    sql: &'static str,
+    dialect: &Dialect,
     session_id: &str,
-    operation: &str,
 ) -> Result<Vec<StartedEffect>, StoreError>
 where
     DB: Database,
@@ -136,32 +215,27 @@ where
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> String: Decode<'t, DB> + Type<DB>,
 {
-    let started = sqlx::query::<DB>(sql)
+    let operation = format!("list open effects of session {session_id}");
+    let started = sqlx::query::<DB>(dialect.open_effects)
         .bind(session_id)
         .fetch_all(executor)
         .await
-        .map_err(failed(operation))?;
-    started.iter().map(|row| rows::started_effect(row, operation)).collect()
-}
-
-/// The statements of a publication: the conditional update of the placeholder (returning a row
-/// when it took effect), the ledger's finish, and the placeholder's read.
-pub(super) struct Publication {
-    pub publish: &'static str,
-    pub finish: &'static str,
-    pub read: &'static str,
+        .map_err(failed(&operation))?;
+    started
+        .iter()
+        .map(|row| rows::started_effect(row, &operation))
+        .collect()
 }
 
 /// Publishes a deferred result on `conn` (in the caller's write transaction): the conditional
-/// update is the publication, so only an empty placeholder takes a result; a completion that
-/// lost reads the winner's result in a statement of its own (under READ COMMITTED, a new snapshot
-/// that sees it). `output` is the result's text as the back end's `output` columns keep it.
+/// update is the publication, so only an empty placeholder takes a result, and it finishes the
+/// ledger entry too; a completion that lost reads the winner's result in a statement of its own
+/// (under READ COMMITTED, a new snapshot that sees it).
 pub(super) async fn publish<DB>(
     conn: &mut DB::Connection,
-    statements: &Publication,
+    dialect: &Dialect,
     call: (&str, &str),
-    (output, result): (String, &ToolResult),
-    decoder: OutputDecoder,
+    result: &ToolResult,
     operation: &str,
 ) -> Result<DeferredOutcome, StoreError>
 where
@@ -175,18 +249,10 @@ where
     for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
     for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
 {
-    if write_result(
-        &mut *conn,
-        statements.publish,
-        call,
-        (output.clone(), result),
-        operation,
-    )
-    .await?
-    {
-        write_result(&mut *conn, statements.finish, call, (output, result), operation).await?;
+    if write_result(&mut *conn, (dialect.publish, dialect), call, result, operation).await? {
+        effect_finished(&mut *conn, dialect, call, result, operation).await?;
         return Ok(DeferredOutcome::Published);
     }
-    let placeholder = call_row(&mut *conn, statements.read, call, (rows::deferred, decoder), operation).await?;
+    let placeholder = deferred(&mut *conn, dialect, call, operation).await?;
     rows::not_filled(placeholder, operation)
 }

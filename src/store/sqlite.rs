@@ -68,10 +68,16 @@ const PUBLISH: &str = concat!(
     " WHERE session_id = ? AND tool_call_id = ? AND output IS NULL RETURNING session_id"
 );
 const DEFERRED: &str = "SELECT output, is_error FROM deferred_results WHERE session_id = ? AND tool_call_id = ?";
-const PUBLICATION: sql::Publication = sql::Publication {
+const DIALECT: sql::Dialect = sql::Dialect {
+    decide: DECIDE,
+    start_effect: START_EFFECT,
+    finish_effect: FINISH_EFFECT,
+    effect: EFFECT,
+    open_effects: OPEN_EFFECTS,
     publish: PUBLISH,
-    finish: FINISH_EFFECT,
-    read: DEFERRED,
+    deferred: DEFERRED,
+    encode: str::to_owned,
+    decode: plain_output,
 };
 
 pub struct SqliteStore {
@@ -242,7 +248,7 @@ impl Store for SqliteStore {
         let operation = format!("decide call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        let decided = sql::decide(&mut *tx, DECIDE, session_id, tool_call_id, decision, op).await?;
+        let decided = sql::decide(&mut *tx, &DIALECT, (session_id, tool_call_id), decision, op).await?;
         tx.commit().await.map_err(failed(op))?;
         Ok(decided)
     }
@@ -258,8 +264,8 @@ impl Store for SqliteStore {
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        let call = (session_id, tool_call_id);
-        sql::effect_started(&mut *tx, START_EFFECT, call, (tool_name, input, side_effect), op).await?;
+        let effect = (tool_name, input, side_effect);
+        sql::effect_started(&mut *tx, &DIALECT, (session_id, tool_call_id), effect, op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
@@ -272,20 +278,16 @@ impl Store for SqliteStore {
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        let output = (result.output.clone(), result);
-        sql::write_result(&mut *tx, FINISH_EFFECT, (session_id, tool_call_id), output, op).await?;
+        sql::effect_finished(&mut *tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
-        let operation = format!("read effect of call {tool_call_id} of session {session_id}");
-        let call = (session_id, tool_call_id);
-        sql::call_row(&self.pool, EFFECT, call, (rows::effect, plain_output), &operation).await
+        sql::effect(&self.pool, &DIALECT, (session_id, tool_call_id)).await
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
-        let operation = format!("list open effects of session {session_id}");
-        sql::open_effects(&self.pool, OPEN_EFFECTS, session_id, &operation).await
+        sql::open_effects(&self.pool, &DIALECT, session_id).await
     }
 
     async fn complete_deferred(
@@ -297,23 +299,13 @@ impl Store for SqliteStore {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        let output = (result.output.clone(), result);
-        let outcome = sql::publish::<Sqlite>(
-            &mut *tx,
-            &PUBLICATION,
-            (session_id, tool_call_id),
-            output,
-            plain_output,
-            op,
-        )
-        .await?;
+        let outcome = sql::publish::<Sqlite>(&mut tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
         tx.commit().await.map_err(failed(op))?;
         Ok(outcome)
     }
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
-        let call = (session_id, tool_call_id);
-        sql::call_row(&self.pool, DEFERRED, call, (rows::deferred, plain_output), &operation).await
+        sql::deferred(&self.pool, &DIALECT, (session_id, tool_call_id), &operation).await
     }
 }
