@@ -65,49 +65,13 @@ macro_rules! now_ms {
     };
 }
 
-const DECIDE: &str = concat!(
-    "UPDATE agent_runtime_hooks.pending_calls SET decision = $1, decided_at = ",
-    now_ms!(),
-    " WHERE session_id = $2 AND tool_call_id = $3 AND decision IS NULL RETURNING session_id"
-);
-/// An upsert keeps the row (and its `seq`, the start order) when a call starts again.
-const START_EFFECT: &str = concat!(
-    "INSERT INTO agent_runtime_hooks.effects (session_id, tool_call_id, tool_name, input, side_effect, ",
-    "status, started_at) VALUES ($1, $2, $3, $4, $5, 'started', ",
-    now_ms!(),
-    ") ON CONFLICT (session_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name, ",
-    "input = excluded.input, side_effect = excluded.side_effect, status = 'started', output = NULL, ",
-    "is_error = NULL, started_at = excluded.started_at, finished_at = NULL"
-);
-const FINISH_EFFECT: &str = concat!(
-    "UPDATE agent_runtime_hooks.effects SET status = 'finished', output = $1, is_error = $2, finished_at = ",
-    now_ms!(),
-    " WHERE session_id = $3 AND tool_call_id = $4"
-);
-const EFFECT: &str =
-    "SELECT status, output, is_error FROM agent_runtime_hooks.effects WHERE session_id = $1 AND tool_call_id = $2";
-const OPEN_EFFECTS: &str = "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM agent_runtime_hooks.effects e \
-     WHERE e.session_id = $1 AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM agent_runtime_hooks.deferred_results d \
-     WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY e.seq";
-const PUBLISH: &str = concat!(
-    "UPDATE agent_runtime_hooks.deferred_results SET output = $1, is_error = $2, published_at = ",
-    now_ms!(),
-    " WHERE session_id = $3 AND tool_call_id = $4 AND output IS NULL RETURNING session_id"
-);
-const DEFERRED: &str =
-    "SELECT output, is_error FROM agent_runtime_hooks.deferred_results WHERE session_id = $1 AND tool_call_id = $2";
-const DIALECT: sql::Dialect = sql::Dialect {
-    decide: DECIDE,
-    start_effect: START_EFFECT,
-    finish_effect: FINISH_EFFECT,
-    effect: EFFECT,
-    open_effects: OPEN_EFFECTS,
-    publish: PUBLISH,
-    deferred: DEFERRED,
-    // A JSON string: PostgreSQL text cannot hold U+0000, which a tool's output may.
-    encode: |text| to_text(text),
-    decode: |text, operation| parse(&text, operation, "output"),
-};
+/// The shared statements: start order is `seq` (an upsert keeps it); `output` is a JSON string,
+/// since PostgreSQL text cannot hold U+0000, which a tool's output may.
+static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(|| {
+    sql::Dialect::new(now_ms!(), "e.seq", to_text::<str>, |text, operation| {
+        parse(&text, operation, "output")
+    })
+});
 
 /// The connection parameters sqlx reads from a URL's query (others it would ignore, logging
 /// their values: they are refused instead).
@@ -163,6 +127,9 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, String> {
         }
         problem(&Secrets::new(Some(url), []).mask(why))
     })?;
+    // The statements name tables bare (one text for SQLite and PostgreSQL): the store's
+    // connections search its schema.
+    let options = options.options([("search_path", SCHEMA)]);
     Ok(match options.get_application_name() {
         Some(_) => options,
         None => options.application_name("agent-runtime-hooks"),
@@ -229,19 +196,18 @@ impl Store for PostgresStore {
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .await
             .map_err(failed(op))?;
-        let Some(row) =
-            sqlx::query("SELECT messages, hooks, paused FROM agent_runtime_hooks.sessions WHERE session_id = $1")
-                .bind(session_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(failed(op))?
+        let Some(row) = sqlx::query("SELECT messages, hooks, paused FROM sessions WHERE session_id = $1")
+            .bind(session_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed(op))?
         else {
             return Ok(None);
         };
         let record = rows::session_record(&row, session_id, op)?;
         let calls = sqlx::query(
             "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision \
-             FROM agent_runtime_hooks.pending_calls WHERE session_id = $1 ORDER BY ord",
+             FROM pending_calls WHERE session_id = $1 ORDER BY ord",
         )
         .bind(session_id)
         .fetch_all(&mut *tx)
@@ -261,7 +227,7 @@ impl Store for PostgresStore {
         let ids: Vec<&str> = pending.iter().map(|call| call.tool_call_id.as_str()).collect();
         let mut tx = self.pool.begin().await.map_err(failed(op))?;
         sqlx::query(concat!(
-            "INSERT INTO agent_runtime_hooks.sessions (session_id, messages, hooks, paused) VALUES ($1, $2, $3, $4) ",
+            "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES ($1, $2, $3, $4) ",
             "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
             "paused = excluded.paused, updated_at = ",
             now_ms!()
@@ -273,21 +239,19 @@ impl Store for PostgresStore {
         .execute(&mut *tx)
         .await
         .map_err(failed(op))?;
-        sqlx::query(
-            "DELETE FROM agent_runtime_hooks.pending_calls WHERE session_id = $1 AND NOT (tool_call_id = ANY($2))",
-        )
-        .bind(&record.session_id)
-        .bind(&ids)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
+        sqlx::query("DELETE FROM pending_calls WHERE session_id = $1 AND NOT (tool_call_id = ANY($2))")
+            .bind(&record.session_id)
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed(op))?;
         if !pending.is_empty() {
             // Upserted in place: a decision racing this save waits for it, then sees the saved
             // row (a deleted and reinserted row would make it miss a pending call).
             let decisions: Vec<Option<String>> =
                 pending.iter().map(|call| call.decision.as_ref().map(to_text)).collect();
             sqlx::query(concat!(
-                "INSERT INTO agent_runtime_hooks.pending_calls AS p (session_id, tool_call_id, ord, tool_name, input, ",
+                "INSERT INTO pending_calls AS p (session_id, tool_call_id, ord, tool_name, input, ",
                 "fingerprint, reason, decision, decided_at) ",
                 "SELECT $1, c.id, c.ord - 1, c.tool, c.input, c.fingerprint, c.reason, c.decision, ",
                 "CASE WHEN c.decision IS NULL THEN NULL ELSE ",
@@ -317,7 +281,7 @@ impl Store for PostgresStore {
             .collect();
         if !deferred.is_empty() {
             sqlx::query(
-                "INSERT INTO agent_runtime_hooks.deferred_results (session_id, tool_call_id) \
+                "INSERT INTO deferred_results (session_id, tool_call_id) \
                  SELECT $1, UNNEST($2::TEXT[]) ON CONFLICT (session_id, tool_call_id) DO NOTHING",
             )
             .bind(&record.session_id)

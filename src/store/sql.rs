@@ -10,22 +10,59 @@ use super::codec::to_text;
 use super::rows::{self, OutputDecoder};
 use super::{Decision, Deferred, DeferredOutcome, Effect, StartedEffect, StoreError, ToolResult};
 
-/// A back end's statements. Placeholders in order: `decide` (decision, session, call),
-/// `start_effect` (session, call, tool, input, side effect), `finish_effect` and `publish`
-/// (output, is_error, session, call), `effect` and `deferred` (session, call), `open_effects`
-/// (session). `decide` and `publish` are conditional updates that return a row when they took
-/// effect.
+/// A back end's statements, one text for both: `$n` placeholders (SQLite reads them too), tables
+/// by their bare names (PostgreSQL connections search the store's schema), and the dialect's
+/// clock and start order put in. `decide` and `publish` are conditional updates that return a
+/// row when they took effect.
 pub(super) struct Dialect {
-    pub decide: &'static str,
-    pub start_effect: &'static str,
-    pub finish_effect: &'static str,
-    pub effect: &'static str,
-    pub open_effects: &'static str,
-    pub publish: &'static str,
-    pub deferred: &'static str,
+    decide: String,
+    start_effect: String,
+    finish_effect: String,
+    effect: &'static str,
+    open_effects: String,
+    publish: String,
+    deferred: &'static str,
     /// A result's text as the `output` columns keep it, and back.
-    pub encode: fn(&str) -> String,
-    pub decode: OutputDecoder,
+    encode: fn(&str) -> String,
+    decode: OutputDecoder,
+}
+
+impl Dialect {
+    /// `now`: the database clock in Unix milliseconds (a SQL expression); `start_order`: what
+    /// orders an `effects e` row by its first start.
+    pub fn new(now: &str, start_order: &str, encode: fn(&str) -> String, decode: OutputDecoder) -> Dialect {
+        Dialect {
+            decide: format!(
+                "UPDATE pending_calls SET decision = $1, decided_at = {now} \
+                 WHERE session_id = $2 AND tool_call_id = $3 AND decision IS NULL RETURNING session_id"
+            ),
+            // An upsert keeps the row (and its start order) when a call starts again.
+            start_effect: format!(
+                "INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) \
+                 VALUES ($1, $2, $3, $4, $5, 'started', {now}) ON CONFLICT (session_id, tool_call_id) DO UPDATE \
+                 SET tool_name = excluded.tool_name, input = excluded.input, side_effect = excluded.side_effect, \
+                 status = 'started', output = NULL, is_error = NULL, started_at = excluded.started_at, \
+                 finished_at = NULL"
+            ),
+            finish_effect: format!(
+                "UPDATE effects SET status = 'finished', output = $1, is_error = $2, finished_at = {now} \
+                 WHERE session_id = $3 AND tool_call_id = $4"
+            ),
+            effect: "SELECT status, output, is_error FROM effects WHERE session_id = $1 AND tool_call_id = $2",
+            open_effects: format!(
+                "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM effects e \
+                 WHERE e.session_id = $1 AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM deferred_results d \
+                 WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY {start_order}"
+            ),
+            publish: format!(
+                "UPDATE deferred_results SET output = $1, is_error = $2, published_at = {now} \
+                 WHERE session_id = $3 AND tool_call_id = $4 AND output IS NULL RETURNING session_id"
+            ),
+            deferred: "SELECT output, is_error FROM deferred_results WHERE session_id = $1 AND tool_call_id = $2",
+            encode,
+            decode,
+        }
+    }
 }
 
 fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
@@ -35,7 +72,7 @@ fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
 /// Whether this decision is the one taken (the call was pending and undecided).
 pub(super) async fn decide<'c, DB, E>(
     executor: E,
-    dialect: &Dialect,
+    dialect: &'static Dialect,
     (session_id, tool_call_id): (&str, &str),
     decision: &Decision,
     operation: &str,
@@ -47,7 +84,7 @@ where
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> String: Encode<'t, DB> + Type<DB>,
 {
-    sqlx::query::<DB>(dialect.decide)
+    sqlx::query::<DB>(dialect.decide.as_str())
         .bind(to_text(decision))
         .bind(session_id)
         .bind(tool_call_id)
@@ -60,7 +97,7 @@ where
 /// Records a call as started (again: its entry is reset, its start order kept).
 pub(super) async fn effect_started<'c, DB, E>(
     executor: E,
-    dialect: &Dialect,
+    dialect: &'static Dialect,
     (session_id, tool_call_id): (&str, &str),
     (tool_name, input, side_effect): (&str, &Map<String, Value>, &str),
     operation: &str,
@@ -72,7 +109,7 @@ where
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> String: Encode<'t, DB> + Type<DB>,
 {
-    sqlx::query::<DB>(dialect.start_effect)
+    sqlx::query::<DB>(dialect.start_effect.as_str())
         .bind(session_id)
         .bind(tool_call_id)
         .bind(tool_name)
@@ -87,7 +124,7 @@ where
 /// Runs `sql` with a result (`finish_effect`, `publish`): `Ok(true)` when it returned a row.
 async fn write_result<'c, DB, E>(
     executor: E,
-    (sql, dialect): (&'static str, &Dialect),
+    (sql, dialect): (&'static str, &'static Dialect),
     (session_id, tool_call_id): (&str, &str),
     result: &ToolResult,
     operation: &str,
@@ -114,7 +151,7 @@ where
 /// Records a call's result (a call never started records nothing).
 pub(super) async fn effect_finished<'c, DB, E>(
     executor: E,
-    dialect: &Dialect,
+    dialect: &'static Dialect,
     call: (&str, &str),
     result: &ToolResult,
     operation: &str,
@@ -127,7 +164,7 @@ where
     for<'t> String: Encode<'t, DB> + Type<DB>,
     for<'t> bool: Encode<'t, DB> + Type<DB>,
 {
-    let finish = (dialect.finish_effect, dialect);
+    let finish = (dialect.finish_effect.as_str(), dialect);
     write_result(executor, finish, call, result, operation).await.map(drop)
 }
 
@@ -159,7 +196,7 @@ where
 /// A call's ledger entry.
 pub(super) async fn effect<'c, DB, E>(
     executor: E,
-    dialect: &Dialect,
+    dialect: &'static Dialect,
     (session_id, tool_call_id): (&str, &str),
 ) -> Result<Option<Effect>, StoreError>
 where
@@ -180,7 +217,7 @@ where
 /// A deferred call's placeholder.
 pub(super) async fn deferred<'c, DB, E>(
     executor: E,
-    dialect: &Dialect,
+    dialect: &'static Dialect,
     (session_id, tool_call_id): (&str, &str),
     operation: &str,
 ) -> Result<Option<Deferred>, StoreError>
@@ -204,7 +241,7 @@ where
 /// A session's calls started without a result, in start order.
 pub(super) async fn open_effects<'c, DB, E>(
     executor: E,
-    dialect: &Dialect,
+    dialect: &'static Dialect,
     session_id: &str,
 ) -> Result<Vec<StartedEffect>, StoreError>
 where
@@ -216,7 +253,7 @@ where
     for<'t> String: Decode<'t, DB> + Type<DB>,
 {
     let operation = format!("list open effects of session {session_id}");
-    let started = sqlx::query::<DB>(dialect.open_effects)
+    let started = sqlx::query::<DB>(dialect.open_effects.as_str())
         .bind(session_id)
         .fetch_all(executor)
         .await
@@ -233,7 +270,7 @@ where
 /// (under READ COMMITTED, a new snapshot that sees it).
 pub(super) async fn publish<DB>(
     conn: &mut DB::Connection,
-    dialect: &Dialect,
+    dialect: &'static Dialect,
     call: (&str, &str),
     result: &ToolResult,
     operation: &str,
@@ -249,7 +286,7 @@ where
     for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
     for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
 {
-    if write_result(&mut *conn, (dialect.publish, dialect), call, result, operation).await? {
+    if write_result(&mut *conn, (dialect.publish.as_str(), dialect), call, result, operation).await? {
         effect_finished(&mut *conn, dialect, call, result, operation).await?;
         return Ok(DeferredOutcome::Published);
     }

@@ -8,7 +8,7 @@
 //! whatever the timeout).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -38,47 +38,9 @@ macro_rules! now_ms {
     };
 }
 
-const DECIDE: &str = concat!(
-    "UPDATE pending_calls SET decision = ?, decided_at = ",
-    now_ms!(),
-    " WHERE session_id = ? AND tool_call_id = ? AND decision IS NULL RETURNING session_id"
-);
-/// An upsert keeps the row (and its rowid, the start order) when a call starts again.
-const START_EFFECT: &str = concat!(
-    "INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) ",
-    "VALUES (?, ?, ?, ?, ?, 'started', ",
-    now_ms!(),
-    ") ON CONFLICT (session_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name, ",
-    "input = excluded.input, side_effect = excluded.side_effect, status = 'started', output = NULL, ",
-    "is_error = NULL, started_at = excluded.started_at, finished_at = NULL"
-);
-const FINISH_EFFECT: &str = concat!(
-    "UPDATE effects SET status = 'finished', output = ?, is_error = ?, finished_at = ",
-    now_ms!(),
-    " WHERE session_id = ? AND tool_call_id = ?"
-);
-const EFFECT: &str = "SELECT status, output, is_error FROM effects WHERE session_id = ? AND tool_call_id = ?";
-const OPEN_EFFECTS: &str = "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM effects e \
-     WHERE e.session_id = ? AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM deferred_results d \
-     WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY e.rowid";
-/// The conditional update that is the publication: only an empty placeholder takes a result.
-const PUBLISH: &str = concat!(
-    "UPDATE deferred_results SET output = ?, is_error = ?, published_at = ",
-    now_ms!(),
-    " WHERE session_id = ? AND tool_call_id = ? AND output IS NULL RETURNING session_id"
-);
-const DEFERRED: &str = "SELECT output, is_error FROM deferred_results WHERE session_id = ? AND tool_call_id = ?";
-const DIALECT: sql::Dialect = sql::Dialect {
-    decide: DECIDE,
-    start_effect: START_EFFECT,
-    finish_effect: FINISH_EFFECT,
-    effect: EFFECT,
-    open_effects: OPEN_EFFECTS,
-    publish: PUBLISH,
-    deferred: DEFERRED,
-    encode: str::to_owned,
-    decode: plain_output,
-};
+/// The shared statements: start order is the rowid (an upsert keeps it).
+static DIALECT: LazyLock<sql::Dialect> =
+    LazyLock::new(|| sql::Dialect::new(now_ms!(), "e.rowid", str::to_owned, plain_output));
 
 pub struct SqliteStore {
     pool: SqlitePool,
