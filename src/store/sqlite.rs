@@ -63,11 +63,7 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::new(&operation, e))?;
+        let pool = connect(options).await.map_err(|e| StoreError::new(&operation, e))?;
         migrate(&pool).await.map_err(|e| StoreError::new(&operation, e))?;
         Ok(SqliteStore {
             pool,
@@ -99,6 +95,32 @@ impl SqliteStore {
             .await
             .map_err(|e| StoreError::new(operation, e))
     }
+}
+
+/// A pool's first connection turns a new file to WAL, which takes the file's lock without
+/// waiting (`busy_timeout` does not cover it): two processes opening a new file at once can find it
+/// locked. Trying again a moment later finds it in WAL mode.
+async fn connect(options: SqliteConnectOptions) -> Result<SqlitePool, sqlx::Error> {
+    let mut attempt = 0;
+    loop {
+        match SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.clone())
+            .await
+        {
+            Err(sqlx::Error::Database(e)) if attempt < 5 && busy(e.code().as_deref()) => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(20 * attempt)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// SQLITE_BUSY, or one of its extended codes.
+fn busy(code: Option<&str>) -> bool {
+    code.and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
 }
 
 /// Two processes opening a new file at once can race to apply the first migration; the loser's
