@@ -4,7 +4,8 @@
 //!
 //! The tables live in their own schema, `agent_runtime_hooks`, with their own migrations table
 //! (`agent_runtime_hooks._sqlx_migrations`), so a database shared with an application keeps its
-//! own `sessions` and its own sqlx migrations. Statements run at PostgreSQL's default isolation
+//! own `sessions` and its own sqlx migrations; the store's connections search that schema
+//! (`search_path`), so the statements shared with SQLite (`sql.rs`) name tables bare. Statements run at PostgreSQL's default isolation
 //! (READ COMMITTED); what must have exactly one winner is a conditional update (`UPDATE ... WHERE
 //! decision IS NULL`, `... WHERE output IS NULL`): a second writer waits for the first's row lock,
 //! then re-checks the condition on the committed row and changes nothing. A session's pending
