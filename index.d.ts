@@ -530,8 +530,12 @@ export interface AgentAdvancedOptions {
   compaction?: CompactionOptions
   /** Pending approvals carry an HMAC token that `approve` must be given (approvals relayed by an untrusted client cannot be forged or moved). */
   approvalSecret?: string
-  /** Where sessions are kept: absent = in memory (a pause lives as long as the process); `{ sqlite: path }` survives restarts. */
-  store?: { sqlite: string }
+  /**
+   * Where sessions are kept: absent = in memory (a pause lives as long as the process); `{ sqlite: path }`
+   * survives restarts; `{ postgres: url }` (`postgres://user:password@host:5432/db?sslmode=verify-full`)
+   * is shared by many workers. One of the two.
+   */
+  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
   /** Blade's: with `persistSession` not `false`, the store `{ sqlite: <storagePath>/sessions.db }`. */
   storagePath?: string
   persistSession?: boolean
@@ -752,7 +756,7 @@ export declare function deferred(): Deferred
  * final result wins, a denial included; later calls change nothing and get the first back.
  */
 export declare function completeToolCall(options: {
-  store?: { sqlite: string }
+  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
   sessionId: string
   toolCallId: string
   result: JsonValue | ToolResult

@@ -1,44 +1,67 @@
 //! The store (SPEC §8.2): a conformance suite written once and run against every back end (memory,
-//! SQLite; PostgreSQL joins with one more `conformance!` line), then what only SQLite has (files,
-//! pragmas, migrations, unreadable rows, several pools on one file).
+//! SQLite, PostgreSQL), then what only SQLite has (files, pragmas, migrations, unreadable rows,
+//! several pools on one file) and what only PostgreSQL has (URLs, migrations between processes,
+//! TLS, many pools deciding at once).
+//!
+//! PostgreSQL: each check creates a database of its own (`arh_test_<pid>_<n>_<time>`) on the server
+//! at `ARH_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) and drops it
+//! afterwards. When no server answers there, the PostgreSQL checks pass without running and the
+//! run prints `skipping PostgreSQL store tests: no server at ...` on its standard error (once,
+//! not captured by the test harness).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_runtime_hooks::model::{AssistantToolCall, ContentPart, Message, UserContent};
 use agent_runtime_hooks::store::{
     self, fingerprint, Decision, Deferred, DeferredOutcome, Effect, MemoryStore, PendingCall, PendingReason,
-    SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig, StoreError, ToolResult,
+    PostgresStore, SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig, StoreError, ToolResult,
 };
 use serde_json::{json, Map, Value};
 use sqlx::sqlite::SqlitePool;
 use tempfile::TempDir;
 
 /// A back end under test: `store`, and `other`, a second handle on the same storage as another
-/// process would hold it (the same object for memory, a second pool on the same file for SQLite).
+/// process would hold it (the same object for memory, a second pool on the same file for SQLite,
+/// a second pool on the same database for PostgreSQL). `None`: the back end cannot be tested here
+/// (no PostgreSQL server), which was said once on standard error.
 struct Fixture {
     store: Arc<dyn Store>,
     other: Arc<dyn Store>,
     _dir: Option<TempDir>,
+    _database: Option<pg::Database>,
 }
 
-async fn memory() -> Fixture {
+async fn memory() -> Option<Fixture> {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    Fixture {
+    Some(Fixture {
         other: store.clone(),
         store,
         _dir: None,
-    }
+        _database: None,
+    })
 }
 
-async fn sqlite() -> Fixture {
+async fn sqlite() -> Option<Fixture> {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("sessions.db");
-    Fixture {
+    Some(Fixture {
         store: Arc::new(SqliteStore::open(&path).await.unwrap()),
         other: Arc::new(SqliteStore::open(&path).await.unwrap()),
         _dir: Some(dir),
-    }
+        _database: None,
+    })
+}
+
+async fn postgres() -> Option<Fixture> {
+    let database = pg::Database::create().await?;
+    Some(Fixture {
+        store: Arc::new(PostgresStore::open(&database.url).await.unwrap()),
+        other: Arc::new(PostgresStore::open(&database.url).await.unwrap()),
+        _dir: None,
+        _database: Some(database),
+    })
 }
 
 fn object(value: Value) -> Map<String, Value> {
@@ -106,7 +129,8 @@ macro_rules! conformance {
             concurrent_decisions_have_one_winner,
             effects_ledger,
             deferred_result_is_published_once,
-            concurrent_completions_have_one_winner
+            concurrent_completions_have_one_winner,
+            every_character_round_trips
         );
     };
     ($backend:ident: $($check:ident),+) => {
@@ -115,7 +139,9 @@ macro_rules! conformance {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $check() {
-                    checks::$check(super::$backend().await).await
+                    if let Some(fixture) = super::$backend().await {
+                        checks::$check(fixture).await
+                    }
                 }
             )+
         }
@@ -124,6 +150,7 @@ macro_rules! conformance {
 
 conformance!(memory);
 conformance!(sqlite);
+conformance!(postgres);
 
 mod checks {
     use super::*;
@@ -399,6 +426,54 @@ mod checks {
         assert_eq!(f.store.deferred("s1", "c1").await.unwrap(), None);
     }
 
+    /// Text a tool or a model may produce, U+0000 included (which PostgreSQL text cannot hold:
+    /// its store keeps results as JSON strings), goes in and out unchanged.
+    pub async fn every_character_round_trips(f: Fixture) {
+        let odd = "nul \u{0} tab \t quote \" backslash \\ emoji 🦀 bidi \u{202e} end";
+        let input = object(json!({ "text": odd, odd: [odd] }));
+        let mut saved = record("s1", Some(json!({ "note": odd })));
+        saved.messages.push(Message::Tool {
+            tool_call_id: "c9".into(),
+            content: odd.into(),
+            is_error: false,
+        });
+        let calls = vec![
+            pending("d1", "t", Value::Object(input.clone()), PendingReason::Deferred, None),
+            pending(
+                "c1",
+                "t",
+                json!({}),
+                PendingReason::Ask,
+                Some(Decision::Reject {
+                    reason: Some(odd.into()),
+                    stop: false,
+                }),
+            ),
+        ];
+        f.store.save(&saved, &calls).await.unwrap();
+        assert_eq!(f.other.load("s1").await.unwrap(), Some((saved, calls)));
+
+        f.store
+            .effect_started("s1", "e1", "t", &input, "destructive")
+            .await
+            .unwrap();
+        assert_eq!(f.other.open_effects("s1").await.unwrap()[0].input, input);
+        let result = ToolResult::new(odd, true);
+        f.store.effect_finished("s1", "e1", &result).await.unwrap();
+        assert_eq!(
+            f.other.effect("s1", "e1").await.unwrap(),
+            Some(Effect::Finished(result.clone()))
+        );
+        assert_eq!(
+            f.store.complete_deferred("s1", "d1", &result).await.unwrap(),
+            DeferredOutcome::Published
+        );
+        assert_eq!(
+            f.other.deferred("s1", "d1").await.unwrap(),
+            Some(Deferred::Published(result))
+        );
+    }
+
     pub async fn concurrent_completions_have_one_winner(f: Fixture) {
         let outcomes = race(&f, PendingReason::Deferred, |store, id, first| async move {
             let result = ToolResult::new(if first { "A" } else { "B" }, !first);
@@ -577,17 +652,22 @@ async fn many_first_opens_at_once_share_one_pool_and_none_fails() {
         .all(|store| std::ptr::eq(Arc::as_ptr(store) as *const (), first)));
 }
 
-#[tokio::test]
-async fn unreadable_rows_are_errors_never_nothing_stored() {
-    let dir = TempDir::new().unwrap();
-    let path = db_path(&dir);
-    let store = SqliteStore::open(&path).await.unwrap();
+/// Session `s1` paused on call `c1`, whose effect started: what the corruption checks spoil.
+async fn paused_on_a_started_call(store: &dyn Store) {
     let calls = vec![pending("c1", "rm", json!({}), PendingReason::Ask, None)];
     store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
     store
         .effect_started("s1", "c1", "rm", &Map::new(), "destructive")
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn unreadable_rows_are_errors_never_nothing_stored() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let store = SqliteStore::open(&path).await.unwrap();
+    paused_on_a_started_call(&store).await;
     let pool = raw(&path).await;
     let corrupt = |sql: &'static str| {
         let pool = pool.clone();
@@ -632,4 +712,382 @@ async fn only_what_is_given_is_written_hook_templates_not_resolved_secrets() {
     let contains = |needle: &str| written.windows(needle.len()).any(|w| w == needle.as_bytes());
     assert!(contains("Bearer ${AUDIT_TOKEN}"), "the template is stored as given");
     assert!(!contains(SECRET), "the resolved value is not");
+}
+
+// ---- What only PostgreSQL has ----
+
+/// A database of one's own on the test server, dropped with it.
+mod pg {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use sqlx::postgres::PgConnection;
+    use sqlx::{AssertSqlSafe, Connection};
+
+    /// The server the PostgreSQL checks use (any database on it: the checks make their own).
+    pub fn server_url() -> String {
+        std::env::var("ARH_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    }
+
+    /// Whether the server answers; when it does not, says so once, past the harness's capture.
+    async fn server() -> Option<PgConnection> {
+        static SKIPPED: OnceLock<()> = OnceLock::new();
+        let url = server_url();
+        let problem = match tokio::time::timeout(Duration::from_secs(5), PgConnection::connect(&url)).await {
+            Ok(Ok(conn)) => return Some(conn),
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => "no answer in 5 s".to_string(),
+        };
+        SKIPPED.get_or_init(|| {
+            let _ = writeln!(
+                std::io::stderr(),
+                "skipping PostgreSQL store tests: no server at {} ({problem}); set ARH_TEST_POSTGRES_URL to test against one",
+                agent_runtime_hooks::model::display_url(&url)
+            );
+        });
+        None
+    }
+
+    pub struct Database {
+        /// The database's URL (the server's, with this database's name).
+        pub url: String,
+        pub name: String,
+    }
+
+    impl Database {
+        /// A new, empty database; `None` when no server answers.
+        pub async fn create() -> Option<Database> {
+            static COUNT: AtomicUsize = AtomicUsize::new(0);
+            let mut admin = server().await?;
+            let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
+            let name = format!(
+                "arh_test_{}_{}_{nanos}",
+                std::process::id(),
+                COUNT.fetch_add(1, Ordering::Relaxed)
+            );
+            sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&mut admin)
+                .await
+                .expect("create a test database");
+            let _ = admin.close().await;
+            let mut url = reqwest::Url::parse(&server_url()).unwrap();
+            url.set_path(&name);
+            Some(Database {
+                url: url.to_string(),
+                name,
+            })
+        }
+    }
+
+    /// Dropped whatever connections still use it (`WITH (FORCE)`), on a thread of its own: a
+    /// test's runtime may be ending.
+    impl Drop for Database {
+        fn drop(&mut self) {
+            let name = self.name.clone();
+            let dropped = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    let mut admin = PgConnection::connect(&server_url()).await?;
+                    sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                        .execute(&mut admin)
+                        .await?;
+                    admin.close().await
+                })
+            })
+            .join();
+            if !matches!(dropped, Ok(Ok(()))) {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "could not drop test database {}: {dropped:?}",
+                    self.name
+                );
+            }
+        }
+    }
+}
+
+/// A raw connection to a test database, as a tool outside the store would open it.
+async fn pg_raw(database: &pg::Database) -> sqlx::PgPool {
+    sqlx::PgPool::connect(&database.url).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_bad_postgres_url_or_server_is_an_error_naming_the_operation_without_secrets() {
+    const SECRET: &str = "pw-918273645";
+    let cases = [
+        // Nothing listens on port 1: refused at once.
+        (
+            format!("postgres://app:{SECRET}@127.0.0.1:1/agents?password={SECRET}"),
+            "open postgres store postgres://127.0.0.1:1/agents",
+            "refused",
+        ),
+        (
+            format!("postgres://app:{SECRET}@127.0.0.1:99999/agents"),
+            "open postgres store postgres://127.0.0.1:99999/agents",
+            "invalid port number",
+        ),
+        (
+            format!("postgres://app:{SECRET}@127.0.0.1/agents?sslmode={SECRET}"),
+            "open postgres store postgres://127.0.0.1/agents",
+            "unknown value \"***\" for `ssl_mode`",
+        ),
+    ];
+    for (url, operation, cause) in cases {
+        let error = store::open(&StoreConfig::Postgres(url.clone()))
+            .await
+            .err()
+            .expect("cannot open");
+        assert_names(&error, operation, cause);
+        assert!(!error.to_string().contains(SECRET), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_database_is_an_error_naming_it_not_an_empty_store() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let mut url = reqwest::Url::parse(&database.url).unwrap();
+    url.set_path("arh_no_such_database");
+    let _ = url.set_password(Some("pw-918273645"));
+    let error = PostgresStore::open(url.as_str()).await.err().expect("no such database");
+    assert_names(
+        &error,
+        "open postgres store postgres://127.0.0.1",
+        "arh_no_such_database",
+    );
+    assert!(!error.to_string().contains("pw-918273645"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_opens_migrate_once() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    // Eight pools (as eight processes would) open a new database at once.
+    let opens = futures::future::join_all((0..8).map(|_| {
+        let url = database.url.clone();
+        tokio::spawn(async move { PostgresStore::open(&url).await })
+    }))
+    .await;
+    let stores: Vec<_> = opens.into_iter().map(|open| open.unwrap().expect("opened")).collect();
+    stores[0].save(&record("s1", None), &[]).await.unwrap();
+    assert!(stores[7].load("s1").await.unwrap().is_some());
+    let raw = pg_raw(&database).await;
+    let applied: Vec<(i64, bool)> = sqlx::query_as("SELECT version, success FROM agent_runtime_hooks._sqlx_migrations")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    assert_eq!(applied, [(1, true)]);
+    // The store keeps to its own schema: the application's `public` has nothing of it.
+    let public: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    assert_eq!(public, 0);
+}
+
+#[tokio::test]
+async fn a_database_migrated_by_a_newer_version_is_refused_by_postgres() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    PostgresStore::open(&database.url).await.unwrap().close().await;
+    sqlx::query(
+        "INSERT INTO agent_runtime_hooks._sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (9999, 'from the future', true, '\\x00', 0)",
+    )
+    .execute(&pg_raw(&database).await)
+    .await
+    .unwrap();
+    let error = PostgresStore::open(&database.url).await.err().expect("refused");
+    assert_names(&error, "open postgres store", "9999");
+}
+
+#[tokio::test]
+async fn one_pool_per_url_within_a_process() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let config = StoreConfig::Postgres(database.url.clone());
+    let a = store::open(&config).await.unwrap();
+    let b = store::open(&config).await.unwrap();
+    assert!(std::ptr::eq(Arc::as_ptr(&a) as *const (), Arc::as_ptr(&b) as *const ()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_decisions_at_once_over_two_pools_have_one_winner_each() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let a: Arc<dyn Store> = Arc::new(PostgresStore::open(&database.url).await.unwrap());
+    let b: Arc<dyn Store> = Arc::new(PostgresStore::open(&database.url).await.unwrap());
+    let ids: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
+    let calls: Vec<PendingCall> = ids
+        .iter()
+        .map(|id| pending(id, "t", json!({}), PendingReason::Ask, None))
+        .collect();
+    a.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+    // Every decision of every call at once: three deciders a call, over both pools.
+    let decisions = futures::future::join_all(ids.iter().flat_map(|id| {
+        [(a.clone(), 0), (b.clone(), 1), (a.clone(), 2)].map(|(store, who)| {
+            let id = id.clone();
+            tokio::spawn(async move {
+                let decision = Decision::Reject {
+                    reason: Some(format!("decider {who}")),
+                    stop: false,
+                };
+                (id.clone(), who, store.decide("s1", &id, &decision).await.unwrap())
+            })
+        })
+    }))
+    .await;
+    let (_, loaded) = b.load("s1").await.unwrap().unwrap();
+    for call in loaded {
+        let winners: Vec<usize> = decisions
+            .iter()
+            .map(|joined| joined.as_ref().unwrap())
+            .filter(|(id, _, won)| *id == call.tool_call_id && *won)
+            .map(|(_, who, _)| *who)
+            .collect();
+        assert_eq!(winners.len(), 1, "{}: one winner, got {winners:?}", call.tool_call_id);
+        assert_eq!(
+            call.decision,
+            Some(Decision::Reject {
+                reason: Some(format!("decider {}", winners[0])),
+                stop: false
+            }),
+            "the winner's decision is the one stored"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_waiting_on_a_save_of_the_same_call_sees_the_saved_call() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let a: Arc<dyn Store> = Arc::new(PostgresStore::open(&database.url).await.unwrap());
+    let b: Arc<dyn Store> = Arc::new(PostgresStore::open(&database.url).await.unwrap());
+    let calls = vec![pending("c1", "t", json!({}), PendingReason::Ask, None)];
+    a.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+    // Another transaction holds the call's row, so the save that comes next waits on it, and the
+    // decision that comes after the save waits behind it.
+    let raw = pg_raw(&database).await;
+    let mut holder = raw.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM agent_runtime_hooks.pending_calls WHERE tool_call_id = 'c1' FOR UPDATE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let save = tokio::spawn({
+        let (a, calls) = (a.clone(), calls.clone());
+        async move {
+            a.save(&record("s1", Some(json!({ "again": true }))), &calls)
+                .await
+                .unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let decide = tokio::spawn(async move { b.decide("s1", "c1", &Decision::Approve { updated_input: None }).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    holder.rollback().await.unwrap();
+    save.await.unwrap();
+    // The save upserted the call in place: the decision finds it pending (a save that deleted
+    // and reinserted the row would leave the decision looking at a deleted row: "not pending").
+    assert!(decide.await.unwrap().unwrap(), "the saved call was pending");
+    let (record, loaded) = a.load("s1").await.unwrap().unwrap();
+    assert_eq!(record.paused, Some(json!({ "again": true })));
+    assert_eq!(loaded[0].decision, Some(Decision::Approve { updated_input: None }));
+}
+
+#[tokio::test]
+async fn connections_use_tls_with_rustls_when_the_server_offers_it() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let raw = pg_raw(&database).await;
+    let ssl: String = sqlx::query_scalar("SHOW ssl").fetch_one(&raw).await.unwrap();
+    if ssl != "on" {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"the test PostgreSQL server has ssl off: TLS not checked\n",
+        );
+        return;
+    }
+    let store = PostgresStore::open(&format!("{}?sslmode=require", database.url))
+        .await
+        .unwrap();
+    store.save(&record("s1", None), &[]).await.unwrap();
+    // The server's view of every connection of this database from the store: TLS, all of them.
+    let tls: Vec<(bool, Option<String>)> = sqlx::query_as(
+        "SELECT s.ssl, s.version FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+         WHERE a.datname = current_database() AND a.application_name = 'agent-runtime-hooks'",
+    )
+    .fetch_all(&raw)
+    .await
+    .unwrap();
+    assert!(!tls.is_empty());
+    assert!(
+        tls.iter()
+            .all(|(ssl, version)| *ssl && version.as_deref().is_some_and(|v| v.starts_with("TLS"))),
+        "{tls:?}"
+    );
+    // verify-full checks the certificate: the server's self-signed one is refused.
+    let error = PostgresStore::open(&format!("{}?sslmode=verify-full", database.url))
+        .await
+        .err()
+        .expect("an unverifiable certificate is refused");
+    assert_names(&error, "open postgres store", "");
+}
+
+#[tokio::test]
+async fn unreadable_postgres_rows_are_errors_never_nothing_stored() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let store = PostgresStore::open(&database.url).await.unwrap();
+    paused_on_a_started_call(&store).await;
+    let raw = pg_raw(&database).await;
+    let corrupt = |sql: &'static str| {
+        let raw = raw.clone();
+        async move { sqlx::query(sql).execute(&raw).await.unwrap() }
+    };
+    corrupt("UPDATE agent_runtime_hooks.pending_calls SET decision = '{\"action\":\"maybe\"}'").await;
+    let error = store.load("s1").await.unwrap_err();
+    assert_names(&error, "load session s1", "stored decision is unreadable");
+
+    corrupt("UPDATE agent_runtime_hooks.effects SET status = 'finished', output = 'not json', is_error = false").await;
+    let error = store.effect("s1", "c1").await.unwrap_err();
+    assert_names(
+        &error,
+        "read effect of call c1 of session s1",
+        "stored output is unreadable",
+    );
+}
+
+#[tokio::test]
+async fn only_what_is_given_is_written_to_postgres() {
+    const SECRET: &str = "sk-live-4f2a-marker-never-stored";
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let store = PostgresStore::open(&database.url).await.unwrap();
+    store
+        .save(&record("s1", Some(json!({ "stepIndex": 1 }))), &[])
+        .await
+        .unwrap();
+    let hooks: String = sqlx::query_scalar("SELECT hooks FROM agent_runtime_hooks.sessions")
+        .fetch_one(&pg_raw(&database).await)
+        .await
+        .unwrap();
+    assert!(
+        hooks.contains("Bearer ${AUDIT_TOKEN}"),
+        "the template is stored as given"
+    );
+    assert!(!hooks.contains(SECRET));
 }

@@ -544,23 +544,34 @@ pub fn store_of(options: &Value) -> Result<StoreConfig> {
     }
 }
 
-/// `advanced.store`: absent = in memory; `{ sqlite: path }`. Blade's `storagePath` (with
-/// `persistSession` not `false`) means `{ sqlite: <storagePath>/sessions.db }`; an explicit
-/// `store` wins.
+/// `advanced.store`: absent = in memory; `{ sqlite: path }` or `{ postgres: url }`. Blade's
+/// `storagePath` (with `persistSession` not `false`) means `{ sqlite: <storagePath>/sessions.db }`;
+/// an explicit `store` wins. A PostgreSQL URL may hold a password: a wrong one is described without
+/// its user-info and query.
 fn read_store(advanced: &OptionsObject) -> Result<StoreConfig> {
     if let Some(value) = advanced.get("store") {
-        let store = OptionsObject::of(value, "advanced.store", "an object like { sqlite: path }")?;
-        if store.get("postgres").is_some() {
-            return Err(store.error(
-                "postgres",
-                "is not supported yet: use { sqlite: path } (PostgreSQL comes with many workers)",
+        let store = OptionsObject::of(
+            value,
+            "advanced.store",
+            "an object like { sqlite: path } or { postgres: url }",
+        )?;
+        store.only(&["sqlite", "postgres"], &[])?;
+        if store.get("sqlite").is_some() && store.get("postgres").is_some() {
+            return Err(SdkError::config(
+                "advanced.store takes one database: { sqlite: path } or { postgres: url }, not both",
             ));
         }
-        store.only(&["sqlite"], &[])?;
+        if let Some(url) = store.secret("postgres")? {
+            if url.trim().is_empty() {
+                return Err(store.error("postgres", "must be a postgres:// URL (got an empty string)"));
+            }
+            crate::store::check_postgres_url(&url).map_err(|problem| store.error("postgres", problem))?;
+            return Ok(StoreConfig::Postgres(url));
+        }
         return match store.string("sqlite")?.filter(|path| !path.trim().is_empty()) {
             Some(path) => Ok(StoreConfig::Sqlite(path.into())),
             None => Err(SdkError::config(
-                "advanced.store must name its database: { sqlite: path }",
+                "advanced.store must name its database: { sqlite: path } or { postgres: url }",
             )),
         };
     }
@@ -907,6 +918,57 @@ mod tests {
         for (options, expected) in cases {
             assert_eq!(error(options.clone()), expected, "for {options}");
         }
+    }
+
+    fn store_config(store: Value) -> Result<StoreConfig> {
+        store_of(&json!({"advanced": {"store": store}}))
+    }
+
+    #[test]
+    fn the_store_is_sqlite_or_postgres() {
+        assert_eq!(store_of(&json!({})).unwrap(), StoreConfig::Memory);
+        assert_eq!(
+            store_config(json!({"sqlite": "/data/s.db"})).unwrap(),
+            StoreConfig::Sqlite("/data/s.db".into())
+        );
+        for url in [
+            "postgres://app:pw@db.internal:5432/agents?sslmode=verify-full",
+            "postgresql://localhost/agents",
+            "postgres:///agents?host=/var/run/postgresql",
+        ] {
+            assert_eq!(
+                store_config(json!({ "postgres": url })).unwrap(),
+                StoreConfig::Postgres(url.into())
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_postgres_url_is_named_without_its_secrets() {
+        const SECRET: &str = "s3cr3t-918273645";
+        let cases = [
+            (json!({"postgres": format!("postgres://app:{SECRET}@db:99999/x?password={SECRET}")}), "advanced.store.postgres must be a postgres:// URL (\"postgres://db:99999/x\": invalid port number)"),
+            (json!({"postgres": format!("mysql://app:{SECRET}@db/x")}), "advanced.store.postgres must be a postgres:// URL (\"mysql://db/x\": the scheme is mysql)"),
+            (json!({"postgres": format!("postgres://app:{SECRET}@db/x?sslmode={SECRET}")}), "advanced.store.postgres must be a postgres:// URL (\"postgres://db/x\": unknown value \"***\" for `ssl_mode`)"),
+            (json!({"postgres": format!("postgres://db/x?pasword={SECRET}")}), "advanced.store.postgres must be a postgres:// URL (\"postgres://db/x\": unknown parameter pasword)"),
+            (json!({"postgres": format!("{SECRET}")}), "advanced.store.postgres must be a postgres:// URL (\"s3cr3t-918273645\": relative URL without a base)"),
+            (json!({"postgres": 918273645}), "advanced.store.postgres must be a string (got a number)"),
+            (json!({"postgres": " "}), "advanced.store.postgres must be a postgres:// URL (got an empty string)"),
+            (json!({"postgres": "postgres://db/x", "sqlite": "s.db"}), "advanced.store takes one database: { sqlite: path } or { postgres: url }, not both"),
+            (json!({"mysql": "x"}), "advanced.store.mysql is not a known option (known here: sqlite, postgres)"),
+            (json!({}), "advanced.store must name its database: { sqlite: path } or { postgres: url }"),
+        ];
+        for (store, expected) in cases {
+            let error = store_config(store.clone()).unwrap_err();
+            assert_eq!(error.code, crate::error::ErrorCode::Config);
+            assert_eq!(error.message, expected, "for {store}");
+        }
+    }
+
+    #[test]
+    fn a_postgres_store_shows_its_url_without_secrets() {
+        let config = StoreConfig::Postgres("postgres://app:pw-918273645@db/x?password=918273645".into());
+        assert_eq!(format!("{config:?}"), "Postgres(\"postgres://db/x\")");
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! Durable sessions (SPEC §8.2): one store interface, two back ends (in memory, SQLite), and the
-//! digests that bind an approval to one call (`canonical`). PostgreSQL (§8.3) is a third back end
-//! behind the same trait, run through the same conformance suite (`tests/store.rs`).
+//! Durable sessions (SPEC §8.2): one store interface, three back ends (in memory, SQLite,
+//! PostgreSQL for many workers, §8.3), and the digests that bind an approval to one call
+//! (`canonical`). Every back end runs through the same conformance suite (`tests/store.rs`).
 //!
 //! Every operation is async and runs on the Tokio runtime, never on the JS thread. A store that
 //! cannot be read or written answers `StoreError` (the caller's `STORE_ERROR`), never "nothing
@@ -9,6 +9,10 @@
 mod canonical;
 mod codec;
 mod memory;
+mod postgres;
+mod rows;
+mod shared;
+mod sql;
 mod sqlite;
 
 use std::fmt;
@@ -19,27 +23,44 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::model::Message;
+use crate::model::{display_url, Message};
 
 pub use canonical::{approval_token, canonical_json, fingerprint, verify_approval_token};
 pub use memory::MemoryStore;
+pub use postgres::{check_postgres_url, PostgresStore};
 pub use sqlite::SqliteStore;
 
 /// Where sessions live (`advanced.store`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreConfig {
     /// Process-wide, in memory: a pause lives as long as the process.
     Memory,
     /// A SQLite file, created (with its directory) on first use.
     Sqlite(PathBuf),
+    /// A PostgreSQL database (`postgres://user:password@host:port/database?sslmode=...`), its
+    /// schema created on first use. The URL may hold a password: it is never shown whole.
+    Postgres(String),
 }
 
-/// Opens the configured store, migrated and ready. The memory store is one per process; SQLite
-/// stores are shared per path within a process while any handle is alive (one pool per file).
+/// The URL of a PostgreSQL store is shown without user-info and query (they may hold secrets).
+impl fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreConfig::Memory => f.write_str("Memory"),
+            StoreConfig::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            StoreConfig::Postgres(url) => f.debug_tuple("Postgres").field(&display_url(url)).finish(),
+        }
+    }
+}
+
+/// Opens the configured store, migrated and ready. The memory store is one per process; SQL
+/// stores are shared per database within a process while any handle is alive (one pool per SQLite
+/// file, one per PostgreSQL URL).
 pub async fn open(config: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
     match config {
         StoreConfig::Memory => Ok(MemoryStore::process_wide()),
         StoreConfig::Sqlite(path) => Ok(SqliteStore::shared(path).await?),
+        StoreConfig::Postgres(url) => Ok(PostgresStore::shared(url).await?),
     }
 }
 

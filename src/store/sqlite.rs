@@ -7,20 +7,20 @@
 //! is taken up front (a deferred transaction upgrading its lock can fail with SQLITE_BUSY at once,
 //! whatever the timeout).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, Transaction};
 
-use super::codec::{messages_from_text, messages_to_text, parse, parse_decision, parse_object, to_text};
+use super::codec::{messages_to_text, to_text};
+use super::rows::{self, plain_output};
+use super::shared::OpenStores;
+use super::sql;
 use super::{
     Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
     StoreError, ToolResult,
@@ -37,6 +37,10 @@ macro_rules! now_ms {
         "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
     };
 }
+
+/// The shared statements: start order is the rowid (an upsert keeps it).
+static DIALECT: LazyLock<sql::Dialect> =
+    LazyLock::new(|| sql::Dialect::new(now_ms!(), "e.rowid", str::to_owned, plain_output));
 
 pub struct SqliteStore {
     pool: SqlitePool,
@@ -59,11 +63,7 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::new(&operation, e))?;
+        let pool = connect(options).await.map_err(|e| StoreError::new(&operation, e))?;
         migrate(&pool).await.map_err(|e| StoreError::new(&operation, e))?;
         Ok(SqliteStore {
             pool,
@@ -74,30 +74,9 @@ impl SqliteStore {
     /// The process's store for `path`: one pool per file while any handle to it lives (each
     /// `resumeAgent` need not open and migrate again), dropped with the last handle.
     pub async fn shared(path: &Path) -> Result<Arc<SqliteStore>, StoreError> {
-        static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<SqliteStore>>>> = OnceLock::new();
+        static OPEN: OpenStores<PathBuf, SqliteStore> = OpenStores::new();
         let key = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-        let open = OPEN.get_or_init(Default::default);
-        let live = |map: &HashMap<PathBuf, Weak<SqliteStore>>| map.get(&key).and_then(Weak::upgrade);
-        if let Some(store) = live(&open.lock().unwrap_or_else(|e| e.into_inner())) {
-            return Ok(store);
-        }
-        // Opens take turns: callers that arrive while a file is being opened (and migrated)
-        // wait for that pool instead of opening pools of their own, which would contend for
-        // the file's lock ("database is locked").
-        static OPENING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-        let _turn = OPENING.lock().await;
-        if let Some(store) = live(&open.lock().unwrap_or_else(|e| e.into_inner())) {
-            return Ok(store);
-        }
-        let store = Arc::new(SqliteStore::open(path).await?);
-        let mut map = open.lock().unwrap_or_else(|e| e.into_inner());
-        // Another task may have opened it meanwhile: keep one pool per file.
-        if let Some(existing) = live(&map) {
-            return Ok(existing);
-        }
-        map.retain(|_, store| store.strong_count() > 0);
-        map.insert(key, Arc::downgrade(&store));
-        Ok(store)
+        OPEN.get_or_open(key, || SqliteStore::open(path)).await
     }
 
     /// The file this store writes.
@@ -118,6 +97,32 @@ impl SqliteStore {
     }
 }
 
+/// A pool's first connection turns a new file to WAL, which takes the file's lock without
+/// waiting (`busy_timeout` does not cover it): two processes opening a new file at once can find it
+/// locked. Trying again a moment later finds it in WAL mode.
+async fn connect(options: SqliteConnectOptions) -> Result<SqlitePool, sqlx::Error> {
+    let mut attempt = 0;
+    loop {
+        match SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.clone())
+            .await
+        {
+            Err(sqlx::Error::Database(e)) if attempt < 5 && busy(e.code().as_deref()) => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(20 * attempt)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// SQLITE_BUSY, or one of its extended codes.
+fn busy(code: Option<&str>) -> bool {
+    code.and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
+}
+
 /// Two processes opening a new file at once can race to apply the first migration; the loser's
 /// `CREATE TABLE` fails and rolls back. Trying again then finds it applied (checksums checked).
 async fn migrate(pool: &SqlitePool) -> Result<(), MigrateError> {
@@ -132,39 +137,6 @@ async fn migrate(pool: &SqlitePool) -> Result<(), MigrateError> {
 
 fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
     move |e| StoreError::new(operation, e)
-}
-
-fn column<T>(row: &SqliteRow, name: &str, operation: &str) -> Result<T, StoreError>
-where
-    T: for<'r> sqlx::Decode<'r, Sqlite> + sqlx::Type<Sqlite>,
-{
-    row.try_get(name)
-        .map_err(|e| StoreError::new(operation, format!("stored {name} is unreadable: {e}")))
-}
-
-fn pending_call(row: &SqliteRow, operation: &str) -> Result<PendingCall, StoreError> {
-    let reason: String = column(row, "reason", operation)?;
-    let decision: Option<String> = column(row, "decision", operation)?;
-    Ok(PendingCall {
-        tool_call_id: column(row, "tool_call_id", operation)?,
-        tool_name: column(row, "tool_name", operation)?,
-        input: parse_object(&column::<String>(row, "input", operation)?, operation, "input")?,
-        fingerprint: column(row, "fingerprint", operation)?,
-        reason: PendingReason::parse(&reason)
-            .ok_or_else(|| StoreError::new(operation, format!("stored reason {reason:?} is unknown")))?,
-        decision: parse_decision(decision.as_deref(), operation)?,
-    })
-}
-
-/// A result column pair (`output`, `is_error`): `None` while not filled.
-fn result(row: &SqliteRow, operation: &str) -> Result<Option<ToolResult>, StoreError> {
-    let output: Option<String> = column(row, "output", operation)?;
-    let is_error: Option<bool> = column(row, "is_error", operation)?;
-    match (output, is_error) {
-        (Some(output), Some(is_error)) => Ok(Some(ToolResult { output, is_error })),
-        (None, None) => Ok(None),
-        _ => Err(StoreError::new(operation, "stored result is half written")),
-    }
 }
 
 #[async_trait]
@@ -182,13 +154,7 @@ impl Store for SqliteStore {
         else {
             return Ok(None);
         };
-        let paused: Option<String> = column(&row, "paused", op)?;
-        let record = SessionRecord {
-            session_id: session_id.to_owned(),
-            messages: messages_from_text(&column::<String>(&row, "messages", op)?, op)?,
-            hooks: parse(&column::<String>(&row, "hooks", op)?, op, "hooks")?,
-            paused: paused.map(|text| parse(&text, op, "paused")).transpose()?,
-        };
+        let record = rows::session_record(&row, session_id, op)?;
         let rows = sqlx::query(
             "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision FROM pending_calls \
              WHERE session_id = ? ORDER BY ord",
@@ -197,7 +163,10 @@ impl Store for SqliteStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(failed(op))?;
-        let pending = rows.iter().map(|row| pending_call(row, op)).collect::<Result<_, _>>()?;
+        let pending = rows
+            .iter()
+            .map(|row| rows::pending_call(row, op))
+            .collect::<Result<_, _>>()?;
         tx.commit().await.map_err(failed(op))?;
         Ok(Some((record, pending)))
     }
@@ -263,19 +232,9 @@ impl Store for SqliteStore {
         let operation = format!("decide call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        let done = sqlx::query(concat!(
-            "UPDATE pending_calls SET decision = ?, decided_at = ",
-            now_ms!(),
-            " WHERE session_id = ? AND tool_call_id = ? AND decision IS NULL"
-        ))
-        .bind(to_text(decision))
-        .bind(session_id)
-        .bind(tool_call_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
+        let decided = sql::decide(&mut *tx, &DIALECT, (session_id, tool_call_id), decision, op).await?;
         tx.commit().await.map_err(failed(op))?;
-        Ok(done.rows_affected() == 1)
+        Ok(decided)
     }
 
     async fn effect_started(
@@ -289,23 +248,8 @@ impl Store for SqliteStore {
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        // An upsert keeps the row (and its rowid, the start order) when a call starts again.
-        sqlx::query(concat!(
-            "INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) ",
-            "VALUES (?, ?, ?, ?, ?, 'started', ",
-            now_ms!(),
-            ") ON CONFLICT (session_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name, ",
-            "input = excluded.input, side_effect = excluded.side_effect, status = 'started', output = NULL, ",
-            "is_error = NULL, started_at = excluded.started_at, finished_at = NULL"
-        ))
-        .bind(session_id)
-        .bind(tool_call_id)
-        .bind(tool_name)
-        .bind(to_text(input))
-        .bind(side_effect)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
+        let effect = (tool_name, input, side_effect);
+        sql::effect_started(&mut *tx, &DIALECT, (session_id, tool_call_id), effect, op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
@@ -318,55 +262,16 @@ impl Store for SqliteStore {
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        finish_effect(&mut tx, session_id, tool_call_id, result)
-            .await
-            .map_err(failed(op))?;
+        sql::effect_finished(&mut *tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
-        let operation = format!("read effect of call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let row = sqlx::query("SELECT status, output, is_error FROM effects WHERE session_id = ? AND tool_call_id = ?")
-            .bind(session_id)
-            .bind(tool_call_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(failed(op))?;
-        let Some(row) = row else { return Ok(None) };
-        let status: String = column(&row, "status", op)?;
-        match (status.as_str(), result(&row, op)?) {
-            ("started", None) => Ok(Some(Effect::Started)),
-            ("finished", Some(result)) => Ok(Some(Effect::Finished(result))),
-            _ => Err(StoreError::new(
-                op,
-                format!("stored effect {status:?} does not match its result"),
-            )),
-        }
+        sql::effect(&self.pool, &DIALECT, (session_id, tool_call_id)).await
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
-        let operation = format!("list open effects of session {session_id}");
-        let op = operation.as_str();
-        let rows = sqlx::query(
-            "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM effects e \
-             WHERE e.session_id = ? AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM deferred_results d \
-             WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY e.rowid",
-        )
-        .bind(session_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(failed(op))?;
-        rows.iter()
-            .map(|row| {
-                Ok(StartedEffect {
-                    tool_call_id: column(row, "tool_call_id", op)?,
-                    tool_name: column(row, "tool_name", op)?,
-                    input: parse_object(&column::<String>(row, "input", op)?, op, "input")?,
-                    side_effect: column(row, "side_effect", op)?,
-                })
-            })
-            .collect()
+        sql::open_effects(&self.pool, &DIALECT, session_id).await
     }
 
     async fn complete_deferred(
@@ -378,79 +283,13 @@ impl Store for SqliteStore {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
-        // The conditional update is the publication: only an empty placeholder takes a result.
-        let filled = sqlx::query(concat!(
-            "UPDATE deferred_results SET output = ?, is_error = ?, published_at = ",
-            now_ms!(),
-            " WHERE session_id = ? AND tool_call_id = ? AND output IS NULL"
-        ))
-        .bind(&result.output)
-        .bind(result.is_error)
-        .bind(session_id)
-        .bind(tool_call_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
-        let outcome = if filled.rows_affected() == 1 {
-            finish_effect(&mut tx, session_id, tool_call_id, result)
-                .await
-                .map_err(failed(op))?;
-            DeferredOutcome::Published
-        } else {
-            match read_deferred(&mut tx, session_id, tool_call_id, op).await? {
-                None => DeferredOutcome::NotDeferred,
-                Some(Deferred::Published(first)) => DeferredOutcome::AlreadyPublished(first),
-                Some(Deferred::Waiting) => {
-                    return Err(StoreError::new(op, "the placeholder is empty but not writable"))
-                }
-            }
-        };
+        let outcome = sql::publish::<Sqlite>(&mut tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
         tx.commit().await.map_err(failed(op))?;
         Ok(outcome)
     }
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
-        let mut conn = self.pool.acquire().await.map_err(failed(&operation))?;
-        read_deferred(&mut conn, session_id, tool_call_id, &operation).await
+        sql::deferred(&self.pool, &DIALECT, (session_id, tool_call_id), &operation).await
     }
-}
-
-async fn finish_effect(
-    conn: &mut sqlx::SqliteConnection,
-    session_id: &str,
-    tool_call_id: &str,
-    result: &ToolResult,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(concat!(
-        "UPDATE effects SET status = 'finished', output = ?, is_error = ?, finished_at = ",
-        now_ms!(),
-        " WHERE session_id = ? AND tool_call_id = ?"
-    ))
-    .bind(&result.output)
-    .bind(result.is_error)
-    .bind(session_id)
-    .bind(tool_call_id)
-    .execute(conn)
-    .await
-    .map(drop)
-}
-
-async fn read_deferred(
-    conn: &mut sqlx::SqliteConnection,
-    session_id: &str,
-    tool_call_id: &str,
-    operation: &str,
-) -> Result<Option<Deferred>, StoreError> {
-    let row = sqlx::query("SELECT output, is_error FROM deferred_results WHERE session_id = ? AND tool_call_id = ?")
-        .bind(session_id)
-        .bind(tool_call_id)
-        .fetch_optional(conn)
-        .await
-        .map_err(failed(operation))?;
-    let Some(row) = row else { return Ok(None) };
-    Ok(Some(match result(&row, operation)? {
-        None => Deferred::Waiting,
-        Some(first) => Deferred::Published(first),
-    }))
 }

@@ -1,0 +1,351 @@
+//! The PostgreSQL back end (`advanced.store: { postgres: url }`), through sqlx's runtime API (no
+//! compile-time checked queries, so no database is needed to build), for many workers sharing
+//! one database (SPEC §8.3; leases and the outbox come later, on top of this schema).
+//!
+//! The tables live in their own schema, `agent_runtime_hooks`, with their own migrations table
+//! (`agent_runtime_hooks._sqlx_migrations`), so a database shared with an application keeps its
+//! own `sessions` and its own sqlx migrations; the store's connections search that schema
+//! (`search_path`), so the statements shared with SQLite (`sql.rs`) name tables bare. Statements run at PostgreSQL's default isolation
+//! (READ COMMITTED); what must have exactly one winner is a conditional update (`UPDATE ... WHERE
+//! decision IS NULL`, `... WHERE output IS NULL`): a second writer waits for the first's row lock,
+//! then re-checks the condition on the committed row and changes nothing. A session's pending
+//! calls are replaced by upserting them in place (and deleting the others), so a decision racing
+//! a save sees the saved row, never a deleted one. Reads of a session and its pending calls share
+//! one snapshot (REPEATABLE READ, READ ONLY).
+//!
+//! TLS: rustls with the ring provider (the one reqwest links), webpki roots; the URL's `sslmode`
+//! decides (`prefer` by default: TLS when the server offers it, unverified; `verify-full` checks
+//! the certificate and host name).
+
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, Postgres};
+
+use super::codec::{messages_to_text, parse, to_text};
+use super::rows;
+use super::shared::OpenStores;
+use super::sql;
+use super::{
+    Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
+    StoreError, ToolResult,
+};
+use crate::model::{display_url, Secrets};
+
+/// The schema the store's tables live in.
+const SCHEMA: &str = "agent_runtime_hooks";
+
+/// `migrations/postgres`, embedded, recording what it applied in the store's own schema. sqlx's
+/// migrator holds a session advisory lock (`pg_advisory_lock`, keyed by the database name) from
+/// before it creates the schema and the migrations table until it has applied every migration,
+/// and applies each migration and its bookkeeping in one transaction: processes opening a new
+/// database at once take turns, and each migration runs once.
+static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
+    let mut migrator = sqlx::migrate!("./migrations/postgres");
+    migrator.create_schema(SCHEMA);
+    migrator.dangerous_set_table_name(format!("{SCHEMA}._sqlx_migrations"));
+    migrator
+});
+
+/// Connections a process keeps open to one database at most.
+const MAX_CONNECTIONS: u32 = 8;
+/// How long an operation waits for a connection (a server restarting, a full pool) before it
+/// fails with `STORE_ERROR`.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// An idle connection is closed after this long (a process that stopped working holds none).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The database clock, in Unix milliseconds, for the `*_at` columns.
+macro_rules! now_ms {
+    () => {
+        "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
+    };
+}
+
+/// The shared statements: start order is `seq` (an upsert keeps it); `output` is a JSON string,
+/// since PostgreSQL text cannot hold U+0000, which a tool's output may.
+static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(|| {
+    sql::Dialect::new(now_ms!(), "e.seq", to_text::<str>, |text, operation| {
+        parse(&text, operation, "output")
+    })
+});
+
+/// The connection parameters sqlx reads from a URL's query (others it would ignore, logging
+/// their values: they are refused instead).
+const URL_PARAMETERS: &[&str] = &[
+    "sslmode",
+    "ssl-mode",
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+    "statement-cache-capacity",
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "application_name",
+    "options",
+];
+
+/// `Ok` when `url` is a PostgreSQL URL the store can connect with; otherwise what is wrong with it,
+/// phrased to follow an option's name (`must be a postgres:// URL ("postgres://db.internal/app":
+/// invalid port number)`). Never shows the URL's user-info or query values.
+pub fn check_postgres_url(url: &str) -> Result<(), String> {
+    connect_options(url).map(drop)
+}
+
+fn connect_options(url: &str) -> Result<PgConnectOptions, String> {
+    let shown = display_url(url);
+    let problem = |why: &dyn std::fmt::Display| format!("must be a postgres:// URL (\"{shown}\": {why})");
+    let parsed = reqwest::Url::parse(url).map_err(|e| problem(&e))?;
+    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
+        return Err(problem(&format_args!("the scheme is {}", parsed.scheme())));
+    }
+    if let Some((key, _)) = parsed
+        .query_pairs()
+        .find(|(key, _)| !(URL_PARAMETERS.contains(&key.as_ref()) || key.starts_with("options[") && key.ends_with(']')))
+    {
+        let secrets = Secrets::new(Some(url), []);
+        return Err(problem(&format_args!("unknown parameter {}", secrets.mask(&key))));
+    }
+    let options = PgConnectOptions::from_url(&parsed).map_err(|e| {
+        // sqlx wraps a parameter's error once more for the URL: "error with configuration: error
+        // with configuration: unknown value ...".
+        let text = e.to_string();
+        let mut why = text.as_str();
+        while let Some(inner) = why.strip_prefix("error with configuration: ") {
+            why = inner;
+        }
+        problem(&Secrets::new(Some(url), []).mask(why))
+    })?;
+    // The statements name tables bare (one text for SQLite and PostgreSQL): the store's
+    // connections search its schema.
+    let options = options.options([("search_path", SCHEMA)]);
+    Ok(match options.get_application_name() {
+        Some(_) => options,
+        None => options.application_name("agent-runtime-hooks"),
+    })
+}
+
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects, creates or migrates the schema, and makes a connection pool of its own.
+    pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
+        let operation = format!("open postgres store {}", display_url(url));
+        let options = connect_options(url).map_err(|problem| StoreError::new(&operation, problem))?;
+        // The server's own words (a refused connection, an unknown database, a failed
+        // migration) with any part of the URL that may be secret masked.
+        let secrets = Secrets::new(Some(url), []);
+        let failed = |e: &dyn std::fmt::Display| StoreError::new(&operation, secrets.mask(&e.to_string()));
+        // Migrations run on a connection of their own, closed afterwards: the migrator's advisory
+        // lock is held by the session, and a pooled connection that failed half way would keep it.
+        let mut conn = PgConnection::connect_with(&options).await.map_err(|e| failed(&e))?;
+        // `run_direct` is `run` on a connection (what `run` calls after acquiring one): through
+        // `Acquire`, the future is not `Send` for every lifetime, which a spawned open needs.
+        MIGRATOR
+            .run_direct(None, &mut conn, false)
+            .await
+            .map_err(|e| failed(&e))?;
+        conn.close().await.map_err(|e| failed(&e))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .min_connections(0)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .idle_timeout(IDLE_TIMEOUT)
+            .connect_lazy_with(options);
+        Ok(PostgresStore { pool })
+    }
+
+    /// The process's store for `url`: one pool per URL while any handle to it lives, dropped
+    /// with the last handle.
+    pub async fn shared(url: &str) -> Result<Arc<PostgresStore>, StoreError> {
+        static OPEN: OpenStores<String, PostgresStore> = OpenStores::new();
+        OPEN.get_or_open(url.to_owned(), || PostgresStore::open(url)).await
+    }
+
+    /// Closes the pool, waiting for its connections.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
+    move |e| StoreError::new(operation, e)
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn load(&self, session_id: &str) -> Result<Option<(SessionRecord, Vec<PendingCall>)>, StoreError> {
+        let operation = format!("load session {session_id}");
+        let op = operation.as_str();
+        // One snapshot: the record and its pending calls as one save left them.
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .await
+            .map_err(failed(op))?;
+        let Some(row) = sqlx::query("SELECT messages, hooks, paused FROM sessions WHERE session_id = $1")
+            .bind(session_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed(op))?
+        else {
+            return Ok(None);
+        };
+        let record = rows::session_record(&row, session_id, op)?;
+        let calls = sqlx::query(
+            "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision \
+             FROM pending_calls WHERE session_id = $1 ORDER BY ord",
+        )
+        .bind(session_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(failed(op))?;
+        let pending = calls
+            .iter()
+            .map(|row| rows::pending_call(row, op))
+            .collect::<Result<_, _>>()?;
+        tx.commit().await.map_err(failed(op))?;
+        Ok(Some((record, pending)))
+    }
+
+    async fn save(&self, record: &SessionRecord, pending: &[PendingCall]) -> Result<(), StoreError> {
+        let operation = format!("save session {}", record.session_id);
+        let op = operation.as_str();
+        let ids: Vec<&str> = pending.iter().map(|call| call.tool_call_id.as_str()).collect();
+        let mut tx = self.pool.begin().await.map_err(failed(op))?;
+        sqlx::query(concat!(
+            "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES ($1, $2, $3, $4) ",
+            "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
+            "paused = excluded.paused, updated_at = ",
+            now_ms!()
+        ))
+        .bind(&record.session_id)
+        .bind(messages_to_text(&record.messages))
+        .bind(to_text(&record.hooks))
+        .bind(record.paused.as_ref().map(to_text))
+        .execute(&mut *tx)
+        .await
+        .map_err(failed(op))?;
+        sqlx::query("DELETE FROM pending_calls WHERE session_id = $1 AND NOT (tool_call_id = ANY($2))")
+            .bind(&record.session_id)
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed(op))?;
+        if !pending.is_empty() {
+            // Upserted in place: a decision racing this save waits for it, then sees the saved
+            // row (a deleted and reinserted row would make it miss a pending call).
+            let decisions: Vec<Option<String>> =
+                pending.iter().map(|call| call.decision.as_ref().map(to_text)).collect();
+            sqlx::query(concat!(
+                "INSERT INTO pending_calls AS p (session_id, tool_call_id, ord, tool_name, input, ",
+                "fingerprint, reason, decision, decided_at) ",
+                "SELECT $1, c.id, c.ord - 1, c.tool, c.input, c.fingerprint, c.reason, c.decision, ",
+                "CASE WHEN c.decision IS NULL THEN NULL ELSE ",
+                now_ms!(),
+                " END FROM UNNEST($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[]) ",
+                "WITH ORDINALITY AS c (id, tool, input, fingerprint, reason, decision, ord) ",
+                "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET ord = excluded.ord, tool_name = excluded.tool_name, ",
+                "input = excluded.input, fingerprint = excluded.fingerprint, reason = excluded.reason, ",
+                "decision = excluded.decision, decided_at = CASE WHEN excluded.decision IS NOT DISTINCT FROM p.decision ",
+                "THEN p.decided_at ELSE excluded.decided_at END"
+            ))
+            .bind(&record.session_id)
+            .bind(&ids)
+            .bind(pending.iter().map(|call| call.tool_name.as_str()).collect::<Vec<_>>())
+            .bind(pending.iter().map(|call| to_text(&call.input)).collect::<Vec<_>>())
+            .bind(pending.iter().map(|call| call.fingerprint.as_str()).collect::<Vec<_>>())
+            .bind(pending.iter().map(|call| call.reason.as_str()).collect::<Vec<_>>())
+            .bind(decisions)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed(op))?;
+        }
+        let deferred: Vec<&str> = pending
+            .iter()
+            .filter(|call| call.reason == PendingReason::Deferred)
+            .map(|call| call.tool_call_id.as_str())
+            .collect();
+        if !deferred.is_empty() {
+            sqlx::query(
+                "INSERT INTO deferred_results (session_id, tool_call_id) \
+                 SELECT $1, UNNEST($2::TEXT[]) ON CONFLICT (session_id, tool_call_id) DO NOTHING",
+            )
+            .bind(&record.session_id)
+            .bind(&deferred)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed(op))?;
+        }
+        tx.commit().await.map_err(failed(op))
+    }
+
+    async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
+        let operation = format!("decide call {tool_call_id} of session {session_id}");
+        sql::decide(&self.pool, &DIALECT, (session_id, tool_call_id), decision, &operation).await
+    }
+
+    async fn effect_started(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        input: &Map<String, Value>,
+        side_effect: &str,
+    ) -> Result<(), StoreError> {
+        let operation = format!("record start of call {tool_call_id} of session {session_id}");
+        let effect = (tool_name, input, side_effect);
+        sql::effect_started(&self.pool, &DIALECT, (session_id, tool_call_id), effect, &operation).await
+    }
+
+    async fn effect_finished(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        result: &ToolResult,
+    ) -> Result<(), StoreError> {
+        let operation = format!("record result of call {tool_call_id} of session {session_id}");
+        sql::effect_finished(&self.pool, &DIALECT, (session_id, tool_call_id), result, &operation).await
+    }
+
+    async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
+        sql::effect(&self.pool, &DIALECT, (session_id, tool_call_id)).await
+    }
+
+    async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
+        sql::open_effects(&self.pool, &DIALECT, session_id).await
+    }
+
+    async fn complete_deferred(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        result: &ToolResult,
+    ) -> Result<DeferredOutcome, StoreError> {
+        let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
+        let op = operation.as_str();
+        let mut tx = self.pool.begin().await.map_err(failed(op))?;
+        let outcome = sql::publish::<Postgres>(&mut tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
+        tx.commit().await.map_err(failed(op))?;
+        Ok(outcome)
+    }
+
+    async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
+        let operation = format!("read deferred call {tool_call_id} of session {session_id}");
+        sql::deferred(&self.pool, &DIALECT, (session_id, tool_call_id), &operation).await
+    }
+}

@@ -1,0 +1,295 @@
+//! The statements the SQL back ends (SQLite, PostgreSQL) run the same way, written once over
+//! sqlx's `Database`: each back end gives its `Dialect` (the statements' text, with its
+//! placeholders, schema and clock, and how its `output` columns keep a result's text) and the
+//! connection or pool to run on (a write transaction where it needs one).
+
+use serde_json::{Map, Value};
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
+
+use super::codec::to_text;
+use super::rows::{self, OutputDecoder};
+use super::{Decision, Deferred, DeferredOutcome, Effect, StartedEffect, StoreError, ToolResult};
+
+/// A back end's statements, one text for both: `$n` placeholders (SQLite reads them too), tables
+/// by their bare names (PostgreSQL connections search the store's schema), and the dialect's
+/// clock and start order put in. `decide` and `publish` are conditional updates that return a
+/// row when they took effect.
+pub(super) struct Dialect {
+    decide: String,
+    start_effect: String,
+    finish_effect: String,
+    effect: &'static str,
+    open_effects: String,
+    publish: String,
+    deferred: &'static str,
+    /// A result's text as the `output` columns keep it, and back.
+    encode: fn(&str) -> String,
+    decode: OutputDecoder,
+}
+
+impl Dialect {
+    /// `now`: the database clock in Unix milliseconds (a SQL expression); `start_order`: what
+    /// orders an `effects e` row by its first start.
+    pub fn new(now: &str, start_order: &str, encode: fn(&str) -> String, decode: OutputDecoder) -> Dialect {
+        Dialect {
+            decide: format!(
+                "UPDATE pending_calls SET decision = $1, decided_at = {now} \
+                 WHERE session_id = $2 AND tool_call_id = $3 AND decision IS NULL RETURNING session_id"
+            ),
+            // An upsert keeps the row (and its start order) when a call starts again.
+            start_effect: format!(
+                "INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) \
+                 VALUES ($1, $2, $3, $4, $5, 'started', {now}) ON CONFLICT (session_id, tool_call_id) DO UPDATE \
+                 SET tool_name = excluded.tool_name, input = excluded.input, side_effect = excluded.side_effect, \
+                 status = 'started', output = NULL, is_error = NULL, started_at = excluded.started_at, \
+                 finished_at = NULL"
+            ),
+            finish_effect: format!(
+                "UPDATE effects SET status = 'finished', output = $1, is_error = $2, finished_at = {now} \
+                 WHERE session_id = $3 AND tool_call_id = $4"
+            ),
+            effect: "SELECT status, output, is_error FROM effects WHERE session_id = $1 AND tool_call_id = $2",
+            open_effects: format!(
+                "SELECT e.tool_call_id, e.tool_name, e.input, e.side_effect FROM effects e \
+                 WHERE e.session_id = $1 AND e.status = 'started' AND NOT EXISTS (SELECT 1 FROM deferred_results d \
+                 WHERE d.session_id = e.session_id AND d.tool_call_id = e.tool_call_id) ORDER BY {start_order}"
+            ),
+            publish: format!(
+                "UPDATE deferred_results SET output = $1, is_error = $2, published_at = {now} \
+                 WHERE session_id = $3 AND tool_call_id = $4 AND output IS NULL RETURNING session_id"
+            ),
+            deferred: "SELECT output, is_error FROM deferred_results WHERE session_id = $1 AND tool_call_id = $2",
+            encode,
+            decode,
+        }
+    }
+}
+
+fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
+    move |e| StoreError::new(operation, e)
+}
+
+/// Whether this decision is the one taken (the call was pending and undecided).
+pub(super) async fn decide<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    (session_id, tool_call_id): (&str, &str),
+    decision: &Decision,
+    operation: &str,
+) -> Result<bool, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+{
+    sqlx::query::<DB>(dialect.decide.as_str())
+        .bind(to_text(decision))
+        .bind(session_id)
+        .bind(tool_call_id)
+        .fetch_optional(executor)
+        .await
+        .map(|row| row.is_some())
+        .map_err(failed(operation))
+}
+
+/// Records a call as started (again: its entry is reset, its start order kept).
+pub(super) async fn effect_started<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    (session_id, tool_call_id): (&str, &str),
+    (tool_name, input, side_effect): (&str, &Map<String, Value>, &str),
+    operation: &str,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+{
+    sqlx::query::<DB>(dialect.start_effect.as_str())
+        .bind(session_id)
+        .bind(tool_call_id)
+        .bind(tool_name)
+        .bind(to_text(input))
+        .bind(side_effect)
+        .execute(executor)
+        .await
+        .map(drop)
+        .map_err(failed(operation))
+}
+
+/// Runs `sql` with a result (`finish_effect`, `publish`): `Ok(true)` when it returned a row.
+async fn write_result<'c, DB, E>(
+    executor: E,
+    (sql, dialect): (&'static str, &'static Dialect),
+    (session_id, tool_call_id): (&str, &str),
+    result: &ToolResult,
+    operation: &str,
+) -> Result<bool, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+    for<'t> bool: Encode<'t, DB> + Type<DB>,
+{
+    sqlx::query::<DB>(sql)
+        .bind((dialect.encode)(&result.output))
+        .bind(result.is_error)
+        .bind(session_id)
+        .bind(tool_call_id)
+        .fetch_optional(executor)
+        .await
+        .map(|row| row.is_some())
+        .map_err(failed(operation))
+}
+
+/// Records a call's result (a call never started records nothing).
+pub(super) async fn effect_finished<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    call: (&str, &str),
+    result: &ToolResult,
+    operation: &str,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+    for<'t> bool: Encode<'t, DB> + Type<DB>,
+{
+    let finish = (dialect.finish_effect.as_str(), dialect);
+    write_result(executor, finish, call, result, operation).await.map(drop)
+}
+
+/// What a call's row becomes (`rows::effect`, `rows::deferred`): `None` without a row.
+type Reader<R, T> = fn(Option<R>, &str, OutputDecoder) -> Result<Option<T>, StoreError>;
+
+/// `sql` selects one call's row (session, call), which `read` reads.
+async fn call_row<'c, DB, E, T>(
+    executor: E,
+    (sql, read, output): (&'static str, Reader<DB::Row, T>, OutputDecoder),
+    (session_id, tool_call_id): (&str, &str),
+    operation: &str,
+) -> Result<Option<T>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+{
+    let found = sqlx::query::<DB>(sql)
+        .bind(session_id)
+        .bind(tool_call_id)
+        .fetch_optional(executor)
+        .await
+        .map_err(failed(operation))?;
+    read(found, operation, output)
+}
+
+/// A call's ledger entry.
+pub(super) async fn effect<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    (session_id, tool_call_id): (&str, &str),
+) -> Result<Option<Effect>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
+{
+    let operation = format!("read effect of call {tool_call_id} of session {session_id}");
+    let read = (dialect.effect, rows::effect as Reader<DB::Row, Effect>, dialect.decode);
+    call_row(executor, read, (session_id, tool_call_id), &operation).await
+}
+
+/// A deferred call's placeholder.
+pub(super) async fn deferred<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    (session_id, tool_call_id): (&str, &str),
+    operation: &str,
+) -> Result<Option<Deferred>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
+{
+    let read = (
+        dialect.deferred,
+        rows::deferred as Reader<DB::Row, Deferred>,
+        dialect.decode,
+    );
+    call_row(executor, read, (session_id, tool_call_id), operation).await
+}
+
+/// A session's calls started without a result, in start order.
+pub(super) async fn open_effects<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    session_id: &str,
+) -> Result<Vec<StartedEffect>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Decode<'t, DB> + Type<DB>,
+{
+    let operation = format!("list open effects of session {session_id}");
+    let started = sqlx::query::<DB>(dialect.open_effects.as_str())
+        .bind(session_id)
+        .fetch_all(executor)
+        .await
+        .map_err(failed(&operation))?;
+    started
+        .iter()
+        .map(|row| rows::started_effect(row, &operation))
+        .collect()
+}
+
+/// Publishes a deferred result on `conn` (in the caller's write transaction): the conditional
+/// update is the publication, so only an empty placeholder takes a result, and it finishes the
+/// ledger entry too; a completion that lost reads the winner's result in a statement of its own
+/// (under READ COMMITTED, a new snapshot that sees it).
+pub(super) async fn publish<DB>(
+    conn: &mut DB::Connection,
+    dialect: &'static Dialect,
+    call: (&str, &str),
+    result: &ToolResult,
+    operation: &str,
+) -> Result<DeferredOutcome, StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+    for<'t> bool: Encode<'t, DB> + Type<DB>,
+    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
+{
+    if write_result(&mut *conn, (dialect.publish.as_str(), dialect), call, result, operation).await? {
+        effect_finished(&mut *conn, dialect, call, result, operation).await?;
+        return Ok(DeferredOutcome::Published);
+    }
+    let placeholder = deferred(&mut *conn, dialect, call, operation).await?;
+    rows::not_filled(placeholder, operation)
+}
