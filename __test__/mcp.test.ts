@@ -143,7 +143,7 @@ describe('MCP stdio servers', () => {
   it('allowedTools / disallowedTools filter MCP tools too', async () => {
     const { model, requests } = caller('mcp__ours__ok', {})
     await run({ model, advanced: { mcpServers: { ours: ours() }, disallowedTools: ['mcp__ours__crash'] } })
-    expect(requests[0]!.tools.map((tool) => tool.name).sort()).toEqual(['mcp__ours__fail', 'mcp__ours__ok'])
+    expect(requests[0]!.tools.map((tool) => tool.name).sort()).toEqual(['mcp__ours__fail', 'mcp__ours__ok', 'mcp__ours__slow'])
     const only = caller('mcp__ours__crash', {})
     const events = await run({ model: only.model, advanced: { mcpServers: { ours: ours() }, allowedTools: ['mcp__ours__ok'] } })
     expect(only.requests[0]!.tools.map((tool) => tool.name)).toEqual(['mcp__ours__ok'])
@@ -164,6 +164,22 @@ describe('MCP stdio servers', () => {
       agent.abort(new Error('stop now'))
       await expect(outcome).rejects.toThrow('stop now')
       expect(Date.now() - started).toBeLessThan(5000)
+    } finally {
+      await agent.close()
+    }
+  })
+
+  it('abort cancels the call on the server (notifications/cancelled)', async () => {
+    const cancelFile = join(mkdtempSync(join(tmpdir(), 'arh-mcp-')), 'cancelled')
+    const agent = await createAgent({ model: caller('mcp__ours__slow', {}).model, advanced: { mcpServers: { ours: ours({ MCP_CANCEL_FILE: cancelFile }) } } })
+    try {
+      const response = await agent.send('go')
+      const outcome = response.result()
+      await sleep(300)
+      expect(existsSync(cancelFile)).toBe(false)
+      agent.abort(new Error('stop now'))
+      await expect(outcome).rejects.toThrow('stop now')
+      await until(() => existsSync(cancelFile), 5000)
     } finally {
       await agent.close()
     }
@@ -209,13 +225,13 @@ describe('MCP stdio servers', () => {
     expect(existsSync(pidFile)).toBe(true)
     const pid = Number(readFileSync(pidFile, 'utf8'))
     expect(alive(pid)).toBe(true)
-    expect(await agent.mcpServerStatus()).toEqual([{ name: 'ours', status: 'connected', toolCount: 3 }])
+    expect(await agent.mcpServerStatus()).toEqual([{ name: 'ours', status: 'connected', toolCount: 4 }])
     const tools = await agent.mcpListTools()
-    expect(tools.map((tool) => tool.name)).toEqual(['mcp__ours__ok', 'mcp__ours__fail', 'mcp__ours__crash'])
+    expect(tools.map((tool) => tool.name)).toEqual(['mcp__ours__ok', 'mcp__ours__fail', 'mcp__ours__crash', 'mcp__ours__slow'])
     expect(tools[0]).toEqual({ name: 'mcp__ours__ok', serverName: 'ours', toolName: 'ok', description: 'Answers ok', inputSchema: { type: 'object', properties: {} } })
     await agent.close()
     await until(() => !alive(pid), 5000)
-    expect(await agent.mcpServerStatus()).toEqual([{ name: 'ours', status: 'closed', toolCount: 3 }])
+    expect(await agent.mcpServerStatus()).toEqual([{ name: 'ours', status: 'closed', toolCount: 4 }])
   })
 
   it('an agent without servers reports none', async () => {

@@ -863,6 +863,32 @@ mod tests {
     }
 
     #[test]
+    fn mcp_servers_are_read_and_their_tools_obey_the_tool_filter() {
+        let config = config(json!({
+            "model": "m", "apiKey": "k",
+            "advanced": {
+                "mcpServers": {"files": {"command": "node", "args": ["s.js"]}},
+                "allowedTools": ["mcp__files__read", "mcp__files__write"],
+                "disallowedTools": ["mcp__files__write"],
+            },
+        }))
+        .unwrap();
+        assert!(config.unsupported.is_empty());
+        assert_eq!(config.mcp_servers.len(), 1);
+        assert_eq!(config.mcp_servers[0].name, "files");
+        assert_eq!(config.mcp_servers[0].args, vec!["s.js".to_string()]);
+        let offers = |server: &str, tool: &str| config.tool_filter.offers(&mcp::tool_name(server, tool));
+        assert!(offers("files", "read"));
+        assert!(!offers("files", "write"));
+        assert!(!offers("files", "delete"));
+        assert!(ToolFilter::default().offers("mcp__any__tool"));
+        assert_eq!(
+            error(json!({"model": "m", "apiKey": "k", "advanced": {"mcpServers": {"s": {"command": 1}}}})),
+            "advanced.mcpServers.s.command must be a string (got 1)"
+        );
+    }
+
+    #[test]
     fn minimal_options_get_the_defaults() {
         let config = config(json!({"model": "gpt-4o-mini", "apiKey": "k"})).unwrap();
         assert_eq!(config.max_turns, 200);
