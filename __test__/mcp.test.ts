@@ -211,12 +211,18 @@ describe('MCP stdio servers', () => {
     )
   })
 
-  it('a server that crashes mid-call fails that call; the run goes on', async () => {
-    const events = await run({ model: caller('mcp__ours__crash', {}).model, advanced: { mcpServers: { ours: ours() } } })
-    const call = resultOf(events).result.toolCalls[0]!
-    expect(call).toMatchObject({ isError: true })
-    expect(call.output).toMatch(/^Tool execution failed: MCP server "ours" failed: /)
-    expect(resultOf(events).result.content).toMatch(/^tool said: Tool execution failed: MCP server "ours" failed/)
+  it('a server that crashes mid-call fails that call; the run goes on; its status is closed', async () => {
+    const agent = await createAgent({ model: caller('mcp__ours__crash', {}).model, advanced: { mcpServers: { ours: ours() } } })
+    try {
+      const result = await (await agent.send('go')).result()
+      const call = result.toolCalls[0]!
+      expect(call).toMatchObject({ isError: true })
+      expect(call.output).toMatch(/^Tool execution failed: MCP server "ours" failed: /)
+      expect(result.content).toMatch(/^tool said: Tool execution failed: MCP server "ours" failed/)
+      expect(await agent.mcpServerStatus()).toEqual([{ name: 'ours', status: 'closed', toolCount: 4 }])
+    } finally {
+      await agent.close()
+    }
   })
 
   it('close() stops the server process; mcpServerStatus / mcpListTools report the servers', async () => {
@@ -232,6 +238,33 @@ describe('MCP stdio servers', () => {
     await agent.close()
     await until(() => !alive(pid), 5000)
     expect(await agent.mcpServerStatus()).toEqual([{ name: 'ours', status: 'closed', toolCount: 4 }])
+  })
+
+  it('a sub-agent is offered the MCP tools its allowedTools name, under the parent’s hooks', async () => {
+    const seen: HookInput[] = []
+    const offered: string[][] = []
+    const model = scriptedModel((request) => {
+      const system = request.messages[0]?.role === 'system' ? String(request.messages[0].content) : ''
+      const results = request.messages.filter((message) => message.role === 'tool')
+      if (system === 'You are worker') {
+        offered.push(request.tools.map((tool) => tool.name))
+        if (results.length === 0) return { toolCalls: [{ id: 'w1', name: 'mcp__ours__ok', input: {} }] }
+        return { text: `worker got ${String(results[0]!.content)}` }
+      }
+      if (results.length === 0) return { toolCalls: [{ id: 't1', name: 'Task', input: { subagent_type: 'worker', prompt: 'call ok' } }] }
+      return { text: String(results[0]!.content) }
+    })
+    const events = await run({
+      model,
+      advanced: {
+        mcpServers: { ours: ours() },
+        agents: { worker: { description: 'Works', systemPrompt: 'You are worker', allowedTools: ['mcp__ours__ok'] } },
+        hooks: { PreToolUse: [(input) => (seen.push(input), { action: 'continue' })] },
+      },
+    })
+    expect(offered[0]).toEqual(['mcp__ours__ok'])
+    expect(resultOf(events).result.content).toBe('worker got ok\ndone')
+    expect(seen.find((input) => input.toolName === 'mcp__ours__ok')).toMatchObject({ agentPath: ['worker'], toolSource: 'mcp', identifier: 'ours', apiName: 'ok' })
   })
 
   it('an agent without servers reports none', async () => {

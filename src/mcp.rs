@@ -225,9 +225,11 @@ impl Servers {
                 .iter()
                 .enumerate()
                 .map(|(index, server)| {
+                    // A crashed server's loop has ended: its transport is closed.
                     let open = lock(&server.service)
                         .as_ref()
-                        .is_some_and(|service| !service.is_closed());
+                        .is_some_and(|service| !service.is_closed())
+                        && !server.peer.is_transport_closed();
                     json!({
                         "name": server.name,
                         "status": if open { "connected" } else { "closed" },
