@@ -267,6 +267,17 @@ describe('MCP stdio servers', () => {
     expect(seen.find((input) => input.toolName === 'mcp__ours__ok')).toMatchObject({ agentPath: ['worker'], toolSource: 'mcp', identifier: 'ours', apiName: 'ok' })
   })
 
+  it('a SessionStart that aborts createAgent stops the servers already started', async () => {
+    const pidFile = join(mkdtempSync(join(tmpdir(), 'arh-mcp-')), 'pid')
+    const created = createAgent({
+      model: scriptedModel([{ text: 'x' }]),
+      advanced: { mcpServers: { ours: ours({ MCP_PID_FILE: pidFile }) }, hooks: { SessionStart: [async () => ({ action: 'abort' })] } },
+    })
+    await expect(created).rejects.toMatchObject({ message: 'Hook SessionStart aborted' })
+    const pid = Number(readFileSync(pidFile, 'utf8'))
+    await until(() => !alive(pid), 5000)
+  })
+
   it('an agent without servers reports none', async () => {
     const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]) })
     expect(await agent.mcpServerStatus()).toEqual([])

@@ -228,7 +228,6 @@ impl Call<'_> {
         (result, input, interrupt)
     }
 
-    /// The fields every tool event carries, in both vocabularies.
     /// An MCP server's tool, within `toolTimeoutMs`, cancelled with the run.
     async fn call_mcp(&self, tool: &ToolSpec, input: &Map<String, Value>) -> Result<CallResult, NoResult> {
         let cancel = self.site.caller.cancel;
@@ -249,6 +248,7 @@ impl Call<'_> {
         })
     }
 
+    /// The fields every tool event carries, in both vocabularies.
     fn fields<'b>(&'b self, event: HookEvent, input: &'b Map<String, Value>) -> ToolEvent<'b> {
         let name = self.name();
         let (agent_path, parent_tool_call_id) = subagents::lineage(self.site.settings.child.as_ref());

@@ -403,8 +403,10 @@ impl Session {
         names
     }
 
-    /// SessionStart, inside `createAgent`. If it fails, SessionEnd runs (once) and the session
-    /// is closed; the SessionStart error is what the caller gets.
+    /// The MCP servers, then SessionStart, inside `createAgent`. A server that cannot start
+    /// closes the session (no hook has run). If SessionStart fails, SessionEnd runs (once), the
+    /// servers are stopped and the session is closed; the SessionStart error is what the caller
+    /// gets.
     #[tracing::instrument(name = "agent_start", parent = None, skip_all, fields(session_id = %self.id))]
     pub async fn start(&self, scope: ScopeId, environment: Environment) -> Result<()> {
         if let Err(error) = self.agent.start_mcp().await {
