@@ -207,10 +207,12 @@ export interface ToolHookInput extends HookInputBase {
   callIndex: number
   /** One id per run. */
   operationId: string
-  /** = `toolName`. */
+  /** = `toolName`; an MCP tool's own name (without `mcp__<server>__`). */
   apiName: string
-  /** The part of the tool name before the first `/`, else `''`. */
+  /** An MCP tool's server; else the part of the tool name before the first `/`, else `''`. */
   identifier: string
+  /** `'mcp'` for a tool of an `advanced.mcpServers` server; absent for the agent's own tools. */
+  toolSource?: 'mcp'
   /** = `toolInput`. */
   args: JsonObject
   /** Sub-agent names from the root's child down to the agent making the call; `[]` in the root. */
@@ -356,6 +358,7 @@ export type HookEventPayload = (HookInput | LifecycleHookInput) & {
   callIndex?: number
   apiName?: string
   identifier?: string
+  toolSource?: 'mcp'
   args?: JsonObject
   result?: { content: string; success: boolean }
   mocked?: boolean
@@ -543,9 +546,10 @@ export interface AgentAdvancedOptions {
   agents?: Record<string, SubagentDefinition>
   /** How deep sub-agents may delegate (children of this agent are at depth 1); default 3. */
   maxSubagentDepth?: number
+  /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Only stdio servers (`command`) are built: a `url` server fails `createAgent`. */
+  mcpServers?: Record<string, McpServerConfig>
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
-  mcpServers?: unknown
   sessionRepository?: unknown
   sessionEventStore?: unknown
   skills?: unknown
@@ -698,6 +702,37 @@ export declare class AgentResponse {
   readonly isSettled: boolean
 }
 
+/** A stdio MCP server: `command` started with `args`, `env` (added to this process's) and `cwd`. */
+export interface McpStdioServerConfig {
+  command: string
+  args?: string[]
+  env?: Record<string, string>
+  cwd?: string
+}
+/** A streamable-HTTP MCP server: accepted by the types, not built yet (`createAgent` rejects it with a `ConfigError`). */
+export interface McpHttpServerConfig {
+  url: string
+  headers?: Record<string, string>
+  allowedEnvVars?: string[]
+}
+export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig
+
+export interface McpServerStatus {
+  name: string
+  /** `closed` once `close()` stopped it or its connection ended. */
+  status: 'connected' | 'closed'
+  toolCount: number
+}
+
+export interface McpToolInfo {
+  /** As offered to the model: `mcp__<server>__<tool>`. */
+  name: string
+  serverName: string
+  toolName: string
+  description: string
+  inputSchema: JsonObject
+}
+
 export interface SupportedModel {
   id: string
   name: string
@@ -715,6 +750,10 @@ export interface Agent {
   close(): Promise<void>
   /** `[{ id: 'default', name: <model>, provider: <provider> }]`. */
   supportedModels(): Promise<SupportedModel[]>
+  /** Each `advanced.mcpServers` server and whether it is connected. */
+  mcpServerStatus(): Promise<McpServerStatus[]>
+  /** Every tool of the MCP servers (including those `allowedTools`/`disallowedTools` do not offer). */
+  mcpListTools(): Promise<McpToolInfo[]>
   /** From the next run. */
   setModel(model: string): Promise<void>
   setMaxTurns(maxTurns: number): Promise<void>

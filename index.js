@@ -747,6 +747,16 @@ class Agent {
     return JSON.parse(this.#native.supportedModels())
   }
 
+  /** Each `advanced.mcpServers` server: `{ name, status: 'connected' | 'closed', toolCount }`. */
+  async mcpServerStatus() {
+    return JSON.parse(this.#native.mcpServerStatus())
+  }
+
+  /** The MCP servers' tools: `{ name: 'mcp__<server>__<tool>', serverName, toolName, description, inputSchema }`. */
+  async mcpListTools() {
+    return JSON.parse(this.#native.mcpListTools())
+  }
+
   /** From the next run. */
   async setModel(model) {
     this.#set('model', model)

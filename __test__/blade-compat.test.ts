@@ -1091,16 +1091,11 @@ describe('options (SPEC §10)', () => {
     expect(warnings).toHaveLength(Object.keys(IGNORED_BLADE_KEYS).length)
   })
 
-  // Interim: SPEC §10 lists mcpServers (§8.6) as built here; until it is, the brief asks that it
-  // be accepted with the same warning. Delete this test when that section lands.
-  it('a key not built yet (mcpServers) is accepted with one warning', async () => {
-    const keys = ['mcpServers']
+  it('mcpServers (built since MCP tools: SPEC 8.6) raises no warning', async () => {
     const out = await optionsInChild(`{ mcpServers: {} }`)
     expect(out.error).toBeUndefined()
     expect(out.created).toBe(2)
-    const warnings = unsupportedWarnings(out.warnings)
-    for (const key of keys) expect(warnings.filter((warning) => new RegExp(`\\b${key}\\b`).test(warning.message)), key).toHaveLength(1)
-    expect(warnings).toHaveLength(keys.length)
+    expect(unsupportedWarnings(out.warnings)).toEqual([])
   })
 
   it('agents (built since sub-agents: SPEC 8.4) raise no warning', async () => {

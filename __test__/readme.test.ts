@@ -20,12 +20,13 @@ function examples(file: string): string[] {
 }
 
 const FILES = [
-  ['README.md', 8],
+  ['README.md', 9],
   ['docs/hooks.md', 8],
   ['docs/webhooks.md', 1],
   ['docs/approvals.md', 3],
   ['docs/compaction.md', 1],
   ['docs/subagents.md', 1],
+  ['docs/mcp.md', 1],
 ] as const
 
 /** Type errors of every example, as `<file>_<n>.ts:<line> <message>`, from one program. */

@@ -8,6 +8,7 @@ pub mod host;
 pub mod ids;
 pub mod js_value;
 pub mod log;
+pub mod mcp;
 pub mod model;
 pub mod offload;
 pub mod options;

@@ -20,6 +20,7 @@ const FLOORS: &[(&str, u8)] = &[
     // Clients and transport: know nothing of hooks or the agent.
     ("model", 1),
     ("webhook", 1),
+    ("mcp", 1),
     // Reporting, and the store sessions are kept in.
     ("log", 2),
     ("telemetry", 2),

@@ -16,6 +16,7 @@ use crate::hooks::registry::Registry;
 use crate::host::{Callable, Host};
 use crate::js_value::{callable, describe, kind, whole_number, MAX_SAFE_INTEGER, MAX_TIMER_MS};
 use crate::log::Sink;
+use crate::mcp;
 use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
 use crate::model::scripted::{parse_turns, Script, ScriptedModel};
@@ -33,7 +34,6 @@ pub const DEFAULT_MAX_CONTEXT_TOKENS: u64 = 128_000;
 /// Blade's `advanced` options this runtime does not build: accepted, and warned about once per
 /// process (`ARH_UNSUPPORTED_OPTION`), so a Blade program starts and its user knows what is off.
 const UNSUPPORTED_ADVANCED: &[&str] = &[
-    "mcpServers",
     "sessionRepository",
     "sessionEventStore",
     "skills",
@@ -160,6 +160,10 @@ pub struct AgentConfig {
     pub store: StoreConfig,
     /// The caller's webhook hooks, as a durable session keeps them (templates unresolved).
     pub stored_hooks: Value,
+    /// `advanced.mcpServers`, started by the session before SessionStart.
+    pub mcp_servers: Vec<mcp::ServerConfig>,
+    /// `allowedTools` / `disallowedTools`, which MCP tools obey too once listed.
+    pub tool_filter: ToolFilter,
 }
 
 /// Blade's `advanced.confirmationHandler` (its `requestConfirmation` method) or
@@ -218,6 +222,7 @@ impl AgentConfig {
                 "compaction",
                 "agents",
                 "maxSubagentDepth",
+                "mcpServers",
             ],
             &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED],
         )?;
@@ -256,6 +261,7 @@ impl AgentConfig {
                 }
             }
         }
+        let tool_filter = ToolFilter::read(&advanced)?;
         let max_context_tokens = advanced
             .positive_integer("maxContextTokens", MAX_SAFE_INTEGER)?
             .unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS);
@@ -278,7 +284,7 @@ impl AgentConfig {
                 .positive_integer("maxTurns", MAX_TIMER_MS)?
                 .map_or(DEFAULT_MAX_TURNS, |n| n as u32),
             tools: with_task(
-                offered(read_tools(&options)?, &advanced)?,
+                tool_filter.offered(read_tools(&options)?),
                 subagents.as_ref(),
                 &advanced,
             )?,
@@ -306,6 +312,8 @@ impl AgentConfig {
             default_context: read_default_context(&advanced, options.get("filesystem"))?,
             confirmation: read_confirmation(&advanced)?,
             unsupported,
+            mcp_servers: mcp::read(&advanced)?,
+            tool_filter,
             approval_secret: match advanced.get("approvalSecret") {
                 None => None,
                 Some(Value::String(secret)) if !secret.is_empty() => Some(secret.clone()),
@@ -401,30 +409,43 @@ fn advanced_key(key: &str) -> String {
     }
 }
 
-/// The tools offered to the model: `allowedTools` (when given; `[]` offers none) minus
-/// `disallowedTools`. A tool not offered cannot be called either.
-fn offered(tools: Vec<ToolSpec>, advanced: &OptionsObject) -> Result<Vec<ToolSpec>> {
-    let names = |field: &str| -> Result<Option<Vec<String>>> {
-        let Some(value) = advanced.get(field) else {
-            return Ok(None);
+/// `allowedTools` (when given; `[]` offers none) minus `disallowedTools`: which tools are
+/// offered to the model. A tool not offered cannot be called either.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFilter {
+    allowed: Option<Vec<String>>,
+    disallowed: Vec<String>,
+}
+
+impl ToolFilter {
+    fn read(advanced: &OptionsObject) -> Result<Self> {
+        let names = |field: &str| -> Result<Option<Vec<String>>> {
+            let Some(value) = advanced.get(field) else {
+                return Ok(None);
+            };
+            let list = value.as_array().filter(|items| items.iter().all(Value::is_string));
+            let list = list.ok_or_else(|| advanced.invalid(field, "an array of tool names", value))?;
+            Ok(Some(
+                list.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            ))
         };
-        let list = value.as_array().filter(|items| items.iter().all(Value::is_string));
-        let list = list.ok_or_else(|| advanced.invalid(field, "an array of tool names", value))?;
-        Ok(Some(
-            list.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-        ))
-    };
-    let allowed = names("allowedTools")?;
-    let disallowed = names("disallowedTools")?.unwrap_or_default();
-    Ok(tools
-        .into_iter()
-        .filter(|tool| {
-            allowed
-                .as_ref()
-                .is_none_or(|allowed| allowed.contains(&tool.schema.name))
+        Ok(ToolFilter {
+            allowed: names("allowedTools")?,
+            disallowed: names("disallowedTools")?.unwrap_or_default(),
         })
-        .filter(|tool| !disallowed.contains(&tool.schema.name))
-        .collect())
+    }
+
+    pub fn offers(&self, name: &str) -> bool {
+        let name = name.to_string();
+        self.allowed.as_ref().is_none_or(|allowed| allowed.contains(&name)) && !self.disallowed.contains(&name)
+    }
+
+    pub fn offered(&self, tools: Vec<ToolSpec>) -> Vec<ToolSpec> {
+        tools
+            .into_iter()
+            .filter(|tool| self.offers(&tool.schema.name))
+            .collect()
+    }
 }
 
 /// With sub-agents, the `Task` tool that runs them (unless `disallowedTools` names it); a tool of
@@ -853,6 +874,32 @@ mod tests {
     }
 
     #[test]
+    fn mcp_servers_are_read_and_their_tools_obey_the_tool_filter() {
+        let config = config(json!({
+            "model": "m", "apiKey": "k",
+            "advanced": {
+                "mcpServers": {"files": {"command": "node", "args": ["s.js"]}},
+                "allowedTools": ["mcp__files__read", "mcp__files__write"],
+                "disallowedTools": ["mcp__files__write"],
+            },
+        }))
+        .unwrap();
+        assert!(config.unsupported.is_empty());
+        assert_eq!(config.mcp_servers.len(), 1);
+        assert_eq!(config.mcp_servers[0].name, "files");
+        assert_eq!(config.mcp_servers[0].args, vec!["s.js".to_string()]);
+        let offers = |server: &str, tool: &str| config.tool_filter.offers(&mcp::tool_name(server, tool));
+        assert!(offers("files", "read"));
+        assert!(!offers("files", "write"));
+        assert!(!offers("files", "delete"));
+        assert!(ToolFilter::default().offers("mcp__any__tool"));
+        assert_eq!(
+            error(json!({"model": "m", "apiKey": "k", "advanced": {"mcpServers": {"s": {"command": 1}}}})),
+            "advanced.mcpServers.s.command must be a string (got 1)"
+        );
+    }
+
+    #[test]
     fn minimal_options_get_the_defaults() {
         let config = config(json!({"model": "gpt-4o-mini", "apiKey": "k"})).unwrap();
         assert_eq!(config.max_turns, 200);
@@ -911,7 +958,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, mcpServers)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

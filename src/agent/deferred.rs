@@ -89,6 +89,7 @@ pub async fn complete(
             operation_id: &operation_id,
             api_name: name,
             identifier: name.split_once('/').map_or("", |(identifier, _)| identifier),
+            tool_source: None,
             args: &call.input,
             tool_kind: None,
             affected_paths: None,

@@ -158,8 +158,11 @@ pub struct ToolEvent<'a> {
     pub call_index: usize,
     pub operation_id: &'a str,
     pub api_name: &'a str,
-    /// The part of the name before the first `/`, else empty.
+    /// The MCP server's name; else the part of the name before the first `/`, else empty.
     pub identifier: &'a str,
+    /// `mcp` for an MCP server's tool; absent for the agent's own tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_source: Option<&'static str>,
     pub args: &'a Map<String, Value>,
     /// PermissionRequest's.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -30,10 +30,12 @@ use crate::hooks::{EventFields, HookEvent};
 use crate::host::ScopeId;
 use crate::host::{Args, ErrorSlot, HostCall};
 use crate::js_value::describe;
+use crate::mcp;
 use crate::model::ToolCallRequest;
 use crate::store;
 use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 
 use crate::model::Usage;
 
@@ -228,7 +230,7 @@ impl Call<'_> {
                 return None;
             }
         }
-        let tools = &self.site.agent.config.tools;
+        let tools = self.site.agent.tools();
         tools.iter().find(|tool| tool.schema.name == self.request.name)
     }
 
@@ -245,10 +247,45 @@ impl Call<'_> {
         (result, input, interrupt)
     }
 
+    /// An MCP server's tool, within `toolTimeoutMs`, cancelled with the run.
+    async fn call_mcp(&self, tool: &ToolSpec, input: &Map<String, Value>) -> Result<CallResult, NoResult> {
+        let cancel = self.site.caller.cancel;
+        if cancel.is_some_and(CancellationToken::is_cancelled) {
+            return Err(NoResult::NotStarted);
+        }
+        let agent = self.site.agent;
+        let Some((servers, mcp_tool)) = agent.mcp_tool(tool.execute) else {
+            return Ok(self.not_found());
+        };
+        let timeout_ms = agent.config.tool_timeout_ms;
+        Ok(match servers.call(mcp_tool, input, timeout_ms, cancel).await {
+            mcp::Outcome::Done { text, failed: false } => CallResult::success(text),
+            mcp::Outcome::Done { text, failed: true } => CallResult::failed(text, None),
+            mcp::Outcome::Broken(message) => CallResult::failed(message, None),
+            mcp::Outcome::TimedOut => CallResult::failed(format!("Tool execution timeout after {timeout_ms}ms"), None),
+            mcp::Outcome::Cancelled => CallResult::aborted("the run was aborted"),
+        })
+    }
+
     /// The fields every tool event carries, in both vocabularies.
     fn fields<'b>(&'b self, event: HookEvent, input: &'b Map<String, Value>) -> ToolEvent<'b> {
         let name = self.name();
         let (agent_path, parent_tool_call_id) = subagents::lineage(self.site.settings.child.as_ref());
+        let agent = self.site.agent;
+        // An MCP tool is named by its server and its own name.
+        let mcp = agent
+            .tools()
+            .iter()
+            .find(|tool| tool.schema.name == name)
+            .and_then(|tool| agent.mcp_tool(tool.execute));
+        let (api_name, identifier, tool_source) = match mcp {
+            Some((servers, tool)) => (tool.api_name.as_str(), servers.server_name(tool), Some("mcp")),
+            None => (
+                name,
+                name.split_once('/').map_or("", |(identifier, _)| identifier),
+                None,
+            ),
+        };
         ToolEvent {
             agent_path,
             parent_tool_call_id,
@@ -260,8 +297,9 @@ impl Call<'_> {
             step_index: self.site.step_index,
             call_index: self.index,
             operation_id: self.site.operation_id,
-            api_name: name,
-            identifier: name.split_once('/').map_or("", |(identifier, _)| identifier),
+            api_name,
+            identifier,
+            tool_source,
             args: input,
             tool_kind: None,
             affected_paths: None,
@@ -401,6 +439,7 @@ impl Call<'_> {
                 let executed = match tool.execute {
                     Runner::Task => Ok(self.delegate(&input).await),
                     Runner::Js(_) => tools::execute(tool, &input, context, execution).await,
+                    Runner::Mcp(_) => self.call_mcp(tool, &input).await,
                 };
                 let result = match executed {
                     Ok(result) => result,
@@ -606,13 +645,7 @@ impl Call<'_> {
                 return self.subagent_failed(&spec.name, agent_path, error).await;
             }
         };
-        let child = Child::new(
-            spec,
-            agent_path,
-            &self.request.id,
-            &agent.config.tools,
-            subagents.max_depth,
-        );
+        let child = Child::new(spec, agent_path, &self.request.id, agent.tools(), subagents.max_depth);
         let settings = RunSettings {
             model,
             max_turns: spec.max_turns.unwrap_or(site.settings.max_turns),

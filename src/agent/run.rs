@@ -997,7 +997,7 @@ async fn model_turn(
     // part of the parent's stream.
     let (system_prompt, tools) = match &child {
         Some(child) => (child.system_prompt.as_deref(), child.tool_schemas.as_slice()),
-        None => (config.system_prompt.as_deref(), agent.tool_schemas.as_slice()),
+        None => (config.system_prompt.as_deref(), agent.tool_schemas()),
     };
     let request = ModelRequest {
         system_prompt,

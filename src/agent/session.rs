@@ -403,10 +403,18 @@ impl Session {
         names
     }
 
-    /// SessionStart, inside `createAgent`. If it fails, SessionEnd runs (once) and the session
-    /// is closed; the SessionStart error is what the caller gets.
+    /// The MCP servers, then SessionStart, inside `createAgent`. A server that cannot start
+    /// closes the session (no hook has run). If SessionStart fails, SessionEnd runs (once), the
+    /// servers are stopped and the session is closed; the SessionStart error is what the caller
+    /// gets.
     #[tracing::instrument(name = "agent_start", parent = None, skip_all, fields(session_id = %self.id))]
     pub async fn start(&self, scope: ScopeId, environment: Environment) -> Result<()> {
+        if let Err(error) = self.agent.start_mcp().await {
+            let mut state = lock(&self.state);
+            state.closing = true;
+            state.closed = true;
+            return Err(error);
+        }
         let context = HookContext {
             extra: Vec::new(),
             environment: Arc::new(environment),
@@ -444,11 +452,33 @@ impl Session {
                     json!({"error": error.message}),
                 );
             }
+            self.stop_mcp().await;
             let mut state = lock(&self.state);
             state.closing = true;
             state.closed = true;
         }
         started
+    }
+
+    /// Stops the MCP servers (a closed session calls no more tools).
+    async fn stop_mcp(&self) {
+        if let Some(servers) = self.agent.mcp() {
+            servers.stop().await;
+        }
+    }
+
+    /// `mcpServerStatus()`: `[]` without servers.
+    pub fn mcp_server_status(&self) -> Value {
+        self.agent
+            .mcp()
+            .map_or_else(|| Value::Array(Vec::new()), |servers| servers.status())
+    }
+
+    /// `mcpListTools()`: `[]` without servers.
+    pub fn mcp_list_tools(&self) -> Value {
+        self.agent
+            .mcp()
+            .map_or_else(|| Value::Array(Vec::new()), |servers| servers.list_tools())
     }
 
     /// Ends the session: later `send`s fail with `SESSION_CLOSED`, an active run is aborted,
@@ -505,7 +535,10 @@ impl Session {
             extra: Vec::new(),
             environment: Arc::new(environment),
         };
-        self.session_end(scope, &context).await
+        let ended = self.session_end(scope, &context).await;
+        // Stopped whatever SessionEnd did: the session is closing either way.
+        self.stop_mcp().await;
+        ended
     }
 
     async fn stop_active_run(&self) {

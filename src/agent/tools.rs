@@ -81,6 +81,8 @@ pub enum Runner {
     Js(Callable),
     /// `Task`: a sub-agent runs it (`pipeline.rs`).
     Task,
+    /// An MCP server's tool: its index in the agent's `mcp::Servers::tools`.
+    Mcp(usize),
 }
 
 /// Where a call stands: its status, the text the model is sent, and (for a failure) what

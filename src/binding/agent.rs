@@ -302,6 +302,18 @@ impl NativeAgent {
     }
 
     /// `fork()`: the conversation of `other` becomes this agent's (before its SessionStart).
+    /// `mcpServerStatus()`, as JSON.
+    #[napi]
+    pub fn mcp_server_status(&self) -> String {
+        self.session.mcp_server_status().to_string()
+    }
+
+    /// `mcpListTools()`, as JSON.
+    #[napi]
+    pub fn mcp_list_tools(&self) -> String {
+        self.session.mcp_list_tools().to_string()
+    }
+
     #[napi]
     pub fn copy_conversation_from(&self, other: &NativeAgent) {
         self.session.copy_conversation_from(&other.session);

@@ -1,0 +1,403 @@
+//! `advanced.mcpServers` (SPEC §8.6): stdio MCP servers started through `rmcp`, their tools
+//! listed once at creation, their calls sent on the tokio workers (a run is polled on the JS
+//! thread, which must not do I/O). The agent offers the tools as `mcp__<server>__<tool>`.
+
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Result, SdkError};
+use crate::offload::offload;
+use crate::options::OptionsObject;
+
+/// How long a server may take to start and answer `initialize` and `tools/list`.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One `advanced.mcpServers` entry (the stdio form).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+}
+
+/// Reads `advanced.mcpServers` strictly: every problem a `ConfigError` naming the field.
+pub fn read(advanced: &OptionsObject) -> Result<Vec<ServerConfig>> {
+    let Some(value) = advanced.get("mcpServers") else {
+        return Ok(Vec::new());
+    };
+    let servers = OptionsObject::of(value, "advanced.mcpServers", "an object of server configs")?;
+    let mut configs = Vec::new();
+    for (name, value) in servers.map() {
+        let path = format!("advanced.mcpServers.{name}");
+        // The name is part of every tool name, which models accept only in this alphabet.
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(SdkError::config(format!(
+                "{path}: a server name must be letters, digits, '_' or '-'"
+            )));
+        }
+        let server = OptionsObject::of(value, &path, "an object ({ command } or { url })")?;
+        if server.get("url").is_some() && server.get("command").is_none() {
+            server.only(&["url", "headers", "allowedEnvVars"], &[])?;
+            return Err(SdkError::config(format!(
+                "{path}: streamable-HTTP servers are not supported yet (url); use a stdio server (command)"
+            )));
+        }
+        server.only(&["command", "args", "env", "cwd"], &[])?;
+        let command = match server.str("command")? {
+            Some(command) if !command.is_empty() => command.to_string(),
+            Some(_) => return Err(server.error("command", "must be a non-empty string")),
+            None => return Err(server.error("command", "is required (or url)")),
+        };
+        let args = match server.get("args") {
+            None => Vec::new(),
+            Some(value) => value
+                .as_array()
+                .filter(|items| items.iter().all(Value::is_string))
+                .ok_or_else(|| server.invalid("args", "an array of strings", value))?
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_string))
+                .collect(),
+        };
+        let env = match server.get("env") {
+            None => Vec::new(),
+            Some(value) => value
+                .as_object()
+                .filter(|map| map.values().all(Value::is_string))
+                .ok_or_else(|| server.invalid("env", "an object of strings", value))?
+                .iter()
+                .filter_map(|(key, value)| value.as_str().map(|value| (key.clone(), value.to_string())))
+                .collect(),
+        };
+        configs.push(ServerConfig {
+            name: name.clone(),
+            command,
+            args,
+            env,
+            cwd: server.string("cwd")?,
+        });
+    }
+    Ok(configs)
+}
+
+/// The name a server's tool is offered as.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+}
+
+/// A tool one of the servers offers.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    /// Index of its server.
+    pub server: usize,
+    /// `mcp__<server>__<tool>`.
+    pub name: String,
+    /// The server's own name for it.
+    pub api_name: String,
+    pub description: String,
+    pub input_schema: Value,
+    /// The server says it changes nothing (`annotations.readOnlyHint`).
+    pub read_only: bool,
+}
+
+struct Server {
+    name: String,
+    peer: Peer<RoleClient>,
+    /// Taken by `close`.
+    service: Mutex<Option<RunningService<RoleClient, ()>>>,
+}
+
+/// The agent's started servers and their tools.
+pub struct Servers {
+    servers: Vec<Server>,
+    pub tools: Vec<Tool>,
+}
+
+/// How an MCP call ended, when it did not return a result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The text of its content; `failed` for `isError: true`.
+    Done {
+        text: String,
+        failed: bool,
+    },
+    /// The server could not answer (it crashed, or the connection broke).
+    Broken(String),
+    TimedOut,
+    Cancelled,
+}
+
+impl Servers {
+    /// Starts every server and lists its tools; the first that cannot start fails all (and
+    /// those already started are stopped).
+    pub async fn start(configs: Vec<ServerConfig>) -> Result<Servers> {
+        let servers = offload(async move {
+            let mut started = Servers {
+                servers: Vec::new(),
+                tools: Vec::new(),
+            };
+            for config in configs {
+                let name = config.name.clone();
+                match tokio::time::timeout(START_TIMEOUT, start_one(&config)).await {
+                    Ok(Ok((service, tools))) => {
+                        let server = started.servers.len();
+                        started.tools.extend(tools.into_iter().map(|tool| Tool {
+                            server,
+                            name: tool_name(&name, &tool.name),
+                            api_name: tool.name.to_string(),
+                            description: tool.description.as_deref().unwrap_or_default().to_string(),
+                            input_schema: Value::Object((*tool.input_schema).clone()),
+                            read_only: tool.annotations.as_ref().and_then(|hints| hints.read_only_hint) == Some(true),
+                        }));
+                        started.servers.push(Server {
+                            name,
+                            peer: service.peer().clone(),
+                            service: Mutex::new(Some(service)),
+                        });
+                    }
+                    failed => {
+                        let why = match failed {
+                            Ok(Err(why)) => why,
+                            _ => format!("it did not answer within {}s", START_TIMEOUT.as_secs()),
+                        };
+                        started.stop_all().await;
+                        return Err(SdkError::config(format!(
+                            "advanced.mcpServers.{name}: the MCP server could not start: {why}"
+                        )));
+                    }
+                }
+            }
+            Ok(started)
+        })
+        .await;
+        servers.unwrap_or_else(|error| Err(SdkError::config(format!("MCP servers could not start: {error}"))))
+    }
+
+    pub fn server_name(&self, tool: &Tool) -> &str {
+        &self.servers[tool.server].name
+    }
+
+    /// Calls `tool`, within `timeout_ms`, until `cancel` fires.
+    pub async fn call(
+        &self,
+        tool: &Tool,
+        input: &Map<String, Value>,
+        timeout_ms: u32,
+        cancel: Option<&CancellationToken>,
+    ) -> Outcome {
+        let peer = self.servers[tool.server].peer.clone();
+        let params = CallToolRequestParams::new(tool.api_name.clone()).with_arguments(input.clone());
+        let server = self.servers[tool.server].name.clone();
+        // Dropping the offloaded call (timeout, abort) drops rmcp's request.
+        let call = offload(async move { peer.call_tool(params).await });
+        let timeout = tokio::time::sleep(Duration::from_millis(timeout_ms.into()));
+        let cancelled = async {
+            match cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = cancelled => Outcome::Cancelled,
+            _ = timeout => Outcome::TimedOut,
+            called = call => match called {
+                Ok(Ok(result)) => done(result),
+                Ok(Err(error)) => Outcome::Broken(format!("MCP server \"{server}\" failed: {error}")),
+                Err(error) => Outcome::Broken(format!("MCP server \"{server}\" failed: {error}")),
+            },
+        }
+    }
+
+    /// `mcpServerStatus()`: each server's name, `connected` or `closed` (stopped, or its
+    /// connection ended), and how many tools it offers.
+    pub fn status(&self) -> Value {
+        Value::Array(
+            self.servers
+                .iter()
+                .enumerate()
+                .map(|(index, server)| {
+                    // A crashed server's loop has ended: its transport is closed.
+                    let open = lock(&server.service)
+                        .as_ref()
+                        .is_some_and(|service| !service.is_closed())
+                        && !server.peer.is_transport_closed();
+                    json!({
+                        "name": server.name,
+                        "status": if open { "connected" } else { "closed" },
+                        "toolCount": self.tools.iter().filter(|tool| tool.server == index).count(),
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// `mcpListTools()`.
+    pub fn list_tools(&self) -> Value {
+        Value::Array(
+            self.tools
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "name": tool.name,
+                        "serverName": self.servers[tool.server].name,
+                        "toolName": tool.api_name,
+                        "description": tool.description,
+                        "inputSchema": tool.input_schema,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// Stops every server (`close()`): the connection is closed and the process ended.
+    pub async fn stop(&self) {
+        let services: Vec<_> = self
+            .servers
+            .iter()
+            .filter_map(|server| lock(&server.service).take())
+            .collect();
+        if services.is_empty() {
+            return;
+        }
+        let _ = offload(async move {
+            for service in services {
+                let _ = service.cancel().await;
+            }
+        })
+        .await;
+    }
+
+    async fn stop_all(&mut self) {
+        for server in &self.servers {
+            let service = lock(&server.service).take();
+            if let Some(service) = service {
+                let _ = service.cancel().await;
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+async fn start_one(
+    config: &ServerConfig,
+) -> std::result::Result<(RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>), String> {
+    let mut command = tokio::process::Command::new(&config.command);
+    command.args(&config.args);
+    command.envs(config.env.iter().map(|(key, value)| (key, value)));
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|error| format!("{} ({error})", config.command))?;
+    let service = ().serve(transport).await.map_err(|error| error.to_string())?;
+    let tools = service.list_all_tools().await.map_err(|error| error.to_string())?;
+    Ok((service, tools))
+}
+
+/// Text content joined by newlines; other content is described by its JSON.
+fn done(result: CallToolResult) -> Outcome {
+    let parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block.as_text() {
+            Some(text) => text.text.clone(),
+            None => serde_json::to_string(block).unwrap_or_default(),
+        })
+        .collect();
+    let mut text = parts.join("\n");
+    if text.is_empty() {
+        if let Some(structured) = &result.structured_content {
+            text = structured.to_string();
+        }
+    }
+    Outcome::Done {
+        text,
+        failed: result.is_error == Some(true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_json(value: Value) -> Result<Vec<ServerConfig>> {
+        let advanced = json!({ "mcpServers": value });
+        read(&OptionsObject::of(&advanced, "advanced", "an object")?)
+    }
+
+    #[test]
+    fn stdio_servers_are_read() {
+        let configs = read_json(json!({
+            "files": {"command": "node", "args": ["s.js", "stdio"], "env": {"A": "1"}, "cwd": "/tmp"},
+            "b": {"command": "x"}
+        }))
+        .unwrap();
+        assert_eq!(
+            configs[0],
+            ServerConfig {
+                name: "files".into(),
+                command: "node".into(),
+                args: vec!["s.js".into(), "stdio".into()],
+                env: vec![("A".into(), "1".into())],
+                cwd: Some("/tmp".into()),
+            }
+        );
+        assert_eq!(configs[1].args, Vec::<String>::new());
+        assert!(read_json(json!({})).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_servers_name_the_field() {
+        let message = |value: Value| read_json(value).unwrap_err().message;
+        assert_eq!(
+            message(json!([])),
+            "advanced.mcpServers must be an object of server configs (got an array)"
+        );
+        assert!(message(json!({"s": {}})).starts_with("advanced.mcpServers.s.command is required"));
+        assert!(message(json!({"s": {"command": "x", "args": [1]}}))
+            .starts_with("advanced.mcpServers.s.args must be an array of strings"));
+        assert!(message(json!({"s": {"command": "x", "env": {"A": 1}}}))
+            .starts_with("advanced.mcpServers.s.env must be an object of strings"));
+        assert!(message(json!({"s": {"command": "x", "nope": 1}})).contains("advanced.mcpServers.s.nope"));
+        assert!(message(json!({"a b": {"command": "x"}})).starts_with("advanced.mcpServers.a b: a server name"));
+        assert_eq!(
+            message(json!({"web": {"url": "https://example.com/mcp"}})),
+            "advanced.mcpServers.web: streamable-HTTP servers are not supported yet (url); use a stdio server (command)"
+        );
+    }
+
+    #[test]
+    fn tools_are_named_after_their_server() {
+        assert_eq!(tool_name("everything", "echo"), "mcp__everything__echo");
+    }
+
+    #[test]
+    fn results_join_their_text() {
+        let result: CallToolResult = serde_json::from_value(json!({
+            "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            "isError": true
+        }))
+        .unwrap();
+        assert_eq!(
+            done(result),
+            Outcome::Done {
+                text: "a\nb".into(),
+                failed: true
+            }
+        );
+    }
+}
