@@ -10,7 +10,7 @@ const met = (condition) => (condition ? 'yes' : '**no**')
 const versus = (row, peer) => `${fmt(row.peers[peer])} (${fmt(row.ratio[peer])})`
 
 export function report(results) {
-  const { loop_scripted: scripted, loop_http: http, event_loop_utilization: elu, peak_rss_1000_sessions: rss, hook_dispatch: dispatch, webhook_notifications: webhooks, approvals, subagents } = results.benchmarks
+  const { loop_scripted: scripted, loop_http: http, event_loop_utilization: elu, peak_rss_1000_sessions: rss, hook_dispatch: dispatch, webhook_notifications: webhooks, approvals, subagents, mcp } = results.benchmarks
   // Absent from results taken before the approvals benchmark existed.
   const resumed = approvals?.resumed_sessions_per_second_sqlite
   const growth = scripted.growth1000over200
@@ -56,6 +56,12 @@ export function report(results) {
       ? [
           `| subagents, ${subagents.calls} calls, two JS hooks | µs per tool call in the parent | ${fmt(subagents.parentUsPerCall)} | | | | | |`,
           `| same | µs per tool call inside a sub-agent | ${fmt(subagents.childUsPerCall)} (${subagents.ratio}× the parent's) | | | | | |`,
+        ]
+      : []),
+    ...(mcp
+      ? [
+          `| mcp, ${mcp.calls} calls, two JS hooks | µs per JS tool call | ${fmt(mcp.jsUsPerCall)} | | | | | |`,
+          `| same | µs per MCP tool call (stdio, Node server) | ${fmt(mcp.mcpUsPerCall)} (${mcp.ratio}× the JS tool's) | | | | | |`,
         ]
       : []),
     '',

@@ -16,6 +16,7 @@ const { fmt } = await import('./stats.mjs')
 const { webhookNotifications } = await import('./webhook_notifications.mjs')
 const { approvals } = await import('./approvals.mjs')
 const { subagents } = await import('./subagents.mjs')
+const { mcp } = await import('./mcp.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), benchmarks: {} }
@@ -81,6 +82,10 @@ console.log(`pause phase ${fmt(sessions.pauseMs)} ms, resume phase ${fmt(session
 const delegated = await subagents()
 results.benchmarks.subagents = delegated
 console.log(`\nsubagents: µs per tool call with two JS hooks, ${delegated.calls} calls — parent ${fmt(delegated.parentUsPerCall)}, inside a sub-agent ${fmt(delegated.childUsPerCall)} (${delegated.ratio}×)`)
+
+const mcpCalls = await mcp()
+results.benchmarks.mcp = mcpCalls
+console.log(`\nmcp: µs per tool call with two JS hooks, ${mcpCalls.calls} calls — JS tool ${fmt(mcpCalls.jsUsPerCall)}, MCP tool over stdio ${fmt(mcpCalls.mcpUsPerCall)} (${mcpCalls.ratio}×)`)
 
 writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
 const { writeReport } = await import('./report.mjs')
