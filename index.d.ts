@@ -546,7 +546,7 @@ export interface AgentAdvancedOptions {
   agents?: Record<string, SubagentDefinition>
   /** How deep sub-agents may delegate (children of this agent are at depth 1); default 3. */
   maxSubagentDepth?: number
-  /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Only stdio servers (`command`) are built: a `url` server fails `createAgent`. */
+  /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Stdio (`command`) or streamable HTTP (`url`). */
   mcpServers?: Record<string, McpServerConfig>
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
@@ -709,7 +709,7 @@ export interface McpStdioServerConfig {
   env?: Record<string, string>
   cwd?: string
 }
-/** A streamable-HTTP MCP server: accepted by the types, not built yet (`createAgent` rejects it with a `ConfigError`). */
+/** A streamable-HTTP MCP server at `url` (no redirects). `headers` go with every request; a `${NAME}` template in one is read from the environment, for names in `allowedEnvVars` only. */
 export interface McpHttpServerConfig {
   url: string
   headers?: Record<string, string>

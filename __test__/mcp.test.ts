@@ -1,13 +1,14 @@
 // MCP tools (SPEC §8.6), as a user would run them: `@modelcontextprotocol/server-everything` and a
 // small server of our own over stdio; their tools offered as `mcp__<server>__<tool>`, through the
 // same hooks, matchers, mock(), permission and abort as JS tools; servers that fail to start or
-// crash; close() stopping them; mcpServerStatus() / mcpListTools().
+// crash; close() stopping them; mcpServerStatus() / mcpListTools(). A streamable-HTTP server
+// (`url`) written with the official SDK, reached over 127.0.0.1.
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   ConfigError,
   createAgent,
@@ -19,6 +20,7 @@ import {
   type ScriptRequest,
   type StreamEvent,
 } from '../index.js'
+import { startMcpHttpServer, type McpHttpServer } from './helpers/mcp-http-server.js'
 import { sleep, until } from './helpers/server.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -201,13 +203,16 @@ describe('MCP stdio servers', () => {
     await expect(exits).rejects.toThrow(/advanced\.mcpServers\.quits: the MCP server could not start/)
   })
 
-  it('bad server options are ConfigErrors naming the field; url servers are not built yet', async () => {
+  it('bad server options are ConfigErrors naming the field', async () => {
     const model = scriptedModel([{ text: 'x' }])
     await expect(createAgent({ model, advanced: { mcpServers: { s: { command: 'x', args: 'y' } as any } } })).rejects.toThrow(
       'advanced.mcpServers.s.args must be an array of strings',
     )
-    await expect(createAgent({ model, advanced: { mcpServers: { web: { url: 'https://example.com/mcp' } } } })).rejects.toThrow(
-      'advanced.mcpServers.web: streamable-HTTP servers are not supported yet (url); use a stdio server (command)',
+    await expect(createAgent({ model, advanced: { mcpServers: { web: { url: 'file:///tmp/mcp' } } } })).rejects.toThrow(
+      'advanced.mcpServers.web.url must be an absolute http(s) URL',
+    )
+    await expect(createAgent({ model, advanced: { mcpServers: { web: { url: 'https://example.com/mcp', command: 'x' } as any } } })).rejects.toThrow(
+      'advanced.mcpServers.web: give either command (stdio) or url (streamable HTTP), not both',
     )
   })
 
@@ -283,5 +288,79 @@ describe('MCP stdio servers', () => {
     expect(await agent.mcpServerStatus()).toEqual([])
     expect(await agent.mcpListTools()).toEqual([])
     await agent.close()
+  })
+})
+
+describe('MCP streamable-HTTP servers', () => {
+  let server: McpHttpServer
+  beforeEach(async () => {
+    server = await startMcpHttpServer()
+  })
+  afterEach(async () => {
+    await server.close()
+  })
+
+  it('offers the server’s tools as mcp__<server>__<tool>, and a call’s result reaches the model', async () => {
+    const { model, requests } = caller('mcp__web__ok', { who: 'there' })
+    const events = await run({ model, advanced: { mcpServers: { web: { url: server.url } } } })
+    const offered = requests[0]!.tools.map((tool) => tool.name)
+    expect(offered).toEqual(expect.arrayContaining(['mcp__web__ok', 'mcp__web__slow']))
+    expect(requests[0]!.tools.find((tool) => tool.name === 'mcp__web__ok')!.description).toBe('Answers ok over HTTP')
+    expect(resultOf(events).result.toolCalls[0]).toMatchObject({ name: 'mcp__web__ok', output: 'ok there', status: 'success' })
+    expect(resultOf(events).result.content).toBe('tool said: ok there')
+    expect(server.calls).toEqual(['ok'])
+  })
+
+  it('a PreToolUse deny stops the call; the server is never asked', async () => {
+    const events = await run({
+      model: caller('mcp__web__ok', {}).model,
+      advanced: {
+        mcpServers: { web: { url: server.url } },
+        hooks: [{ id: 'deny-web', type: 'PreToolUse', matcher: '^mcp__web__', handler: () => ({ action: 'abort', reason: 'no HTTP MCP' }) }],
+      },
+    })
+    expect(resultOf(events).result.toolCalls[0]).toMatchObject({ output: 'Tool execution aborted: no HTTP MCP', isError: true })
+    expect(server.calls).toEqual([])
+  })
+
+  it('sends the configured headers on every request, ${NAME} resolved only from allowedEnvVars', async () => {
+    process.env.ARH_MCP_TOKEN = 'token-123'
+    try {
+      const headers = { Authorization: 'Bearer ${ARH_MCP_TOKEN}', 'X-Team': 'blue' }
+      await run({ model: caller('mcp__web__ok', {}).model, advanced: { mcpServers: { web: { url: server.url, headers, allowedEnvVars: ['ARH_MCP_TOKEN'] } } } })
+      expect(server.headers.length).toBeGreaterThanOrEqual(3)
+      for (const seen of server.headers) expect(seen).toMatchObject({ authorization: 'Bearer token-123', 'x-team': 'blue' })
+      const notAllowed = createAgent({ model: scriptedModel([{ text: 'x' }]), advanced: { mcpServers: { web: { url: server.url, headers } } } })
+      await expect(notAllowed).rejects.toThrow(ConfigError)
+      await expect(notAllowed).rejects.toThrow(
+        'advanced.mcpServers.web.headers.Authorization uses ${ARH_MCP_TOKEN}, which is not in advanced.mcpServers.web.allowedEnvVars',
+      )
+    } finally {
+      delete process.env.ARH_MCP_TOKEN
+    }
+  })
+
+  it('a server URL that refuses connections fails createAgent with a ConfigError naming it', async () => {
+    const closed = await startMcpHttpServer()
+    await closed.close()
+    const refused = createAgent({ model: scriptedModel([{ text: 'x' }]), advanced: { mcpServers: { gone: { url: closed.url } } } })
+    await expect(refused).rejects.toThrow(ConfigError)
+    await expect(refused).rejects.toThrow(/advanced\.mcpServers\.gone: the MCP server could not start/)
+  })
+
+  it('abort during a slow call ends the run at once and cancels the call on the server', async () => {
+    const agent = await createAgent({ model: caller('mcp__web__slow', {}).model, advanced: { mcpServers: { web: { url: server.url } } } })
+    try {
+      const response = await agent.send('go')
+      const started = Date.now()
+      const outcome = response.result()
+      await until(() => server.calls.includes('slow'), 5000)
+      agent.abort(new Error('stop now'))
+      await expect(outcome).rejects.toThrow('stop now')
+      expect(Date.now() - started).toBeLessThan(5000)
+      await until(() => server.cancelled.length > 0, 5000)
+    } finally {
+      await agent.close()
+    }
   })
 })

@@ -87,6 +87,76 @@ pub fn parse_url(text: &str) -> std::result::Result<reqwest::Url, String> {
     Ok(url)
 }
 
+/// `headers` (lowercased names, `${NAME}` value templates) and the `allowedEnvVars` they may
+/// name, read from `object`: webhooks and MCP servers take them alike. `who` names the sender.
+pub fn header_templates(object: &OptionsObject, who: &str) -> Result<HeaderTemplates> {
+    let allowed_env_vars = match object.get("allowedEnvVars") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item.as_str() {
+                Some(name) if valid_env_name(name) => Ok(name.to_string()),
+                _ => Err(object.error(
+                    "allowedEnvVars",
+                    format_args!("must list variable names like HOOK_TOKEN (got {})", describe(item)),
+                )),
+            })
+            .collect::<Result<_>>()?,
+        Some(other) => return Err(object.invalid("allowedEnvVars", "an array of names", other)),
+    };
+    let headers = match object.get("headers") {
+        None => Vec::new(),
+        Some(Value::Object(given)) => {
+            let headers = OptionsObject::new(given, &object.field("headers")).nulls(Nulls::Invalid);
+            let mut pairs = Vec::new();
+            for (name, value) in given {
+                let lower = name.to_ascii_lowercase();
+                if reqwest::header::HeaderName::from_bytes(lower.as_bytes()).is_err() {
+                    return Err(object.error(
+                        "headers",
+                        format_args!("has \"{name}\", which is not a valid header name"),
+                    ));
+                }
+                if forbidden_header(&lower) {
+                    return Err(headers.error(name, format_args!("may not be set by {who}")));
+                }
+                let Value::String(template) = value else {
+                    return Err(headers.invalid(name, "a string", value));
+                };
+                for variable in template_names(template).map_err(|problem| headers.error(name, problem))? {
+                    if !allowed_env_vars.contains(&variable) {
+                        return Err(headers.error(
+                            name,
+                            format_args!(
+                                "uses ${{{variable}}}, which is not in {}",
+                                object.field("allowedEnvVars")
+                            ),
+                        ));
+                    }
+                }
+                if template.contains(['\r', '\n', '\0']) {
+                    return Err(headers.error(name, "must not contain line breaks"));
+                }
+                pairs.retain(|(existing, _): &(String, String)| existing != &lower);
+                pairs.push((lower, template.clone()));
+            }
+            pairs
+        }
+        Some(other) => return Err(object.invalid("headers", "an object of strings", other)),
+    };
+    Ok(HeaderTemplates {
+        headers,
+        allowed_env_vars,
+    })
+}
+
+/// What `header_templates` reads.
+pub struct HeaderTemplates {
+    /// Lowercased names and value templates.
+    pub headers: Vec<(String, String)>,
+    pub allowed_env_vars: Vec<String>,
+}
+
 impl WebhookConfig {
     /// Reads `value` (at `path`, for a hook of `event`). Messages name the field, never a value
     /// that could be a secret. Strict: a `null` field is a wrong value.
@@ -127,60 +197,10 @@ impl WebhookConfig {
                 }
             },
         };
-        let allowed_env_vars = match webhook.get("allowedEnvVars") {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|item| match item.as_str() {
-                    Some(name) if valid_env_name(name) => Ok(name.to_string()),
-                    _ => Err(webhook.error(
-                        "allowedEnvVars",
-                        format_args!("must list variable names like HOOK_TOKEN (got {})", describe(item)),
-                    )),
-                })
-                .collect::<Result<_>>()?,
-            Some(other) => return Err(webhook.invalid("allowedEnvVars", "an array of names", other)),
-        };
-        let headers = match webhook.get("headers") {
-            None => Vec::new(),
-            Some(Value::Object(given)) => {
-                let headers = OptionsObject::new(given, &webhook.field("headers")).nulls(Nulls::Invalid);
-                let mut pairs = Vec::new();
-                for (name, value) in given {
-                    let lower = name.to_ascii_lowercase();
-                    if reqwest::header::HeaderName::from_bytes(lower.as_bytes()).is_err() {
-                        return Err(webhook.error(
-                            "headers",
-                            format_args!("has \"{name}\", which is not a valid header name"),
-                        ));
-                    }
-                    if forbidden_header(&lower) {
-                        return Err(headers.error(name, "may not be set by a webhook"));
-                    }
-                    let Value::String(template) = value else {
-                        return Err(headers.invalid(name, "a string", value));
-                    };
-                    for variable in template_names(template).map_err(|problem| headers.error(name, problem))? {
-                        if !allowed_env_vars.contains(&variable) {
-                            return Err(headers.error(
-                                name,
-                                format_args!(
-                                    "uses ${{{variable}}}, which is not in {}",
-                                    webhook.field("allowedEnvVars")
-                                ),
-                            ));
-                        }
-                    }
-                    if template.contains(['\r', '\n', '\0']) {
-                        return Err(headers.error(name, "must not contain line breaks"));
-                    }
-                    pairs.retain(|(existing, _): &(String, String)| existing != &lower);
-                    pairs.push((lower, template.clone()));
-                }
-                pairs
-            }
-            Some(other) => return Err(webhook.invalid("headers", "an object of strings", other)),
-        };
+        let HeaderTemplates {
+            headers,
+            allowed_env_vars,
+        } = header_templates(&webhook, "a webhook")?;
         let body = match webhook.get("body") {
             None => None,
             Some(Value::Object(body)) => Some(body.clone()),

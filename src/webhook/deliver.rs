@@ -74,9 +74,21 @@ fn client() -> &'static reqwest::Client {
 /// Resolves `${NAME}` templates from `environment`. An unset variable is a configuration error;
 /// the values are only ever put into the request.
 pub fn resolve_headers(config: &WebhookConfig, environment: &Environment) -> Result<HeaderMap, DeliveryError> {
+    let mut headers = resolve_templates(&config.headers, environment)?;
+    // A configured content-type header wins, as it always has.
+    headers
+        .entry(CONTENT_TYPE)
+        .or_insert(HeaderValue::from_static("application/json"));
+    Ok(headers)
+}
+
+/// `headers` (names and `${NAME}` templates) with their variables taken from `environment`.
+pub fn resolve_templates(
+    templates: &[(String, String)],
+    environment: &Environment,
+) -> Result<HeaderMap, DeliveryError> {
     let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    for (name, template) in &config.headers {
+    for (name, template) in templates {
         let mut value = template.clone();
         for variable in template_names(template).map_err(|_| DeliveryError::Configuration)? {
             let resolved = environment.get(&variable).ok_or(DeliveryError::Configuration)?;

@@ -1,32 +1,53 @@
-//! `advanced.mcpServers` (SPEC §8.6): stdio MCP servers started through `rmcp`, their tools
-//! listed once at creation, their calls sent on the tokio workers (a run is polled on the JS
+//! `advanced.mcpServers` (SPEC §8.6): MCP servers started (stdio) or reached (streamable HTTP)
+//! through `rmcp`, their tools listed once at creation, their calls sent on the tokio workers (a run is polled on the JS
 //! thread, which must not do I/O). The agent offers the tools as `mcp__<server>__<tool>`.
 
+mod http;
+
+use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Result, SdkError};
 use crate::offload::offload;
 use crate::options::OptionsObject;
+use crate::webhook::config::{header_templates, parse_url, HeaderTemplates};
+use crate::webhook::deliver::resolve_templates;
 
 /// How long a server may take to start and answer `initialize` and `tools/list`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One `advanced.mcpServers` entry (the stdio form).
+/// One `advanced.mcpServers` entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<String>,
+    pub transport: Transport,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// `{ command, args?, env?, cwd? }`: a process spoken to over its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<String>,
+    },
+    /// `{ url, headers?, allowedEnvVars? }`: a streamable-HTTP endpoint.
+    Http {
+        url: reqwest::Url,
+        /// Lowercased names and `${NAME}` templates, resolved when the server is reached.
+        headers: Vec<(String, String)>,
+        allowed_env_vars: Vec<String>,
+    },
 }
 
 /// Reads `advanced.mcpServers` strictly: every problem a `ConfigError` naming the field.
@@ -45,11 +66,28 @@ pub fn read(advanced: &OptionsObject) -> Result<Vec<ServerConfig>> {
             )));
         }
         let server = OptionsObject::of(value, &path, "an object ({ command } or { url })")?;
-        if server.get("url").is_some() && server.get("command").is_none() {
-            server.only(&["url", "headers", "allowedEnvVars"], &[])?;
+        if server.get("url").is_some() && server.get("command").is_some() {
             return Err(SdkError::config(format!(
-                "{path}: streamable-HTTP servers are not supported yet (url); use a stdio server (command)"
+                "{path}: give either command (stdio) or url (streamable HTTP), not both"
             )));
+        }
+        if server.get("url").is_some() {
+            server.only(&["url", "headers", "allowedEnvVars"], &[])?;
+            let url = server.str("url")?.unwrap_or_default();
+            let url = parse_url(url).map_err(|problem| server.error("url", problem))?;
+            let HeaderTemplates {
+                headers,
+                allowed_env_vars,
+            } = header_templates(&server, "an MCP server")?;
+            configs.push(ServerConfig {
+                name: name.clone(),
+                transport: Transport::Http {
+                    url,
+                    headers,
+                    allowed_env_vars,
+                },
+            });
+            continue;
         }
         server.only(&["command", "args", "env", "cwd"], &[])?;
         let command = match server.str("command")? {
@@ -79,10 +117,12 @@ pub fn read(advanced: &OptionsObject) -> Result<Vec<ServerConfig>> {
         };
         configs.push(ServerConfig {
             name: name.clone(),
-            command,
-            args,
-            env,
-            cwd: server.string("cwd")?,
+            transport: Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd: server.string("cwd")?,
+            },
         });
     }
     Ok(configs)
@@ -293,17 +333,45 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 async fn start_one(
     config: &ServerConfig,
 ) -> std::result::Result<(RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>), String> {
-    let mut command = tokio::process::Command::new(&config.command);
-    command.args(&config.args);
-    command.envs(config.env.iter().map(|(key, value)| (key, value)));
-    if let Some(cwd) = &config.cwd {
-        command.current_dir(cwd);
-    }
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|error| format!("{} ({error})", config.command))?;
-    let service = ().serve(transport).await.map_err(|error| error.to_string())?;
+    let service = match &config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut process = tokio::process::Command::new(command);
+            process.args(args);
+            process.envs(env.iter().map(|(key, value)| (key, value)));
+            if let Some(cwd) = cwd {
+                process.current_dir(cwd);
+            }
+            let (transport, _) = TokioChildProcess::builder(process)
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|error| format!("{command} ({error})"))?;
+            ().serve(transport).await.map_err(|error| error.to_string())?
+        }
+        Transport::Http {
+            url,
+            headers,
+            allowed_env_vars,
+        } => {
+            // Only the allowed variables are read; their values go into the requests alone.
+            let environment: HashMap<String, String> = allowed_env_vars
+                .iter()
+                .filter_map(|name| std::env::var(name).ok().map(|value| (name.clone(), value)))
+                .collect();
+            let headers = resolve_templates(headers, &environment)
+                .map_err(|_| "a header names an environment variable that is not set".to_string())?;
+            let client = http::HttpClient::new(headers)?;
+            let transport = StreamableHttpClientTransport::with_client(
+                client,
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+            );
+            ().serve(transport).await.map_err(|error| error.to_string())?
+        }
+    };
     let tools = service.list_all_tools().await.map_err(|error| error.to_string())?;
     Ok((service, tools))
 }
@@ -350,13 +418,15 @@ mod tests {
             configs[0],
             ServerConfig {
                 name: "files".into(),
-                command: "node".into(),
-                args: vec!["s.js".into(), "stdio".into()],
-                env: vec![("A".into(), "1".into())],
-                cwd: Some("/tmp".into()),
+                transport: Transport::Stdio {
+                    command: "node".into(),
+                    args: vec!["s.js".into(), "stdio".into()],
+                    env: vec![("A".into(), "1".into())],
+                    cwd: Some("/tmp".into()),
+                },
             }
         );
-        assert_eq!(configs[1].args, Vec::<String>::new());
+        assert!(matches!(&configs[1].transport, Transport::Stdio { args, .. } if args.is_empty()));
         assert!(read_json(json!({})).unwrap().is_empty());
     }
 
@@ -374,9 +444,58 @@ mod tests {
             .starts_with("advanced.mcpServers.s.env must be an object of strings"));
         assert!(message(json!({"s": {"command": "x", "nope": 1}})).contains("advanced.mcpServers.s.nope"));
         assert!(message(json!({"a b": {"command": "x"}})).starts_with("advanced.mcpServers.a b: a server name"));
+        assert!(message(json!({"web": {"url": "ftp://example.com/mcp"}}))
+            .starts_with("advanced.mcpServers.web.url must be an absolute http(s) URL"));
+        assert!(message(json!({"web": {"url": "https://u:p@example.com/mcp"}}))
+            .starts_with("advanced.mcpServers.web.url must not carry credentials"));
         assert_eq!(
-            message(json!({"web": {"url": "https://example.com/mcp"}})),
-            "advanced.mcpServers.web: streamable-HTTP servers are not supported yet (url); use a stdio server (command)"
+            message(json!({"web": {"url": "https://example.com/mcp", "command": "x"}})),
+            "advanced.mcpServers.web: give either command (stdio) or url (streamable HTTP), not both"
+        );
+        assert!(message(json!({"web": {"url": "https://example.com/mcp", "env": {}}}))
+            .contains("advanced.mcpServers.web.env"));
+        assert_eq!(
+            message(json!({"web": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}})),
+            "advanced.mcpServers.web.headers.Authorization uses ${TOKEN}, which is not in advanced.mcpServers.web.allowedEnvVars"
+        );
+        assert_eq!(
+            message(json!({"web": {"url": "https://example.com/mcp", "headers": {"Host": "x"}}})),
+            "advanced.mcpServers.web.headers.Host may not be set by an MCP server"
+        );
+        assert!(
+            message(json!({"web": {"url": "https://example.com/mcp", "headers": {"A": 1}}}))
+                .starts_with("advanced.mcpServers.web.headers.A must be a string")
+        );
+        assert!(
+            message(json!({"web": {"url": "https://example.com/mcp", "allowedEnvVars": ["1X"]}}))
+                .starts_with("advanced.mcpServers.web.allowedEnvVars must list variable names")
+        );
+    }
+
+    #[test]
+    fn http_servers_are_read() {
+        let configs = read_json(json!({
+            "web": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${MCP_TOKEN}", "X-Team": "a"},
+                    "allowedEnvVars": ["MCP_TOKEN"]},
+            "bare": {"url": "https://example.com/mcp"}
+        }))
+        .unwrap();
+        assert_eq!(
+            configs[0],
+            ServerConfig {
+                name: "web".into(),
+                transport: Transport::Http {
+                    url: reqwest::Url::parse("http://127.0.0.1:9/mcp").unwrap(),
+                    headers: vec![
+                        ("authorization".into(), "Bearer ${MCP_TOKEN}".into()),
+                        ("x-team".into(), "a".into())
+                    ],
+                    allowed_env_vars: vec!["MCP_TOKEN".into()],
+                },
+            }
+        );
+        assert!(
+            matches!(&configs[1].transport, Transport::Http { headers, allowed_env_vars, .. } if headers.is_empty() && allowed_env_vars.is_empty())
         );
     }
 
