@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::events::ToolCallRecord;
+use super::events::{PendingApproval, ToolCallRecord};
 use crate::model::ToolCallRequest;
+use crate::store;
 pub use crate::store::{Decision, PendingReason};
 
 /// A call waiting for a decision, with what it was asked with (after PreToolUse and
@@ -77,6 +78,23 @@ impl PausedTurn {
         self.pending
             .iter()
             .filter(|call| call.decision.is_none() && !call.rerun)
+    }
+
+    /// What the caller is told waits: the waiting calls, each with a token under `secret`
+    /// (`approvalSecret`) binding it to `session_id`.
+    pub fn approvals(&self, session_id: &str, secret: Option<&str>) -> Vec<PendingApproval> {
+        self.waiting()
+            .map(|call| PendingApproval {
+                tool_call_id: call.tool_call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                input: call.input.clone(),
+                fingerprint: call.fingerprint.clone(),
+                reason: call.reason,
+                token: secret.map(|secret| {
+                    store::approval_token(secret.as_bytes(), session_id, &call.tool_call_id, &call.fingerprint)
+                }),
+            })
+            .collect()
     }
 
     /// The calls a person must decide before the turn can go on (a deferred call waits for

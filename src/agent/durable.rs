@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 
 use super::approvals::{PausedCall, PausedTurn, TurnCall};
-use super::events::{CallStatus, PendingReason, ToolCallRecord};
+use super::events::{PendingReason, ToolCallRecord};
 use super::tools::{SideEffect, ToolSpec};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::ids;
@@ -254,22 +254,13 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Resume
         match stored.effects.get(&call.tool_call_id) {
             Some(Effect::Finished(result)) => {
                 changed = true;
-                turn.results[call.index] = Some(ToolCallRecord {
-                    id: call.tool_call_id.clone(),
-                    name: call.tool_name.clone(),
-                    input: Value::Object(call.input.clone()),
-                    output: result.output.clone(),
-                    duration: 0,
-                    is_error: result.is_error,
-                    status: if result.is_error {
-                        CallStatus::Error
-                    } else {
-                        CallStatus::Success
-                    },
-                    mocked: None,
-                    classification: None,
-                    display: None,
-                });
+                turn.results[call.index] = Some(ToolCallRecord::stored(
+                    &call.tool_call_id,
+                    &call.tool_name,
+                    Value::Object(call.input.clone()),
+                    result.output.clone(),
+                    result.is_error,
+                ));
                 continue;
             }
             Some(Effect::Started) if !replayable(&call.tool_name) => {
@@ -330,22 +321,13 @@ fn interrupted_turn(messages: &[Message]) -> Option<PausedTurn> {
     for (index, call) in calls.iter().enumerate() {
         let input: Map<String, Value> = serde_json::from_str(&call.arguments).unwrap_or_default();
         match answered.get(call.id.as_str()) {
-            Some((output, is_error)) => results.push(Some(ToolCallRecord {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                input: Value::Object(input),
-                output: output.to_string(),
-                duration: 0,
-                is_error: *is_error,
-                status: if *is_error {
-                    CallStatus::Error
-                } else {
-                    CallStatus::Success
-                },
-                mocked: None,
-                classification: None,
-                display: None,
-            })),
+            Some((output, is_error)) => results.push(Some(ToolCallRecord::stored(
+                &call.id,
+                &call.name,
+                Value::Object(input),
+                output.to_string(),
+                *is_error,
+            ))),
             None => {
                 results.push(None);
                 pending.push(PausedCall {

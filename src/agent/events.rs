@@ -188,6 +188,29 @@ pub struct ToolCallRecord {
     pub display: Option<Value>,
 }
 
+impl ToolCallRecord {
+    /// A call whose result was kept in the store (recovered after a crash, published later, or
+    /// answered before a pause): its timing, mock and display were not kept.
+    pub fn stored(id: &str, name: &str, input: Value, output: String, is_error: bool) -> Self {
+        ToolCallRecord {
+            id: id.to_string(),
+            name: name.to_string(),
+            input,
+            output,
+            duration: 0,
+            is_error,
+            status: if is_error {
+                CallStatus::Error
+            } else {
+                CallStatus::Success
+            },
+            mocked: None,
+            classification: None,
+            display: None,
+        }
+    }
+}
+
 /// How a run ended: Blade's `PromptResult` fields, then ours.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

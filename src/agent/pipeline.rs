@@ -413,13 +413,7 @@ impl Call<'_> {
                         name: self.request.name.clone(),
                         agent_path: None,
                     };
-                    let event = match &self.site.settings.child {
-                        None => Some(event),
-                        Some(child) => child.forward(event),
-                    };
-                    if let Some(event) = event {
-                        self.site.events.send(event);
-                    }
+                    subagents::publish(self.site.settings.child.as_ref(), self.site.events, event);
                 };
                 let execution = Execution {
                     host: &agent.host,
@@ -700,16 +694,10 @@ impl Call<'_> {
         if !self.site.agent.dispatcher.has(event, None, self.site.caller.context) {
             return Ok(());
         }
-        let input = EventInput {
-            event,
-            payload,
-            tool: None,
-            error: None,
-        };
         self.site
             .agent
             .dispatcher
-            .dispatch(input, self.site.caller)
+            .dispatch(EventInput::of(event, payload), self.site.caller)
             .await
             .map(drop)
             .map_err(HookError::into_sdk)

@@ -1,6 +1,7 @@
 //! The loop of one `send`: UserPromptSubmit → { model turn → tool calls } until the model
 //! answers without tool calls, `maxTurns` is reached or a denial interrupts → TaskCompleted.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::{join_all, BoxFuture};
@@ -16,14 +17,14 @@ use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
 use super::durable::Durable;
 use super::events::{
-    CallStatus, PendingApproval, PendingReason, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord,
+    PendingApproval, PendingReason, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord,
 };
 use super::parts::Agent;
 use super::payloads;
 use super::pipeline::{self, CallSite, ChildRun, Children, Ended};
 use super::reader::EventSender;
 use super::settings::RunSettings;
-use super::subagents::Child;
+use super::subagents::{self, Child};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatched, EventInput, HookContext, HookError};
@@ -170,14 +171,7 @@ impl Run {
 
     /// Publishes `event`; a sub-agent's run shows the parent's stream its tool events only.
     fn emit(&self, event: StreamEvent) {
-        match &self.settings.child {
-            None => self.events.send(event),
-            Some(child) => {
-                if let Some(event) = child.forward(event) {
-                    self.events.send(event);
-                }
-            }
-        }
+        subagents::publish(self.settings.child.as_ref(), &self.events, event);
     }
 
     fn caller(&self) -> Caller<'_> {
@@ -219,15 +213,9 @@ impl Run {
 
     /// Dispatches a run event and hands back what its hooks answered.
     async fn dispatch(&self, event: HookEvent, payload: EventFields, caller: Caller<'_>) -> Result<Dispatched> {
-        let input = EventInput {
-            event,
-            payload,
-            tool: None,
-            error: None,
-        };
         self.agent
             .dispatcher
-            .dispatch(input, caller)
+            .dispatch(EventInput::of(event, payload), caller)
             .await
             .map_err(HookError::into_sdk)
     }
@@ -451,14 +439,7 @@ impl Run {
         let by_model = compaction.summarize.is_none();
         let summary = async move { compaction::summarize(&compaction, &writer, &older).await }
             .instrument(tracing::info_span!("compaction", messages = split));
-        // A model writing the summary talks HTTP: off the polling thread, like any model call.
-        let summarized = if by_model && self.settings.model.is_remote() {
-            offload(summary)
-                .await
-                .unwrap_or_else(|error| Err(SdkError::model(format!("Model request task failed: {error}"))))
-        } else {
-            summary.await
-        };
+        let summarized = where_models_run(by_model && self.settings.model.is_remote(), summary).await;
         self.checkpoint()?;
         match summarized {
             Ok((summary, usage)) => {
@@ -558,12 +539,7 @@ impl Run {
         } else {
             self.detached()
         };
-        let input = EventInput {
-            event: HookEvent::TaskCompleted,
-            payload,
-            tool: None,
-            error: None,
-        };
+        let input = EventInput::of(HookEvent::TaskCompleted, payload);
         let dispatched = self.agent.dispatcher.dispatch(input, caller).await;
         match (outcome, dispatched) {
             (Ok(finished), Ok(dispatched)) => match apply::first_abort(&dispatched.outputs, HookEvent::TaskCompleted) {
@@ -645,13 +621,7 @@ impl Run {
             self.settings.child.clone(),
         );
         let span = tracing::info_span!("model_call", turn = self.turns);
-        if !self.settings.model.is_remote() {
-            return turn.instrument(span).await;
-        }
-        // Off the polling thread: the HTTP exchange and its SSE parsing run on the workers.
-        offload(turn.instrument(span))
-            .await
-            .unwrap_or_else(|error| Err(SdkError::model(format!("Model request task failed: {error}"))))
+        where_models_run(self.settings.model.is_remote(), turn.instrument(span)).await
     }
 
     /// Runs one turn's tool calls concurrently; results come back in call order, with the first
@@ -771,7 +741,7 @@ impl Run {
         // Kept before anything is announced: a person may answer from another process.
         self.save(Some(&turn)).await?;
         self.conversation.pause(turn.clone());
-        self.paused = Some(self.approvals_of(&turn));
+        self.paused = Some(turn.approvals(&self.agent.id, self.agent.config.approval_secret.as_deref()));
         if self.has(HookEvent::HumanInterventionRequest) {
             let pending_tools = turn.pending.iter().map(payloads::PendingTool::of).collect();
             let payload = EventFields::of(&payloads::HumanInterventionRequest {
@@ -785,23 +755,6 @@ impl Run {
                 .await?;
         }
         Ok((text, StopReason::Interrupted))
-    }
-
-    /// What the caller is told waits: the paused calls, with a token each under `approvalSecret`.
-    fn approvals_of(&self, turn: &PausedTurn) -> Vec<PendingApproval> {
-        let secret = self.agent.config.approval_secret.as_deref();
-        turn.waiting()
-            .map(|call| PendingApproval {
-                tool_call_id: call.tool_call_id.clone(),
-                tool_name: call.tool_name.clone(),
-                input: call.input.clone(),
-                fingerprint: call.fingerprint.clone(),
-                reason: call.reason,
-                token: secret.map(|secret| {
-                    store::approval_token(secret.as_bytes(), &self.agent.id, &call.tool_call_id, &call.fingerprint)
-                }),
-            })
-            .collect()
     }
 
     /// Goes on with the paused turn: each decided call, in order, after its
@@ -828,7 +781,13 @@ impl Run {
                 match self.durable.deferred_result(&call.tool_call_id).await? {
                     Some(result) => {
                         resumed.push(call.index);
-                        results[call.index] = Some(published(call, result));
+                        results[call.index] = Some(ToolCallRecord::stored(
+                            &call.tool_call_id,
+                            &call.tool_name,
+                            Value::Object(call.input.clone()),
+                            result.output,
+                            result.is_error,
+                        ));
                     }
                     None => still_waiting.push(call.clone()),
                 }
@@ -953,26 +912,6 @@ pub(crate) enum Start {
     Resume,
 }
 
-/// A deferred call's published result, as the run reports it.
-fn published(call: &PausedCall, result: crate::store::ToolResult) -> ToolCallRecord {
-    ToolCallRecord {
-        id: call.tool_call_id.clone(),
-        name: call.tool_name.clone(),
-        input: Value::Object(call.input.clone()),
-        output: result.output,
-        duration: 0,
-        is_error: result.is_error,
-        status: if result.is_error {
-            CallStatus::Error
-        } else {
-            CallStatus::Success
-        },
-        mocked: None,
-        classification: None,
-        display: None,
-    }
-}
-
 /// A finished call's result as the conversation keeps it.
 fn tool_message(record: &ToolCallRecord) -> Message {
     Message::Tool {
@@ -980,6 +919,20 @@ fn tool_message(record: &ToolCallRecord) -> Message {
         content: record.output.clone(),
         is_error: record.is_error,
     }
+}
+
+/// Runs a model exchange: an HTTP one on the workers, so its SSE parsing stays off the thread
+/// that polls the run (the JS thread); anything else in place.
+async fn where_models_run<T: Send + 'static>(
+    remote: bool,
+    exchange: impl Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    if !remote {
+        return exchange.await;
+    }
+    offload(exchange)
+        .await
+        .unwrap_or_else(|error| Err(SdkError::model(format!("Model request task failed: {error}"))))
 }
 
 /// One model call over the conversation `messages`; content deltas are published as they come.

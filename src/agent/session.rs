@@ -283,18 +283,7 @@ impl Session {
         let Some(turn) = self.conversation.paused() else {
             return Vec::new();
         };
-        turn.waiting()
-            .map(|call| PendingApproval {
-                tool_call_id: call.tool_call_id.clone(),
-                tool_name: call.tool_name.clone(),
-                input: call.input.clone(),
-                fingerprint: call.fingerprint.clone(),
-                reason: call.reason,
-                token: self.agent.config.approval_secret.as_deref().map(|secret| {
-                    store::approval_token(secret.as_bytes(), &self.id, &call.tool_call_id, &call.fingerprint)
-                }),
-            })
-            .collect()
+        turn.approvals(&self.id, self.agent.config.approval_secret.as_deref())
     }
 
     /// `approve(toolCallId, { updatedInput?, token? })`.
@@ -427,12 +416,7 @@ impl Session {
             session_id: &self.id,
             is_resume: lock(&self.state).resumed,
         });
-        let input = EventInput {
-            event: HookEvent::SessionStart,
-            payload,
-            tool: None,
-            error: None,
-        };
+        let input = EventInput::of(HookEvent::SessionStart, payload);
         let caller = Caller {
             scope,
             cancel: None,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::events::StreamEvent;
+use super::reader::EventSender;
 use super::tools::ToolSpec;
 use crate::error::{Result, SdkError};
 use crate::js_value::MAX_TIMER_MS;
@@ -202,41 +203,27 @@ impl Child {
     }
 
     /// What of the child's stream the parent's shows: its tool events, with `agentPath`.
-    pub fn forward(&self, event: StreamEvent) -> Option<StreamEvent> {
-        let path = Some(self.path.clone());
-        match event {
-            StreamEvent::ToolUse { id, name, input, .. } => Some(StreamEvent::ToolUse {
-                id,
-                name,
-                input,
-                agent_path: path,
-            }),
-            StreamEvent::ToolProgress { progress, id, name, .. } => Some(StreamEvent::ToolProgress {
-                progress,
-                id,
-                name,
-                agent_path: path,
-            }),
-            StreamEvent::ToolResult {
-                id,
-                name,
-                output,
-                is_error,
-                display,
-                status,
-                classification,
-                ..
-            } => Some(StreamEvent::ToolResult {
-                id,
-                name,
-                output,
-                is_error,
-                display,
-                status,
-                classification,
-                agent_path: path,
-            }),
+    pub fn forward(&self, mut event: StreamEvent) -> Option<StreamEvent> {
+        match &mut event {
+            StreamEvent::ToolUse { agent_path, .. }
+            | StreamEvent::ToolProgress { agent_path, .. }
+            | StreamEvent::ToolResult { agent_path, .. } => {
+                *agent_path = Some(self.path.clone());
+                Some(event)
+            }
             _ => None,
+        }
+    }
+}
+
+/// Publishes a run's `event`: as it is in the root, through [`Child::forward`] in a sub-agent.
+pub fn publish(child: Option<&Arc<Child>>, events: &EventSender, event: StreamEvent) {
+    match child {
+        None => events.send(event),
+        Some(child) => {
+            if let Some(event) = child.forward(event) {
+                events.send(event);
+            }
         }
     }
 }

@@ -115,6 +115,18 @@ pub struct EventInput<'a> {
     pub error: Option<ErrorSlot>,
 }
 
+impl EventInput<'_> {
+    /// An event that concerns no tool: the session's and the run's.
+    pub fn of(event: HookEvent, payload: EventFields) -> Self {
+        EventInput {
+            event,
+            payload,
+            tool: None,
+            error: None,
+        }
+    }
+}
+
 /// The callbacks' outputs, unapplied, and the first result a PreToolUse callback mocked.
 #[derive(Debug, Default)]
 pub struct Dispatched {
@@ -463,13 +475,8 @@ impl Dispatcher {
         if self.session_end_attempted.swap(true, Ordering::SeqCst) {
             return Ok(Dispatched::default());
         }
-        let input = EventInput {
-            event: HookEvent::SessionEnd,
-            payload,
-            tool: None,
-            error: None,
-        };
-        self.dispatch(input, caller).await
+        self.dispatch(EventInput::of(HookEvent::SessionEnd, payload), caller)
+            .await
     }
 
     /// Waits for one call into JS (a user function, a generator's step) under `timeout`,
