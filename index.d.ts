@@ -406,6 +406,8 @@ export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permiss
 
 /** One entry of `advanced.agents`; its key is the `subagent_type` that runs it (and its `agentId`). */
 export interface SubagentDefinition {
+  /** Blade's `AgentDefinition.name`: when given, the same as its key. */
+  name?: string
   /** Shown to the model in the `Task` tool's description. */
   description: string
   systemPrompt?: string

@@ -361,6 +361,20 @@ describe('sub-agent events, stream and tools', () => {
     expect(failure).toMatchObject({ agentId: 'worker', error: 'the worker model is down', agentPath: [] })
   })
 
+  it('a Blade-docs agent definition ({ name, description, systemPrompt, allowedTools, model }) runs as written', async () => {
+    const { model } = tree({
+      root: once({ name: 'Task', input: { subagent_type: 'researcher', prompt: 'find cats' } }, 'task-1'),
+      researcher: once({ name: 'search', input: { query: 'cats' } }, 'r-1'),
+    })
+    const childModel = model
+    const { events } = await run({
+      model,
+      tools: [search],
+      advanced: { agents: { researcher: { name: 'researcher', description: 'Finds things', systemPrompt: 'You are researcher', allowedTools: ['search'], model: childModel } } },
+    })
+    expect(resultOf(events).result.content).toBe('after task-1: after r-1: found cats')
+  })
+
   it('a child’s maxTurns and model default to the parent’s and can be set', async () => {
     const childModel = scriptedModel([{ text: 'from the child’s own model' }])
     const { model } = tree({ root: once({ name: 'Task', input: { subagent_type: 'worker', prompt: 'x' } }, 'task-1') })

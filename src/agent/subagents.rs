@@ -63,10 +63,25 @@ impl Subagents {
                 ));
             }
             let options = OptionsObject::of(entry, &path, "an object like { description, systemPrompt? }")?;
+            // Blade's `AgentDefinition` repeats the key as `name`; the key stays the sub-agent's id.
             options.only(
-                &["description", "systemPrompt", "allowedTools", "model", "maxTurns"],
+                &[
+                    "name",
+                    "description",
+                    "systemPrompt",
+                    "allowedTools",
+                    "model",
+                    "maxTurns",
+                ],
                 &[],
             )?;
+            if let Some(given) = options.string("name")? {
+                if given != *name {
+                    return Err(SdkError::config(format!(
+                        "{path}.name is \"{given}\" but its key is \"{name}\": give both the same name"
+                    )));
+                }
+            }
             let description = options
                 .string("description")?
                 .filter(|text| !text.trim().is_empty())
@@ -247,7 +262,7 @@ mod tests {
 
     #[test]
     fn agents_are_read_with_their_fields_and_bad_ones_are_named() {
-        let read = subagents(json!({"agents": {"researcher": {"description": "finds things", "allowedTools": ["search"], "maxTurns": 4}}}))
+        let read = subagents(json!({"agents": {"researcher": {"name": "researcher", "description": "finds things", "allowedTools": ["search"], "maxTurns": 4}}}))
             .unwrap()
             .unwrap();
         assert_eq!(read.max_depth, 3);
@@ -266,6 +281,14 @@ mod tests {
             (
                 json!({"agents": {"a": {"description": "d", "tools": []}}}),
                 "advanced.agents.a.tools is not a known option",
+            ),
+            (
+                json!({"agents": {"a": {"name": "b", "description": "d"}}}),
+                "advanced.agents.a.name is \"b\" but its key is \"a\": give both the same name",
+            ),
+            (
+                json!({"agents": {"a": {"name": 3, "description": "d"}}}),
+                "advanced.agents.a.name must be",
             ),
             (
                 json!({"agents": {"a": {"description": "d", "allowedTools": "x"}}}),
