@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::host::{Args, Callable, Host, HostCall, Reply, ScopeId};
-use crate::js_value::{callable, MAX_SAFE_INTEGER};
+use crate::js_value::{whole_number, MAX_SAFE_INTEGER};
 use crate::model::{Message, Model, ModelRequest, Usage, UserContent};
 use crate::options::OptionsObject;
 
@@ -33,14 +33,12 @@ impl Compaction {
         };
         let options = OptionsObject::of(value, "advanced.compaction", "an object")?;
         options.only(&["thresholdTokens", "keepRecentTurns", "summarize"], &[])?;
-        let summarize = match options.get("summarize") {
-            None => None,
-            Some(value) => Some(callable(value).ok_or_else(|| options.invalid("summarize", "a function", value))?),
-        };
+        let summarize = options.function("summarize")?;
         let keep = match options.get("keepRecentTurns") {
             None => DEFAULT_KEEP_RECENT_TURNS,
-            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or_default() as usize,
-            Some(other) => return Err(options.invalid("keepRecentTurns", "a whole number", other)),
+            Some(value) => {
+                whole_number(value).ok_or_else(|| options.invalid("keepRecentTurns", "a whole number", value))? as usize
+            }
         };
         Ok(Some(Compaction {
             threshold_tokens: options
