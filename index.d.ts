@@ -541,6 +541,13 @@ export interface AgentAdvancedOptions {
    * is shared by many workers. One of the two.
    */
   store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
+  /**
+   * How long a run's claim on its session outlives its last renewal; default 30000. A run claims
+   * the session (`send` / `resume` reject `SESSION_LEASED` while another agent's claim is live),
+   * renews it every third of this while it runs, and releases it when it settles; a dead
+   * process's claim expires after this.
+   */
+  leaseTtlMs?: number
   /** Blade's: with `persistSession` not `false`, the store `{ sqlite: <storagePath>/sessions.db }`. */
   storagePath?: string
   persistSession?: boolean

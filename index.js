@@ -707,8 +707,8 @@ class Agent {
     if (failure !== null) throw toError(JSON.parse(failure))
   }
 
-  /** Starts a run (`send`, `resume`): its abort plumbing and its response. */
-  #start(options, what, begin) {
+  /** Starts a run (`send`, `resume`): its abort plumbing and its response, once the run is accepted (it holds the session). */
+  async #start(options, what, begin) {
     if (options !== undefined && options !== null && typeof options !== 'object') throw invalidInput(`${what} options must be an object (got ${typeof options})`)
     const { signal, maxTurns } = options ?? {}
     if (signal !== undefined && !isSignal(signal)) throw invalidInput(`options.signal must be an AbortSignal (got ${signal === null ? 'null' : typeof signal})`)
@@ -731,11 +731,17 @@ class Agent {
     const onCallerAbort = () => active.abort(signal.reason)
     signal?.addEventListener('abort', onCallerAbort, { once: true })
     this.#active = active
-    return new AgentResponse(made, scope, this.sessionId, () => {
+    const release = () => {
       signal?.removeEventListener('abort', onCallerAbort)
       this.#scopes.delete(scopeId)
       if (this.#active === active) this.#active = null
-    })
+    }
+    const refused = await made.accepted()
+    if (refused !== null) {
+      release()
+      throw toError(JSON.parse(refused))
+    }
+    return new AgentResponse(made, scope, this.sessionId, release)
   }
 
   abort(reason) {

@@ -45,6 +45,9 @@ pub enum ErrorCode {
     SessionNotFound,
     /// The store could not be read or written.
     Store,
+    /// `send` / `resume` while another agent (another process, usually) drives the session, or
+    /// a run that lost its claim on the session.
+    SessionLeased,
 }
 
 impl ErrorCode {
@@ -68,6 +71,7 @@ impl ErrorCode {
             ErrorCode::ApprovalTokenInvalid => "APPROVAL_TOKEN_INVALID",
             ErrorCode::SessionNotFound => "SESSION_NOT_FOUND",
             ErrorCode::Store => "STORE_ERROR",
+            ErrorCode::SessionLeased => "SESSION_LEASED",
         }
     }
 }

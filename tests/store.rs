@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use agent_runtime_hooks::model::{AssistantToolCall, ContentPart, Message, UserContent};
 use agent_runtime_hooks::store::{
-    self, fingerprint, Decision, Deferred, DeferredOutcome, Effect, MemoryStore, PendingCall, PendingReason,
-    PostgresStore, SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig, StoreError, ToolResult,
+    self, fingerprint, Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, MemoryStore, PendingCall,
+    PendingReason, PostgresStore, SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig, StoreError,
+    StoreErrorKind, ToolResult,
 };
 use serde_json::{json, Map, Value};
 use sqlx::sqlite::SqlitePool;
@@ -62,6 +63,14 @@ async fn postgres() -> Option<Fixture> {
         _dir: None,
         _database: Some(database),
     })
+}
+
+/// A live lease on `session` (a long one: the checks that use it are not about expiry).
+async fn claim(store: &dyn Store, session: &str) -> Lease {
+    match store.claim(session, "test", Duration::from_secs(600)).await.unwrap() {
+        Claim::Granted(lease) => lease,
+        held => panic!("session {session} is held: {held:?}"),
+    }
 }
 
 fn object(value: Value) -> Map<String, Value> {
@@ -130,7 +139,11 @@ macro_rules! conformance {
             effects_ledger,
             deferred_result_is_published_once,
             concurrent_completions_have_one_winner,
-            every_character_round_trips
+            every_character_round_trips,
+            a_live_lease_excludes_other_claims_and_fences_writes,
+            concurrent_claims_have_one_winner,
+            an_expired_lease_is_taken_over_and_its_holder_refused,
+            a_call_saved_as_outcome_unknown_is_unknown_in_the_ledger
         );
     };
     ($backend:ident: $($check:ident),+) => {
@@ -155,7 +168,175 @@ conformance!(postgres);
 mod checks {
     use super::*;
 
+    fn lost(error: StoreError) {
+        assert_eq!(error.kind, StoreErrorKind::LeaseLost, "{error}");
+        assert!(error.cause.contains("no longer live"), "{error}");
+    }
+
+    pub async fn a_live_lease_excludes_other_claims_and_fences_writes(f: Fixture) {
+        assert_eq!(f.store.lease_state("s1").await.unwrap(), None);
+        let ttl = Duration::from_secs(60);
+        let Claim::Granted(first) = f.store.claim("s1", "worker-a", ttl).await.unwrap() else {
+            panic!("the first claim is granted");
+        };
+        assert_eq!(
+            f.other.lease_state("s1").await.unwrap().map(|state| state.live),
+            Some(true)
+        );
+        match f.other.claim("s1", "worker-b", ttl).await.unwrap() {
+            Claim::Held { owner, remaining_ms } => {
+                assert_eq!(owner, "worker-a");
+                assert!(remaining_ms > 50_000 && remaining_ms <= 60_000, "{remaining_ms}");
+            }
+            granted => panic!("a live lease was claimed again: {granted:?}"),
+        }
+        // Another session is not held.
+        assert!(matches!(
+            f.other.claim("s2", "worker-b", ttl).await.unwrap(),
+            Claim::Granted(_)
+        ));
+        f.store.save(&record("s1", None), &[], &first).await.unwrap();
+        assert!(f.store.renew(&first, ttl).await.unwrap());
+        f.store.release(&first).await.unwrap();
+        assert!(!f.other.lease_state("s1").await.unwrap().is_some_and(|state| state.live));
+        // Released: renewing or writing with it is refused, nothing is written.
+        assert!(!f.store.renew(&first, ttl).await.unwrap());
+        lost(
+            f.store
+                .save(&record("s1", Some(json!({"late": true}))), &[], &first)
+                .await
+                .unwrap_err(),
+        );
+        lost(
+            f.store
+                .effect_started(&first, "c1", "rm", &Map::new(), "destructive")
+                .await
+                .unwrap_err(),
+        );
+        lost(
+            f.store
+                .effect_finished(&first, "c1", &ToolResult::new("x", false))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(f.other.load("s1").await.unwrap().unwrap().0, record("s1", None));
+        assert_eq!(f.other.effect("s1", "c1").await.unwrap(), None);
+        // The next claim gets a greater token; the old one stays refused.
+        let Claim::Granted(second) = f.other.claim("s1", "worker-b", ttl).await.unwrap() else {
+            panic!("a released lease is claimed at once");
+        };
+        assert!(second.token > first.token, "{second:?} after {first:?}");
+        lost(f.store.save(&record("s1", None), &[], &first).await.unwrap_err());
+        f.other.save(&record("s1", None), &[], &second).await.unwrap();
+        // Releasing a lost lease changes nothing.
+        f.store.release(&first).await.unwrap();
+        assert_eq!(
+            f.store
+                .lease_state("s1")
+                .await
+                .unwrap()
+                .map(|state| (state.token, state.live)),
+            Some((second.token, true))
+        );
+    }
+
+    pub async fn concurrent_claims_have_one_winner(f: Fixture) {
+        for round in 0..12 {
+            let session = format!("race-{round}");
+            let claims = (0..4).map(|n| {
+                let store = if n % 2 == 0 { f.store.clone() } else { f.other.clone() };
+                let session = session.clone();
+                tokio::spawn(async move { store.claim(&session, &format!("w{n}"), Duration::from_secs(60)).await })
+            });
+            let outcomes: Vec<Claim> = futures::future::join_all(claims)
+                .await
+                .into_iter()
+                .map(|joined| joined.unwrap().unwrap())
+                .collect();
+            let granted: Vec<&Claim> = outcomes
+                .iter()
+                .filter(|claim| matches!(claim, Claim::Granted(_)))
+                .collect();
+            assert_eq!(granted.len(), 1, "round {round}: {outcomes:?}");
+        }
+    }
+
+    pub async fn an_expired_lease_is_taken_over_and_its_holder_refused(f: Fixture) {
+        let Claim::Granted(dead) = f.store.claim("s1", "dead", Duration::from_millis(1000)).await.unwrap() else {
+            panic!("granted");
+        };
+        f.store.save(&record("s1", None), &[], &dead).await.unwrap();
+        assert!(matches!(
+            f.other.claim("s1", "next", Duration::from_secs(60)).await.unwrap(),
+            Claim::Held { .. }
+        ));
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(
+            f.other.lease_state("s1").await.unwrap().map(|state| state.live),
+            Some(false)
+        );
+        // Expired: its holder can neither renew nor write, even before anyone claims.
+        assert!(!f.store.renew(&dead, Duration::from_secs(60)).await.unwrap());
+        lost(
+            f.store
+                .effect_started(&dead, "c1", "rm", &Map::new(), "destructive")
+                .await
+                .unwrap_err(),
+        );
+        let Claim::Granted(next) = f.other.claim("s1", "next", Duration::from_secs(60)).await.unwrap() else {
+            panic!("an expired lease is taken over");
+        };
+        assert_eq!(next.token, dead.token + 1, "one claim in between");
+        lost(
+            f.store
+                .save(&record("s1", Some(json!({}))), &[], &dead)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(f.other.load("s1").await.unwrap().unwrap().0, record("s1", None));
+    }
+
+    pub async fn a_call_saved_as_outcome_unknown_is_unknown_in_the_ledger(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
+        f.store
+            .effect_started(&l, "c1", "rm", &Map::new(), "destructive")
+            .await
+            .unwrap();
+        f.store
+            .effect_started(&l, "c2", "mv", &Map::new(), "destructive")
+            .await
+            .unwrap();
+        let calls = vec![pending("c1", "rm", json!({}), PendingReason::OutcomeUnknown, None)];
+        f.store.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
+        assert_eq!(f.other.effect("s1", "c1").await.unwrap(), Some(Effect::Unknown));
+        assert_eq!(f.other.effect("s1", "c2").await.unwrap(), Some(Effect::Started));
+        let open: Vec<String> = f
+            .other
+            .open_effects("s1")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.tool_call_id)
+            .collect();
+        assert_eq!(open, ["c2"]);
+        // Approved and run again: started again, then finished.
+        f.store
+            .effect_started(&l, "c1", "rm", &Map::new(), "destructive")
+            .await
+            .unwrap();
+        assert_eq!(f.other.effect("s1", "c1").await.unwrap(), Some(Effect::Started));
+        f.store
+            .effect_finished(&l, "c1", &ToolResult::new("done", false))
+            .await
+            .unwrap();
+        assert_eq!(
+            f.other.effect("s1", "c1").await.unwrap(),
+            Some(Effect::Finished(ToolResult::new("done", false)))
+        );
+    }
+
     pub async fn save_and_load_round_trip(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
         assert!(f.store.load("s1").await.unwrap().is_none());
         // 333333333.3333333: a double whose neighbours print close to it; it must reload bit for bit.
         let ratio = f64::from_bits(0x41b3_de43_5555_5555);
@@ -184,7 +365,7 @@ mod checks {
         ];
         let paused = json!({ "operationId": "op_1", "stepIndex": 2, "usage": { "inputTokens": 10, "cost": 0.25 } });
         let saved = record("s1", Some(paused));
-        f.store.save(&saved, &calls).await.unwrap();
+        f.store.save(&saved, &calls, &l).await.unwrap();
 
         let (loaded, loaded_calls) = f.other.load("s1").await.unwrap().expect("saved session");
         assert_eq!(loaded, saved);
@@ -196,31 +377,33 @@ mod checks {
     }
 
     pub async fn save_replaces_pending_calls_wholesale(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
         let calls = vec![
             pending("a", "t", json!({}), PendingReason::Ask, None),
             pending("b", "t", json!({}), PendingReason::Ask, None),
         ];
-        f.store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+        f.store.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
         let mut later = record("s1", None);
         later.messages.truncate(1);
         let kept = vec![
             pending("c", "t", json!({ "x": 1 }), PendingReason::Ask, None),
             calls[1].clone(),
         ];
-        f.store.save(&later, &kept).await.unwrap();
+        f.store.save(&later, &kept, &l).await.unwrap();
         let (loaded, loaded_calls) = f.other.load("s1").await.unwrap().unwrap();
         assert_eq!(loaded, later);
         assert_eq!(loaded_calls, kept, "in saved order, the old set gone");
-        f.store.save(&later, &[]).await.unwrap();
+        f.store.save(&later, &[], &l).await.unwrap();
         assert!(f.other.load("s1").await.unwrap().unwrap().1.is_empty());
     }
 
     pub async fn decide_is_conditional(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
         let calls = vec![
             pending("c1", "rm", json!({ "path": "a" }), PendingReason::Ask, None),
             pending("c2", "rm", json!({ "path": "b" }), PendingReason::Ask, None),
         ];
-        f.store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+        f.store.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
         let approve = Decision::Approve {
             updated_input: Some(object(json!({ "path": "a2" }))),
         };
@@ -252,7 +435,8 @@ mod checks {
     {
         let ids: Vec<String> = (0..16).map(|i| format!("c{i}")).collect();
         let calls: Vec<PendingCall> = ids.iter().map(|id| pending(id, "t", json!({}), reason, None)).collect();
-        f.store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+        let l = claim(&*f.store, "s1").await;
+        f.store.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
         let mut outcomes = Vec::new();
         for id in ids {
             let first = tokio::spawn(act(f.store.clone(), id.clone(), true));
@@ -282,14 +466,15 @@ mod checks {
     }
 
     pub async fn effects_ledger(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
         let input = object(json!({ "path": "/tmp/x" }));
         assert_eq!(f.store.effect("s1", "c1").await.unwrap(), None);
         f.store
-            .effect_started("s1", "c1", "rm", &input, "destructive")
+            .effect_started(&l, "c1", "rm", &input, "destructive")
             .await
             .unwrap();
         f.store
-            .effect_started("s1", "c2", "ls", &Map::new(), "pure")
+            .effect_started(&l, "c2", "ls", &Map::new(), "pure")
             .await
             .unwrap();
         let open = f.other.open_effects("s1").await.unwrap();
@@ -309,11 +494,11 @@ mod checks {
         assert_eq!(f.other.effect("s1", "c1").await.unwrap(), Some(Effect::Started));
 
         f.store
-            .effect_finished("s1", "c1", &ToolResult::new("removed", false))
+            .effect_finished(&l, "c1", &ToolResult::new("removed", false))
             .await
             .unwrap();
         f.store
-            .effect_finished("s1", "c2", &ToolResult::new("boom", true))
+            .effect_finished(&l, "c2", &ToolResult::new("boom", true))
             .await
             .unwrap();
         assert!(f.other.open_effects("s1").await.unwrap().is_empty());
@@ -324,11 +509,11 @@ mod checks {
 
         // Starting again (an approved `outcome_unknown` call) opens it again, in its first place.
         f.store
-            .effect_started("s1", "c3", "ls", &Map::new(), "pure")
+            .effect_started(&l, "c3", "ls", &Map::new(), "pure")
             .await
             .unwrap();
         f.store
-            .effect_started("s1", "c1", "rm", &input, "destructive")
+            .effect_started(&l, "c1", "rm", &input, "destructive")
             .await
             .unwrap();
         let open: Vec<String> = f
@@ -343,7 +528,7 @@ mod checks {
 
         // A result for a call never started records nothing; other sessions are apart.
         f.store
-            .effect_finished("s1", "never", &ToolResult::new("x", false))
+            .effect_finished(&l, "never", &ToolResult::new("x", false))
             .await
             .unwrap();
         assert_eq!(f.other.effect("s1", "never").await.unwrap(), None);
@@ -351,13 +536,14 @@ mod checks {
     }
 
     pub async fn deferred_result_is_published_once(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
         let calls = vec![
             pending("d1", "mail", json!({ "to": "a" }), PendingReason::Deferred, None),
             pending("c1", "rm", json!({}), PendingReason::Ask, None),
         ];
-        f.store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+        f.store.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
         f.store
-            .effect_started("s1", "d1", "mail", &calls[0].input, "destructive")
+            .effect_started(&l, "d1", "mail", &calls[0].input, "destructive")
             .await
             .unwrap();
         assert_eq!(f.other.deferred("s1", "d1").await.unwrap(), Some(Deferred::Waiting));
@@ -391,8 +577,8 @@ mod checks {
         );
 
         // Saving the run on (the call no longer pending) never clears the published result.
-        f.store.save(&record("s1", None), &[]).await.unwrap();
-        f.store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+        f.store.save(&record("s1", None), &[], &l).await.unwrap();
+        f.store.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
         assert_eq!(
             f.store
                 .complete_deferred("s1", "d1", &ToolResult::new("again", false))
@@ -429,6 +615,7 @@ mod checks {
     /// Text a tool or a model may produce, U+0000 included (which PostgreSQL text cannot hold:
     /// its store keeps results as JSON strings), goes in and out unchanged.
     pub async fn every_character_round_trips(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
         let odd = "nul \u{0} tab \t quote \" backslash \\ emoji 🦀 bidi \u{202e} end";
         let input = object(json!({ "text": odd, odd: [odd] }));
         let mut saved = record("s1", Some(json!({ "note": odd })));
@@ -450,16 +637,16 @@ mod checks {
                 }),
             ),
         ];
-        f.store.save(&saved, &calls).await.unwrap();
+        f.store.save(&saved, &calls, &l).await.unwrap();
         assert_eq!(f.other.load("s1").await.unwrap(), Some((saved, calls)));
 
         f.store
-            .effect_started("s1", "e1", "t", &input, "destructive")
+            .effect_started(&l, "e1", "t", &input, "destructive")
             .await
             .unwrap();
         assert_eq!(f.other.open_effects("s1").await.unwrap()[0].input, input);
         let result = ToolResult::new(odd, true);
-        f.store.effect_finished("s1", "e1", &result).await.unwrap();
+        f.store.effect_finished(&l, "e1", &result).await.unwrap();
         assert_eq!(
             f.other.effect("s1", "e1").await.unwrap(),
             Some(Effect::Finished(result.clone()))
@@ -507,7 +694,8 @@ async fn the_memory_store_is_one_per_process() {
     let a = store::open(&StoreConfig::Memory).await.unwrap();
     let b = store::open(&StoreConfig::Memory).await.unwrap();
     let session = format!("process-wide-{}", std::process::id());
-    a.save(&record(&session, None), &[]).await.unwrap();
+    let l = claim(&*a, &session).await;
+    a.save(&record(&session, None), &[], &l).await.unwrap();
     assert_eq!(b.load(&session).await.unwrap().unwrap().0, record(&session, None));
 }
 
@@ -569,7 +757,8 @@ async fn the_file_and_its_directory_are_created_on_first_use_in_wal_mode() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("state/nested/sessions.db");
     let store = SqliteStore::open(&path).await.unwrap();
-    store.save(&record("s1", None), &[]).await.unwrap();
+    let l = claim(&store, "s1").await;
+    store.save(&record("s1", None), &[], &l).await.unwrap();
     assert!(path.exists());
     let wal = PathBuf::from(format!("{}-wal", path.display()));
     assert!(wal.exists(), "WAL file next to the database");
@@ -586,7 +775,8 @@ async fn migrations_are_applied_once_and_data_survives_reopening() {
     let dir = TempDir::new().unwrap();
     let path = db_path(&dir);
     let store = SqliteStore::open(&path).await.unwrap();
-    store.save(&record("s1", None), &[]).await.unwrap();
+    let l = claim(&store, "s1").await;
+    store.save(&record("s1", None), &[], &l).await.unwrap();
     store.close().await;
     let again = SqliteStore::open(&path).await.unwrap();
     assert_eq!(again.load("s1").await.unwrap().unwrap().0, record("s1", None));
@@ -595,7 +785,7 @@ async fn migrations_are_applied_once_and_data_survives_reopening() {
         .fetch_all(&pool)
         .await
         .unwrap();
-    assert_eq!(applied, [(1, true)]);
+    assert_eq!(applied, [(1, true), (2, true)]);
 }
 
 #[tokio::test]
@@ -622,7 +812,8 @@ async fn two_pools_opening_a_new_file_at_once_both_succeed() {
         let path = db_path(&dir);
         let (a, b) = tokio::join!(SqliteStore::open(&path), SqliteStore::open(&path));
         let (a, b) = (a.unwrap(), b.unwrap());
-        a.save(&record("s1", None), &[]).await.unwrap();
+        let l = claim(&a, "s1").await;
+        a.save(&record("s1", None), &[], &l).await.unwrap();
         assert!(b.load("s1").await.unwrap().is_some());
     }
 }
@@ -655,9 +846,10 @@ async fn many_first_opens_at_once_share_one_pool_and_none_fails() {
 /// Session `s1` paused on call `c1`, whose effect started: what the corruption checks spoil.
 async fn paused_on_a_started_call(store: &dyn Store) {
     let calls = vec![pending("c1", "rm", json!({}), PendingReason::Ask, None)];
-    store.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+    let l = claim(store, "s1").await;
+    store.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
     store
-        .effect_started("s1", "c1", "rm", &Map::new(), "destructive")
+        .effect_started(&l, "c1", "rm", &Map::new(), "destructive")
         .await
         .unwrap();
 }
@@ -703,8 +895,9 @@ async fn only_what_is_given_is_written_hook_templates_not_resolved_secrets() {
     // The caller resolves `${AUDIT_TOKEN}` (to SECRET, say) only when it sends a webhook; it gives
     // the store the hook objects as the options had them.
     let store = SqliteStore::open(&path).await.unwrap();
+    let l = claim(&store, "s1").await;
     store
-        .save(&record("s1", Some(json!({ "stepIndex": 1 }))), &[])
+        .save(&record("s1", Some(json!({ "stepIndex": 1 }))), &[], &l)
         .await
         .unwrap();
     let bytes = |suffix: &str| std::fs::read(format!("{}{suffix}", path.display())).unwrap_or_default();
@@ -876,14 +1069,15 @@ async fn concurrent_first_opens_migrate_once() {
     }))
     .await;
     let stores: Vec<_> = opens.into_iter().map(|open| open.unwrap().expect("opened")).collect();
-    stores[0].save(&record("s1", None), &[]).await.unwrap();
+    let l = claim(&stores[0], "s1").await;
+    stores[0].save(&record("s1", None), &[], &l).await.unwrap();
     assert!(stores[7].load("s1").await.unwrap().is_some());
     let raw = pg_raw(&database).await;
     let applied: Vec<(i64, bool)> = sqlx::query_as("SELECT version, success FROM agent_runtime_hooks._sqlx_migrations")
         .fetch_all(&raw)
         .await
         .unwrap();
-    assert_eq!(applied, [(1, true)]);
+    assert_eq!(applied, [(1, true), (2, true)]);
     // The store keeps to its own schema: the application's `public` has nothing of it.
     let public: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
         .fetch_one(&raw)
@@ -932,7 +1126,8 @@ async fn many_decisions_at_once_over_two_pools_have_one_winner_each() {
         .iter()
         .map(|id| pending(id, "t", json!({}), PendingReason::Ask, None))
         .collect();
-    a.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+    let l = claim(&*a, "s1").await;
+    a.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
     // Every decision of every call at once: three deciders a call, over both pools.
     let decisions = futures::future::join_all(ids.iter().flat_map(|id| {
         [(a.clone(), 0), (b.clone(), 1), (a.clone(), 2)].map(|(store, who)| {
@@ -975,7 +1170,8 @@ async fn a_decision_waiting_on_a_save_of_the_same_call_sees_the_saved_call() {
     let a: Arc<dyn Store> = Arc::new(PostgresStore::open(&database.url).await.unwrap());
     let b: Arc<dyn Store> = Arc::new(PostgresStore::open(&database.url).await.unwrap());
     let calls = vec![pending("c1", "t", json!({}), PendingReason::Ask, None)];
-    a.save(&record("s1", Some(json!({}))), &calls).await.unwrap();
+    let l = claim(&*a, "s1").await;
+    a.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
     // Another transaction holds the call's row, so the save that comes next waits on it, and the
     // decision that comes after the save waits behind it.
     let raw = pg_raw(&database).await;
@@ -987,7 +1183,7 @@ async fn a_decision_waiting_on_a_save_of_the_same_call_sees_the_saved_call() {
     let save = tokio::spawn({
         let (a, calls) = (a.clone(), calls.clone());
         async move {
-            a.save(&record("s1", Some(json!({ "again": true }))), &calls)
+            a.save(&record("s1", Some(json!({ "again": true }))), &calls, &l)
                 .await
                 .unwrap()
         }
@@ -1022,7 +1218,8 @@ async fn connections_use_tls_with_rustls_when_the_server_offers_it() {
     let store = PostgresStore::open(&format!("{}?sslmode=require", database.url))
         .await
         .unwrap();
-    store.save(&record("s1", None), &[]).await.unwrap();
+    let l = claim(&store, "s1").await;
+    store.save(&record("s1", None), &[], &l).await.unwrap();
     // The server's view of every connection of this database from the store: TLS, all of them.
     let tls: Vec<(bool, Option<String>)> = sqlx::query_as(
         "SELECT s.ssl, s.version FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
@@ -1077,8 +1274,9 @@ async fn only_what_is_given_is_written_to_postgres() {
         return;
     };
     let store = PostgresStore::open(&database.url).await.unwrap();
+    let l = claim(&store, "s1").await;
     store
-        .save(&record("s1", Some(json!({ "stepIndex": 1 }))), &[])
+        .save(&record("s1", Some(json!({ "stepIndex": 1 }))), &[], &l)
         .await
         .unwrap();
     let hooks: String = sqlx::query_scalar("SELECT hooks FROM agent_runtime_hooks.sessions")

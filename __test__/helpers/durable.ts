@@ -19,7 +19,9 @@ const entry = resolve(__dirname, '..', '..', 'index.js')
  *   prints STARTED and never finishes;
  * - HANG_IN_READ=1: the same for Read (readonly, so allowed under `default`, non_idempotent);
  * - HANG_IN_POST=1: a PostToolUse hook on Write prints POSTTOOL and never finishes;
- * - API_KEY / CONN_HEADER: an `apiKey` and an `advanced.connection.headers` value.
+ * - API_KEY / CONN_HEADER: an `apiKey` and an `advanced.connection.headers` value;
+ * - LEASE_TTL_MS: `advanced.leaseTtlMs` (default 300, so a killed child's claim on the session
+ *   expires soon after it died: `childKilledAt` waits that long before it resolves).
  */
 export const CHILD_PRELUDE = String.raw`
 const { createAgent, resumeAgent, defineTool, scriptedModel } = require(process.env.ENTRY)
@@ -68,6 +70,7 @@ const options = {
   advanced: {
     permission: 'default',
     store: { sqlite: env.DB },
+    leaseTtlMs: Number(env.LEASE_TTL_MS || 300),
     ...(env.BARE ? {} : { hooks: [...JSON.parse(env.HOOKS || '[]'), ...inline] }),
     ...(env.CONN_HEADER ? { connection: { headers: { 'x-marker': env.CONN_HEADER } } } : {}),
   },
@@ -155,7 +158,8 @@ export async function child(body: string, env: Record<string, string | undefined
 
 /**
  * Runs `body` in a child spawned here and SIGKILLs it as soon as it prints the line `marker`
- * (bounded: ≤ 10 s). Resolves with what it printed and whether it was killed at the marker.
+ * (bounded: ≤ 10 s). Resolves with what it printed and whether it was killed at the marker, once
+ * the dead child's claim on the session has expired (`LEASE_TTL_MS`, default 300).
  */
 export function childKilledAt(body: string, env: Record<string, string | undefined>, marker: string): Promise<Child & { killedAtMarker: boolean }> {
   return new Promise((done) => {
@@ -178,7 +182,8 @@ export function childKilledAt(body: string, env: Record<string, string | undefin
     proc.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
     proc.on('close', (code, signal) => {
       clearTimeout(timer)
-      done({ ...parse({ code: code ?? (signal as any), stdout, stderr, timedOut }), killedAtMarker })
+      const expired = Number(env.LEASE_TTL_MS || 300) + 50
+      setTimeout(() => done({ ...parse({ code: code ?? (signal as any), stdout, stderr, timedOut }), killedAtMarker }), expired)
     })
   })
 }

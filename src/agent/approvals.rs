@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::events::{PendingApproval, ToolCallRecord};
+use crate::error::{ErrorCode, SdkError};
 use crate::model::ToolCallRequest;
 use crate::store;
 pub use crate::store::{Decision, PendingReason};
@@ -73,6 +74,21 @@ pub struct PausedTurn {
 }
 
 impl PausedTurn {
+    /// `APPROVALS_PENDING` for `what` (`send`, `resume`), naming the calls still without a
+    /// decision.
+    pub fn pending_error(&self, what: &str) -> SdkError {
+        let waiting = self.undecided();
+        let message = if waiting.is_empty() {
+            format!("A paused run waits to be resumed: call resume() before {what}()")
+        } else {
+            format!(
+                "Approvals are pending for tool calls {}: approve or reject each before {what}()",
+                waiting.join(", ")
+            )
+        };
+        SdkError::new(ErrorCode::ApprovalsPending, message)
+    }
+
     /// The calls waiting for a person (a call to run again waits for nobody).
     pub fn waiting(&self) -> impl Iterator<Item = &PausedCall> {
         self.pending

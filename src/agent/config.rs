@@ -29,6 +29,8 @@ pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK
 
 pub const DEFAULT_MAX_TURNS: u32 = 200;
 pub const DEFAULT_TOOL_TIMEOUT_MS: u32 = 600_000;
+/// `advanced.leaseTtlMs` when not given (SPEC §8.3).
+pub const DEFAULT_LEASE_TTL_MS: u32 = 30_000;
 pub const DEFAULT_MAX_CONTEXT_TOKENS: u64 = 128_000;
 
 /// Blade's `advanced` options this runtime does not build: accepted, and warned about once per
@@ -158,6 +160,9 @@ pub struct AgentConfig {
     pub approval_secret: Option<String>,
     /// Where the session is kept (`advanced.store`, or Blade's `storagePath`).
     pub store: StoreConfig,
+    /// `advanced.leaseTtlMs`: how long a run's claim on the session outlives its last renewal
+    /// (a dead process's claim expires after this).
+    pub lease_ttl_ms: u32,
     /// The caller's webhook hooks, as a durable session keeps them (templates unresolved).
     pub stored_hooks: Value,
     /// `advanced.mcpServers`, started by the session before SessionStart.
@@ -223,6 +228,7 @@ impl AgentConfig {
                 "agents",
                 "maxSubagentDepth",
                 "mcpServers",
+                "leaseTtlMs",
             ],
             &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED],
         )?;
@@ -298,6 +304,7 @@ impl AgentConfig {
             hooks: Registry::parse(advanced.get("hooks"))?,
             stored_hooks: Registry::webhook_hooks(advanced.get("hooks")),
             store: read_store(&advanced)?,
+            lease_ttl_ms: timeout(&advanced, "leaseTtlMs", DEFAULT_LEASE_TTL_MS)?,
             logger: match advanced.get("logger") {
                 None => None,
                 Some(value) => Some(Sink::parse(value)?),
@@ -960,7 +967,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, mcpServers)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, mcpServers, leaseTtlMs)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

@@ -18,6 +18,10 @@ pub struct RunControl {
     token: CancellationToken,
     reason: Mutex<Option<String>>,
     finished: CancellationToken,
+    /// Whether the run was accepted (its claim on the session granted, its start possible):
+    /// decided once, before `send` resolves.
+    admitted: CancellationToken,
+    refusal: Mutex<Option<SdkError>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -61,6 +65,27 @@ impl RunControl {
     /// Resolves once the run has published its last event.
     pub async fn finished(&self) {
         self.finished.cancelled().await
+    }
+
+    /// The run is accepted (`Ok`) or refused with the error `send` rejects with; the first word
+    /// stands.
+    pub(crate) fn admit(&self, outcome: Result<()>) {
+        if self.admitted.is_cancelled() {
+            return;
+        }
+        if let Err(refusal) = outcome {
+            *lock(&self.refusal) = Some(refusal);
+        }
+        self.admitted.cancel();
+    }
+
+    /// Resolves once the run is accepted or refused.
+    pub async fn admitted(&self) -> Result<()> {
+        self.admitted.cancelled().await;
+        match lock(&self.refusal).clone() {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        }
     }
 
     pub(crate) fn reason(&self) -> String {

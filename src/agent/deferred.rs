@@ -44,7 +44,7 @@ pub async fn complete(
     environment: Environment,
 ) -> Result<Completed> {
     let session_id = stored.record.session_id.clone();
-    let turn = durable::resumed_turn(&stored, &[])?.map(|resumed| resumed.turn);
+    let turn = durable::resumed_turn(&stored, &[], false)?.map(|resumed| resumed.turn);
     let call = turn
         .as_ref()
         .and_then(|turn| turn.pending.iter().find(|call| call.tool_call_id == tool_call_id))

@@ -4,23 +4,32 @@
 //! rebuilt with the effects ledger, so nothing that started runs again silently.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 
 use super::approvals::{PausedCall, PausedTurn, TurnCall};
+use super::conversation::Conversation;
 use super::events::{PendingReason, ToolCallRecord};
 use super::tools::{SideEffect, ToolSpec};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::ids;
 use crate::model::Message;
 use crate::offload::offload;
-use crate::store::{self, Effect, PendingCall, SessionRecord, Store, StoreConfig, StoreError, ToolResult};
+use crate::store::{
+    self, Claim, Effect, Lease, PendingCall, SessionRecord, Store, StoreConfig, StoreError, StoreErrorKind, ToolResult,
+};
 
-/// `STORE_ERROR`, with what failed.
+/// `STORE_ERROR`, with what failed; `SESSION_LEASED` for a write refused because the run's
+/// claim on the session is no longer live.
 pub fn store_error(error: StoreError) -> SdkError {
-    SdkError::new(ErrorCode::Store, error.to_string())
+    let code = match error.kind {
+        StoreErrorKind::LeaseLost => ErrorCode::SessionLeased,
+        StoreErrorKind::Failed => ErrorCode::Store,
+    };
+    SdkError::new(code, error.to_string())
 }
 
 /// Runs `work` on the tokio workers; a task that did not finish is a store error too.
@@ -34,20 +43,56 @@ async fn on_workers<T: Send + 'static>(
     }
 }
 
-/// The session's end of its store.
+/// The session's end of its store, and its claim on the session while a run drives it.
 pub struct Durable {
     config: StoreConfig,
     session_id: String,
     store: OnceCell<Arc<dyn Store>>,
+    /// This agent's name as a lease holder: one per agent object, so two agents of one process
+    /// exclude each other too.
+    owner: String,
+    lease_ttl: Duration,
+    /// The claim of the run in progress; every write of run state is fenced by it.
+    lease: Mutex<Option<Lease>>,
+    /// The token of the last claim whose writes this agent holds in memory: its own last
+    /// lease, or the released one `resumeAgent` read. `None` when not known (a lease was live
+    /// while the session was read). A claim that does not follow it means another agent drove
+    /// the session in between: what this one holds is stale.
+    known: Mutex<Option<i64>>,
+}
+
+/// A run's claim, as `claim` got it.
+pub struct Claimed {
+    /// Another agent drove the session since this one last held it (or read it while it was
+    /// driven): the conversation must be read again.
+    pub stale: bool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain data, each update one assignment: a panic elsewhere leaves nothing half-written.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `SESSION_LEASED`, naming the session and why.
+pub fn session_leased(session_id: &str, why: &str) -> SdkError {
+    SdkError::new(ErrorCode::SessionLeased, format!("Session {session_id} {why}"))
 }
 
 impl Durable {
-    pub fn new(config: StoreConfig, session_id: String) -> Self {
+    pub fn new(config: StoreConfig, session_id: String, lease_ttl_ms: u32) -> Self {
         Durable {
             config,
             session_id,
             store: OnceCell::new(),
+            owner: format!("{}/{}", std::process::id(), ids::uuid()),
+            lease_ttl: Duration::from_millis(u64::from(lease_ttl_ms)),
+            lease: Mutex::new(None),
+            known: Mutex::new(None),
         }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
     }
 
     /// Whether the store outlives the process: then turn boundaries and the effects ledger are
@@ -65,8 +110,75 @@ impl Durable {
         Ok(store.clone())
     }
 
+    /// The lease writes are fenced by; a write outside a claim is a bug, refused as a lost lease.
+    fn lease(&self) -> Result<Lease> {
+        lock(&self.lease)
+            .clone()
+            .ok_or_else(|| session_leased(&self.session_id, "is not claimed by this agent: nothing was written"))
+    }
+
+    /// What `resumeAgent` read: the token of the session's last claim, if it was not live then.
+    pub fn set_known(&self, state: Option<store::LeaseState>) {
+        *lock(&self.known) = match state {
+            Some(state) if state.live => None,
+            Some(state) => Some(state.token),
+            None => Some(0),
+        };
+    }
+
+    /// Claims the session for a run (SPEC §8.3): `SESSION_LEASED` while another agent's lease
+    /// is live.
+    pub async fn claim(&self) -> Result<Claimed> {
+        let store = self.store().await?;
+        let (session_id, owner, ttl) = (self.session_id.clone(), self.owner.clone(), self.lease_ttl);
+        let claim = on_workers("claim the session", async move {
+            store.claim(&session_id, &owner, ttl).await
+        })
+        .await?;
+        match claim {
+            Claim::Granted(lease) => {
+                let previous = lock(&self.known).replace(lease.token);
+                let stale = previous != Some(lease.token - 1);
+                *lock(&self.lease) = Some(lease);
+                Ok(Claimed { stale })
+            }
+            Claim::Held { remaining_ms, .. } => Err(session_leased(
+                &self.session_id,
+                &format!(
+                    "is driven by another agent (its lease expires in {remaining_ms} ms unless renewed): try again once its run has settled"
+                ),
+            )),
+        }
+    }
+
+    /// Extends this run's claim: `Ok(false)` once it is lost.
+    pub async fn renew(&self) -> Result<bool> {
+        let Some(lease) = lock(&self.lease).clone() else {
+            return Ok(false);
+        };
+        let store = self.store().await?;
+        let ttl = self.lease_ttl;
+        on_workers("renew the lease", async move { store.renew(&lease, ttl).await }).await
+    }
+
+    /// How often a run renews its claim: a third of its TTL, so two renewals may fail before it
+    /// expires.
+    pub fn renew_every(&self) -> Duration {
+        (self.lease_ttl / 3).max(Duration::from_millis(1))
+    }
+
+    /// Ends this run's claim (the session may be claimed at once by anyone).
+    pub async fn release(&self) -> Result<()> {
+        let Some(lease) = lock(&self.lease).take() else {
+            return Ok(());
+        };
+        let store = self.store().await?;
+        on_workers("release the lease", async move { store.release(&lease).await }).await
+    }
+
     /// One transaction: the conversation, the paused turn (if any) and its pending calls.
     pub async fn save(&self, messages: &[Arc<Message>], hooks: &Value, paused: Option<&PausedTurn>) -> Result<()> {
+        let lease = self.lease()?;
         let store = self.store().await?;
         let record = SessionRecord {
             session_id: self.session_id.clone(),
@@ -89,7 +201,10 @@ impl Durable {
                 decision: call.decision.clone(),
             })
             .collect();
-        on_workers("save the session", async move { store.save(&record, &pending).await }).await
+        on_workers("save the session", async move {
+            store.save(&record, &pending, &lease).await
+        })
+        .await
     }
 
     /// Records a decision if the call waits for one; `false` when it does not (any more).
@@ -105,12 +220,13 @@ impl Durable {
 
     /// The effects ledger: a call is recorded as started before its tool executes.
     pub async fn started(&self, tool_call_id: &str, tool: &ToolSpec, input: &Map<String, Value>) -> Result<()> {
+        let lease = self.lease()?;
         let store = self.store().await?;
-        let (session_id, tool_call_id) = (self.session_id.clone(), tool_call_id.to_string());
+        let tool_call_id = tool_call_id.to_string();
         let (name, input, side_effect) = (tool.schema.name.clone(), input.clone(), tool.side_effect.as_str());
         on_workers("record a tool call as started", async move {
             store
-                .effect_started(&session_id, &tool_call_id, &name, &input, side_effect)
+                .effect_started(&lease, &tool_call_id, &name, &input, side_effect)
                 .await
         })
         .await
@@ -118,13 +234,40 @@ impl Durable {
 
     /// The effects ledger: the call's result, once known.
     pub async fn finished(&self, tool_call_id: &str, output: &str, is_error: bool) -> Result<()> {
+        let lease = self.lease()?;
         let store = self.store().await?;
-        let (session_id, tool_call_id) = (self.session_id.clone(), tool_call_id.to_string());
+        let tool_call_id = tool_call_id.to_string();
         let result = ToolResult::new(output.to_string(), is_error);
         on_workers("record a tool call's result", async move {
-            store.effect_finished(&session_id, &tool_call_id, &result).await
+            store.effect_finished(&lease, &tool_call_id, &result).await
         })
         .await
+    }
+
+    /// A save outside a run (a recovered turn kept before a decision): under a claim of its
+    /// own, released at once. `false`, and nothing written, when another agent drove the
+    /// session since this one read it (what it would write is stale).
+    pub async fn save_claimed(
+        &self,
+        messages: &[Arc<Message>],
+        hooks: &Value,
+        paused: Option<&PausedTurn>,
+    ) -> Result<bool> {
+        let claimed = self.claim().await?;
+        let saved = match claimed.stale {
+            true => Ok(false),
+            false => self.save(messages, hooks, paused).await.map(|()| true),
+        };
+        let released = self.release().await;
+        let saved = saved?;
+        released.map(|()| saved)
+    }
+
+    /// The session as the store has it now, for a claim that found this agent's copy stale.
+    pub async fn reload(&self) -> Result<Option<Stored>> {
+        let store = self.store().await?;
+        let id = self.session_id.clone();
+        on_workers("read the session again", async move { read(&*store, &id).await }).await
     }
 }
 
@@ -144,12 +287,14 @@ impl Durable {
     }
 }
 
-/// A stored session, read for `resumeAgent`: its record, its pending calls (decisions
-/// included), and what the effects ledger says of the calls that may have run.
+/// A stored session, read for `resumeAgent` (or again by a run whose copy was stale): its
+/// record, its pending calls (decisions included), what the effects ledger says of the calls
+/// that may have run, and the session's lease as it was just before (so a live one is known).
 pub struct Stored {
     pub record: SessionRecord,
     pub pending: Vec<PendingCall>,
     pub effects: HashMap<String, Effect>,
+    pub lease: Option<store::LeaseState>,
 }
 
 /// Reads session `session_id`: `SESSION_NOT_FOUND` when the store does not have it, a
@@ -159,23 +304,7 @@ pub async fn load(config: &StoreConfig, session_id: &str) -> Result<Stored> {
     let id = session_id.to_string();
     let loaded = on_workers("load the session", async move {
         let store = store::open(&config).await?;
-        let Some((record, pending)) = store.load(&id).await? else {
-            return Ok(None);
-        };
-        // The ledger's word on every call of the last assistant turn (and every pending one).
-        let mut ids: Vec<String> = pending.iter().map(|call| call.tool_call_id.clone()).collect();
-        ids.extend(last_turn_calls(&record.messages).into_iter().map(|call| call.id));
-        let mut effects = HashMap::new();
-        for id in ids {
-            if let Some(effect) = store.effect(&id_of(&record), &id).await? {
-                effects.insert(id, effect);
-            }
-        }
-        Ok(Some(Stored {
-            record,
-            pending,
-            effects,
-        }))
+        read(&*store, &id).await
     })
     .await?;
     loaded.ok_or_else(|| {
@@ -186,8 +315,28 @@ pub async fn load(config: &StoreConfig, session_id: &str) -> Result<Stored> {
     })
 }
 
-fn id_of(record: &SessionRecord) -> String {
-    record.session_id.clone()
+/// The lease first: a claim made after it was read shows as a newer token, so the record read
+/// next is never taken for newer than it is.
+async fn read(store: &dyn Store, id: &str) -> std::result::Result<Option<Stored>, StoreError> {
+    let lease = store.lease_state(id).await?;
+    let Some((record, pending)) = store.load(id).await? else {
+        return Ok(None);
+    };
+    // The ledger's word on every call of the last assistant turn (and every pending one).
+    let mut ids: Vec<String> = pending.iter().map(|call| call.tool_call_id.clone()).collect();
+    ids.extend(last_turn_calls(&record.messages).into_iter().map(|call| call.id));
+    let mut effects = HashMap::new();
+    for call_id in ids {
+        if let Some(effect) = store.effect(id, &call_id).await? {
+            effects.insert(call_id, effect);
+        }
+    }
+    Ok(Some(Stored {
+        record,
+        pending,
+        effects,
+        lease,
+    }))
 }
 
 /// The tool calls of the last assistant message, when it has any.
@@ -214,9 +363,15 @@ fn last_turn_calls(messages: &[Message]) -> Vec<TurnCall> {
 /// decides what may run again: a call with a result keeps it; one that started without a
 /// result becomes `outcome_unknown` (unless its tool is `pure` or `idempotent`); one that never
 /// started goes through the whole pipeline.
-pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Resumed>> {
+///
+/// Without `recover` (another agent held the session, live, when it was read: its run may be
+/// at work) the stored pause is taken as it is, and nothing is rebuilt.
+pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec], recover: bool) -> Result<Option<Resumed>> {
     // Rebuilt from the ledger (the store holds no such turn yet, or holds it differently).
     let mut changed = false;
+    if !recover && stored.record.paused.is_none() {
+        return Ok(None);
+    }
     let mut turn = match &stored.record.paused {
         Some(paused) => serde_json::from_value::<PausedTurn>(paused.clone())
             .map_err(|error| store_error(StoreError::new("read the paused turn", error)))?,
@@ -237,6 +392,9 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Resume
             call.decision = kept.decision.clone();
             call.reason = kept.reason;
         }
+    }
+    if !recover {
+        return Ok(Some(Resumed { turn, changed }));
     }
     let replayable = |name: &str| {
         tools
@@ -263,6 +421,8 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Resume
                 ));
                 continue;
             }
+            // Found started without a result: its outcome is unknown (a decision taken before
+            // the crash no longer stands). `Unknown`: it was saved so, and its decision stands.
             Some(Effect::Started) if !replayable(&call.tool_name) => {
                 changed |= call.reason != PendingReason::OutcomeUnknown || call.decision.is_some();
                 call.reason = PendingReason::OutcomeUnknown;
@@ -275,6 +435,22 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec]) -> Result<Option<Resume
     }
     turn.pending = waiting;
     Ok(Some(Resumed { turn, changed }))
+}
+
+/// Puts a stored session in `conversation`: its messages (less the tool messages of the turn
+/// that goes on, which that turn pushes all together when it does) and that turn, paused.
+pub fn install(conversation: &Conversation, mut messages: Vec<Message>, turn: Option<PausedTurn>) {
+    if let Some(turn) = &turn {
+        let ids: Vec<&str> = turn.calls.iter().map(|call| call.id.as_str()).collect();
+        messages.retain(
+            |message| !matches!(message, Message::Tool { tool_call_id, .. } if ids.contains(&tool_call_id.as_str())),
+        );
+    }
+    conversation.replace(Arc::new(messages.into_iter().map(Arc::new).collect()));
+    conversation.take_paused();
+    if let Some(turn) = turn {
+        conversation.pause(turn);
+    }
 }
 
 /// The turn a resumed session goes on with, and whether it differs from what the store holds

@@ -15,7 +15,7 @@ use super::compaction;
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
-use super::durable::Durable;
+use super::durable::{self, Durable};
 use super::events::{
     PendingApproval, PendingReason, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord,
 };
@@ -223,7 +223,28 @@ impl Run {
     /// Runs to the end and publishes the outcome as the last event.
     pub async fn drive(mut self, start: Start) {
         let control = self.control.clone();
-        let outcome = self.conclude(start).await;
+        if let Err(refusal) = self.prepare(&start).await {
+            if let Err(error) = self.durable.release().await {
+                self.release_failed(&error);
+            }
+            self.conversation.finish(&control, None);
+            control.admit(Err(refusal));
+            control.finish();
+            return;
+        }
+        control.admit(Ok(()));
+        let lost = Arc::new(std::sync::OnceLock::new());
+        let renewal = offload(keep_claim(self.durable.clone(), control.clone(), lost.clone()));
+        let mut outcome = self.conclude(start).await;
+        drop(renewal);
+        if let (Some(lost), Err(error)) = (lost.get(), &mut outcome) {
+            // Aborted because the claim was lost: said as what it is.
+            *error = lost.clone();
+        }
+        // Released before the result is published: whoever sees it may claim the session.
+        if let Err(error) = self.durable.release().await {
+            self.release_failed(&error);
+        }
         match outcome {
             Ok((content, stop_reason)) => {
                 let usage = TokenUsage::of(self.usage, self.agent.config.max_context_tokens);
@@ -244,6 +265,51 @@ impl Run {
             Err(error) => self.emit(StreamEvent::error(error)),
         }
         control.finish();
+    }
+
+    /// Before `send` resolves: the session's claim, a fresh copy of the session when another
+    /// agent drove it since this one last did (or when a paused turn may have been decided
+    /// elsewhere), and whether this start is possible now.
+    async fn prepare(&self, start: &Start) -> Result<()> {
+        let claimed = self.durable.claim().await?;
+        let paused = self.conversation.paused().is_some();
+        if self.durable.survives() && (claimed.stale || paused) {
+            self.refresh().await?;
+        }
+        let paused = self.conversation.paused();
+        match (start, paused) {
+            (Start::Prompt(_), Some(turn)) => Err(turn.pending_error("send")),
+            (Start::Resume, None) => Err(SdkError::new(
+                ErrorCode::NothingToResume,
+                "There is nothing to resume: no run is paused",
+            )),
+            (Start::Resume, Some(turn)) if !turn.undecided().is_empty() => Err(turn.pending_error("resume")),
+            _ => Ok(()),
+        }
+    }
+
+    /// The session as the store has it, under this run's claim: decisions taken elsewhere, and
+    /// what another agent's runs did (recovered when one of them died mid-turn).
+    async fn refresh(&self) -> Result<()> {
+        let Some(stored) = self.durable.reload().await? else {
+            // Never saved: nothing anyone else did is kept.
+            return Ok(());
+        };
+        let resumed = durable::resumed_turn(&stored, &self.agent.config.tools, true)?;
+        let changed = resumed.as_ref().is_some_and(|resumed| resumed.changed);
+        let turn = resumed.map(|resumed| resumed.turn);
+        durable::install(&self.conversation, stored.record.messages, turn.clone());
+        if changed {
+            self.save(turn.as_ref()).await?;
+        }
+        Ok(())
+    }
+
+    fn release_failed(&self, error: &SdkError) {
+        self.agent.log().warn(
+            "The session's lease could not be released: it expires on its own",
+            json!({"sessionId": self.agent.id, "error": error.message}),
+        );
     }
 
     /// Runs a sub-agent to the end: its final text, or why it failed. Boxed with its type
@@ -879,6 +945,31 @@ pub(crate) struct RunParts {
     pub approvals: Arc<Approvals>,
 }
 
+/// Renews a run's claim on its session while the run lasts (dropped with it). A claim found lost
+/// — expired while renewals failed, or taken by another agent — aborts the run: its writes would
+/// be refused, and another agent may be driving the session. A renewal that fails is tried again
+/// until the claim's TTL has passed.
+async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, lost: Arc<std::sync::OnceLock<SdkError>>) {
+    let every = durable.renew_every();
+    let mut renewed = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(every).await;
+        let why = match durable.renew().await {
+            Ok(true) => {
+                renewed = tokio::time::Instant::now();
+                continue;
+            }
+            Ok(false) => "lost its claim on the session (it expired or another agent took it): the run stopped",
+            Err(_) if renewed.elapsed() < every * 3 => continue,
+            Err(_) => "could not renew its claim on the session before it expired: the run stopped",
+        };
+        let error = durable::session_leased(durable.session_id(), why);
+        control.abort(error.message.clone());
+        let _ = lost.set(error);
+        return;
+    }
+}
+
 /// Starts sub-agents as runs of the same agent, with a conversation of their own kept in memory
 /// only (a sub-agent's run is not resumed on its own).
 struct SubRuns;
@@ -896,7 +987,7 @@ impl Children for SubRuns {
             prompt,
         } = child;
         let parts = RunParts {
-            durable: Arc::new(Durable::new(store::StoreConfig::Memory, agent.id.clone())),
+            durable: Arc::new(Durable::new(store::StoreConfig::Memory, agent.id.clone(), 1)),
             agent,
             conversation: Arc::new(Conversation::default()),
             approvals,

@@ -7,7 +7,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
-use super::approvals::{self, Decision, PausedTurn};
+use super::approvals::{self, Decision};
 use super::config::AgentConfig;
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
@@ -72,20 +72,6 @@ pub struct RunHandle {
     pub input_id: String,
 }
 
-/// `APPROVALS_PENDING`, naming the calls still without a decision.
-fn approvals_pending(turn: &PausedTurn, what: &str) -> SdkError {
-    let waiting = turn.undecided();
-    let message = if waiting.is_empty() {
-        format!("A paused run waits to be resumed: call resume() before {what}()")
-    } else {
-        format!(
-            "Approvals are pending for tool calls {}: approve or reject each before {what}()",
-            waiting.join(", ")
-        )
-    };
-    SdkError::new(ErrorCode::ApprovalsPending, message)
-}
-
 fn invalid_input(message: impl Into<String>) -> SdkError {
     SdkError::new(ErrorCode::InvalidInput, message)
 }
@@ -107,22 +93,18 @@ impl Session {
     pub fn from_store(mut config: AgentConfig, host: Arc<dyn Host>, stored: Stored) -> Result<Arc<Self>> {
         config.hooks = Registry::resumed(&stored.record.hooks, std::mem::take(&mut config.hooks))?;
         config.stored_hooks = stored.record.hooks.clone();
-        let resumed = durable::resumed_turn(&stored, &config.tools)?;
+        // A session another agent drives right now is taken as stored: its run is at work, and
+        // this agent's first claim reads it again once that run has settled.
+        let recover = !stored.lease.is_some_and(|lease| lease.live);
+        let resumed = durable::resumed_turn(&stored, &config.tools, recover)?;
         let recovered = resumed.as_ref().is_some_and(|resumed| resumed.changed);
-        let turn = resumed.map(|resumed| resumed.turn);
         let session = Session::make(config, host, Some(stored.record.session_id.clone()));
-        let mut messages = stored.record.messages;
-        if let Some(turn) = &turn {
-            // The turn's calls are answered together when it goes on.
-            let ids: Vec<&str> = turn.calls.iter().map(|call| call.id.as_str()).collect();
-            messages.retain(|message| !matches!(message, Message::Tool { tool_call_id, .. } if ids.contains(&tool_call_id.as_str())));
-        }
-        session
-            .conversation
-            .replace(Arc::new(messages.into_iter().map(Arc::new).collect()));
-        if let Some(turn) = turn {
-            session.conversation.pause(turn);
-        }
+        session.durable.set_known(stored.lease);
+        durable::install(
+            &session.conversation,
+            stored.record.messages,
+            resumed.map(|resumed| resumed.turn),
+        );
         {
             let mut state = lock(&session.state);
             state.resumed = true;
@@ -136,7 +118,11 @@ impl Session {
         let agent = Agent::new(config, host, id);
         Arc::new(Session {
             id: agent.id.clone(),
-            durable: Arc::new(Durable::new(agent.config.store.clone(), agent.id.clone())),
+            durable: Arc::new(Durable::new(
+                agent.config.store.clone(),
+                agent.id.clone(),
+                agent.config.lease_ttl_ms,
+            )),
             agent: Arc::new(agent),
             conversation: Arc::default(),
             approvals: Arc::default(),
@@ -258,23 +244,12 @@ impl Session {
         options: SendOptions,
     ) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
         let content = parse_message(message)?;
-        if let Some(turn) = self.conversation.paused() {
-            return Err(approvals_pending(&turn, "send"));
-        }
         self.start_run(Start::Prompt(content), options)
     }
 
-    /// `resume()`: goes on with the paused turn once every waiting call has a decision.
+    /// `resume()`: goes on with the paused turn once every waiting call has a decision (the
+    /// run checks, once it holds the session: another process may have decided).
     pub fn resume(self: &Arc<Self>, options: SendOptions) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
-        let Some(turn) = self.conversation.paused() else {
-            return Err(SdkError::new(
-                ErrorCode::NothingToResume,
-                "There is nothing to resume: no run is paused",
-            ));
-        };
-        if !turn.undecided().is_empty() {
-            return Err(approvals_pending(&turn, "resume"));
-        }
         self.start_run(Start::Resume, options)
     }
 
@@ -330,7 +305,7 @@ impl Session {
             let paused = self.conversation.paused();
             let messages = self.conversation.messages();
             self.durable
-                .save(&messages, &self.agent.config.stored_hooks, paused.as_ref())
+                .save_claimed(&messages, &self.agent.config.stored_hooks, paused.as_ref())
                 .await?;
         }
         if !waiting || !self.durable.decide(tool_call_id, &decision).await? {

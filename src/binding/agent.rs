@@ -466,6 +466,17 @@ impl NativeRun {
         self.input_id.clone()
     }
 
+    /// Resolves `null` once the run is accepted (it holds the session and may start), or the
+    /// JSON of the error that refused it (`SESSION_LEASED`, `APPROVALS_PENDING`, ...): what
+    /// `send` / `resume` reject with.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn accepted<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
+        let control = self.control.clone();
+        local::promise(env, async move {
+            control.admitted().await.err().map(|refusal| error_json(&refusal))
+        })
+    }
+
     /// Resolves (with `null`) once the run has published its last event.
     #[napi(ts_return_type = "Promise<null>")]
     pub fn finished<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {

@@ -2,19 +2,31 @@
 //! pause lives as long as the process); `MemoryStore::new()` gives a private one (tests).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::{
-    Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
-    StoreError, ToolResult,
+    Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, PendingCall, PendingReason, SessionRecord,
+    StartedEffect, Store, StoreError, ToolResult,
 };
 
 #[derive(Default)]
 pub struct MemoryStore {
     sessions: Mutex<HashMap<String, Session>>,
+    /// Live leases only: a released one is forgotten (a process-wide store must not grow with
+    /// every session ever run), so tokens come from one counter and never repeat.
+    leases: Mutex<HashMap<String, Held>>,
+    last_token: AtomicI64,
+}
+
+struct Held {
+    token: i64,
+    owner: String,
+    expires: Instant,
 }
 
 #[derive(Default)]
@@ -45,6 +57,19 @@ impl MemoryStore {
         PROCESS.get_or_init(|| Arc::new(MemoryStore::new())).clone()
     }
 
+    fn leases(&self) -> MutexGuard<'_, HashMap<String, Held>> {
+        // Plain data, each update one assignment: a panic elsewhere leaves nothing half-written.
+        self.leases.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Refuses a write whose lease is no longer live.
+    fn fence(&self, lease: &Lease, operation: &str) -> Result<(), StoreError> {
+        match self.leases().get(&lease.session_id) {
+            Some(held) if held.token == lease.token && held.expires > Instant::now() => Ok(()),
+            _ => Err(StoreError::lease_lost(operation, lease)),
+        }
+    }
+
     /// No operation awaits while holding the lock, so a poisoned lock only means a panic
     /// elsewhere mid-update; report it rather than read possibly half-written state.
     fn lock(&self, operation: &str) -> Result<MutexGuard<'_, HashMap<String, Session>>, StoreError> {
@@ -61,14 +86,27 @@ impl Store for MemoryStore {
         Ok(sessions.get(session_id).and_then(|session| session.saved.clone()))
     }
 
-    async fn save(&self, record: &SessionRecord, pending: &[PendingCall]) -> Result<(), StoreError> {
+    async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
+        self.fence(lease, "save session")?;
         let mut sessions = self.lock("save session")?;
         let session = sessions.entry(record.session_id.clone()).or_default();
-        for call in pending.iter().filter(|call| call.reason == PendingReason::Deferred) {
-            session
-                .deferred
-                .entry(call.tool_call_id.clone())
-                .or_insert(Deferred::Waiting);
+        for call in pending {
+            match call.reason {
+                PendingReason::Deferred => {
+                    session
+                        .deferred
+                        .entry(call.tool_call_id.clone())
+                        .or_insert(Deferred::Waiting);
+                }
+                PendingReason::OutcomeUnknown => {
+                    if let Some(entry) = session.effects.get_mut(&call.tool_call_id) {
+                        if entry.effect == Effect::Started {
+                            entry.effect = Effect::Unknown;
+                        }
+                    }
+                }
+                PendingReason::Ask => {}
+            }
         }
         session.saved = Some((record.clone(), pending.to_vec()));
         Ok(())
@@ -91,14 +129,15 @@ impl Store for MemoryStore {
 
     async fn effect_started(
         &self,
-        session_id: &str,
+        lease: &Lease,
         tool_call_id: &str,
         tool_name: &str,
         input: &Map<String, Value>,
         side_effect: &str,
     ) -> Result<(), StoreError> {
+        self.fence(lease, "record effect start")?;
         let mut sessions = self.lock("record effect start")?;
-        let session = sessions.entry(session_id.to_owned()).or_default();
+        let session = sessions.entry(lease.session_id.clone()).or_default();
         let seq = match session.effects.get(tool_call_id) {
             Some(entry) => entry.seq,
             None => {
@@ -117,15 +156,11 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn effect_finished(
-        &self,
-        session_id: &str,
-        tool_call_id: &str,
-        result: &ToolResult,
-    ) -> Result<(), StoreError> {
+    async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError> {
+        self.fence(lease, "record effect result")?;
         let mut sessions = self.lock("record effect result")?;
         if let Some(entry) = sessions
-            .get_mut(session_id)
+            .get_mut(&lease.session_id)
             .and_then(|session| session.effects.get_mut(tool_call_id))
         {
             entry.effect = Effect::Finished(result.clone());
@@ -192,5 +227,57 @@ impl Store for MemoryStore {
             .get(session_id)
             .and_then(|session| session.deferred.get(tool_call_id))
             .cloned())
+    }
+
+    async fn claim(&self, session_id: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        let now = Instant::now();
+        let mut leases = self.leases();
+        if let Some(held) = leases.get(session_id).filter(|held| held.expires > now) {
+            return Ok(Claim::Held {
+                owner: held.owner.clone(),
+                remaining_ms: held.expires.duration_since(now).as_millis() as i64,
+            });
+        }
+        let token = self.last_token.fetch_add(1, Ordering::Relaxed) + 1;
+        let held = Held {
+            token,
+            owner: owner.to_owned(),
+            expires: now + ttl,
+        };
+        leases.insert(session_id.to_owned(), held);
+        Ok(Claim::Granted(Lease {
+            session_id: session_id.to_owned(),
+            token,
+        }))
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError> {
+        let now = Instant::now();
+        match self.leases().get_mut(&lease.session_id) {
+            Some(held) if held.token == lease.token && held.expires > now => {
+                held.expires = now + ttl;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
+        let mut leases = self.leases();
+        if leases
+            .get(&lease.session_id)
+            .is_some_and(|held| held.token == lease.token)
+        {
+            leases.remove(&lease.session_id);
+        }
+        Ok(())
+    }
+
+    async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
+        let now = Instant::now();
+        Ok(self.leases().get(session_id).map(|held| LeaseState {
+            token: held.token,
+            live: held.expires > now,
+        }))
     }
 }

@@ -8,6 +8,7 @@
 
 mod canonical;
 mod codec;
+mod lease;
 mod memory;
 mod postgres;
 mod rows;
@@ -18,6 +19,7 @@ mod sqlite;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -26,6 +28,7 @@ use serde_json::{Map, Value};
 use crate::model::{display_url, Message};
 
 pub use canonical::{approval_token, canonical_json, fingerprint, verify_approval_token};
+pub use lease::{Claim, Lease, LeaseState};
 pub use memory::MemoryStore;
 pub use postgres::{check_postgres_url, PostgresStore};
 pub use sqlite::SqliteStore;
@@ -160,6 +163,9 @@ impl ToolResult {
 pub enum Effect {
     /// Recorded before the tool executed; no result yet.
     Started,
+    /// Started without a result, and since then saved as an `outcome_unknown` approval: a
+    /// decision on it was taken knowing that (it says `Started` again once the call reruns).
+    Unknown,
     Finished(ToolResult),
 }
 
@@ -204,18 +210,19 @@ pub trait Store: Send + Sync {
 
     /// One transaction: the record (upsert) and its pending calls (replaced wholesale). A
     /// `Deferred` pending call also gets its placeholder, once: saving again never clears a
-    /// published result.
-    async fn save(&self, record: &SessionRecord, pending: &[PendingCall]) -> Result<(), StoreError>;
+    /// published result; an `OutcomeUnknown` one turns its `Started` ledger entry `Unknown`.
+    /// Fenced by `lease` (see [`Lease`]).
+    async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError>;
 
     /// Records the decision only if the call is pending and undecided (`true`); `false` when it is
     /// not pending or already decided. Exactly one of two concurrent deciders gets `true`.
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError>;
 
     /// Effects ledger: the call is about to execute. Starting a call again (an approved
-    /// `outcome_unknown` call) resets its entry to started.
+    /// `outcome_unknown` call) resets its entry to started. Fenced by `lease`.
     async fn effect_started(
         &self,
-        session_id: &str,
+        lease: &Lease,
         tool_call_id: &str,
         tool_name: &str,
         input: &Map<String, Value>,
@@ -223,13 +230,8 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError>;
 
     /// Effects ledger: the call's result is known. A call never recorded as started records
-    /// nothing (the ledger only tracks starts it saw).
-    async fn effect_finished(
-        &self,
-        session_id: &str,
-        tool_call_id: &str,
-        result: &ToolResult,
-    ) -> Result<(), StoreError>;
+    /// nothing (the ledger only tracks starts it saw). Fenced by `lease`.
+    async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError>;
 
     /// The call's ledger entry, if it was ever started (for "did this already run?" on resume).
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError>;
@@ -250,6 +252,21 @@ pub trait Store: Send + Sync {
 
     /// A deferred call's placeholder: `None` when no such deferred call was ever saved.
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError>;
+
+    /// Claims the session for `owner` for `ttl` (SPEC §8.3): granted when no lease is live (none
+    /// yet, released, or expired), with a fencing token one greater than the last claim's;
+    /// otherwise who holds it and for how long yet. Exactly one of two concurrent claimers wins.
+    async fn claim(&self, session_id: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError>;
+
+    /// Extends a live lease by `ttl` from now; `false` when it is no longer live (released,
+    /// expired or claimed again): the holder has lost the session.
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError>;
+
+    /// Ends a lease (nothing happens when it was lost already): the session may be claimed at once.
+    async fn release(&self, lease: &Lease) -> Result<(), StoreError>;
+
+    /// The session's last claim: its token, and whether it is live. `None`: never claimed.
+    async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError>;
 }
 
 /// A store operation that failed: which operation, and why. Never carries a secret (no
@@ -259,6 +276,16 @@ pub struct StoreError {
     /// The operation, e.g. `open sqlite store /data/sessions.db` or `load session s1`.
     pub operation: String,
     pub cause: String,
+    pub kind: StoreErrorKind,
+}
+
+/// Whether the store failed, or refused a write whose lease is no longer live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    Failed,
+    /// A fenced write whose lease was released, expired or claimed again: another process may
+    /// drive the session now, so nothing was written.
+    LeaseLost,
 }
 
 impl StoreError {
@@ -266,6 +293,19 @@ impl StoreError {
         StoreError {
             operation: operation.into(),
             cause: cause.to_string(),
+            kind: StoreErrorKind::Failed,
+        }
+    }
+
+    /// A fenced write refused: `lease` is no longer the session's live lease.
+    pub fn lease_lost(operation: impl Into<String>, lease: &Lease) -> Self {
+        StoreError {
+            operation: operation.into(),
+            cause: format!(
+                "the lease with fencing token {} on session {} is no longer live (released, expired or claimed by another process)",
+                lease.token, lease.session_id
+            ),
+            kind: StoreErrorKind::LeaseLost,
         }
     }
 }

@@ -31,8 +31,8 @@ use super::rows;
 use super::shared::OpenStores;
 use super::sql;
 use super::{
-    Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
-    StoreError, ToolResult,
+    Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, PendingCall, PendingReason, SessionRecord,
+    StartedEffect, Store, StoreError, ToolResult,
 };
 use crate::model::{display_url, Secrets};
 
@@ -69,7 +69,7 @@ macro_rules! now_ms {
 /// The shared statements: start order is `seq` (an upsert keeps it); `output` is a JSON string,
 /// since PostgreSQL text cannot hold U+0000, which a tool's output may.
 static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(|| {
-    sql::Dialect::new(now_ms!(), "e.seq", to_text::<str>, |text, operation| {
+    sql::Dialect::new(now_ms!(), "e.seq", " FOR SHARE", to_text::<str>, |text, operation| {
         parse(&text, operation, "output")
     })
 });
@@ -222,11 +222,12 @@ impl Store for PostgresStore {
         Ok(Some((record, pending)))
     }
 
-    async fn save(&self, record: &SessionRecord, pending: &[PendingCall]) -> Result<(), StoreError> {
+    async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save session {}", record.session_id);
         let op = operation.as_str();
         let ids: Vec<&str> = pending.iter().map(|call| call.tool_call_id.as_str()).collect();
         let mut tx = self.pool.begin().await.map_err(failed(op))?;
+        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
         sqlx::query(concat!(
             "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES ($1, $2, $3, $4) ",
             "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
@@ -291,6 +292,7 @@ impl Store for PostgresStore {
             .await
             .map_err(failed(op))?;
         }
+        sql::mark_unknown::<Postgres>(&mut tx, &DIALECT, &record.session_id, pending, op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
@@ -301,25 +303,30 @@ impl Store for PostgresStore {
 
     async fn effect_started(
         &self,
-        session_id: &str,
+        lease: &Lease,
         tool_call_id: &str,
         tool_name: &str,
         input: &Map<String, Value>,
         side_effect: &str,
     ) -> Result<(), StoreError> {
+        let session_id = lease.session_id.as_str();
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
+        let op = operation.as_str();
+        let mut tx = self.pool.begin().await.map_err(failed(op))?;
+        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
         let effect = (tool_name, input, side_effect);
-        sql::effect_started(&self.pool, &DIALECT, (session_id, tool_call_id), effect, &operation).await
+        sql::effect_started(&mut *tx, &DIALECT, (session_id, tool_call_id), effect, op).await?;
+        tx.commit().await.map_err(failed(op))
     }
 
-    async fn effect_finished(
-        &self,
-        session_id: &str,
-        tool_call_id: &str,
-        result: &ToolResult,
-    ) -> Result<(), StoreError> {
+    async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError> {
+        let session_id = lease.session_id.as_str();
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
-        sql::effect_finished(&self.pool, &DIALECT, (session_id, tool_call_id), result, &operation).await
+        let op = operation.as_str();
+        let mut tx = self.pool.begin().await.map_err(failed(op))?;
+        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
+        sql::effect_finished(&mut *tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
+        tx.commit().await.map_err(failed(op))
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
@@ -347,5 +354,23 @@ impl Store for PostgresStore {
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
         sql::deferred(&self.pool, &DIALECT, (session_id, tool_call_id), &operation).await
+    }
+
+    async fn claim(&self, session_id: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        let operation = format!("claim session {session_id}");
+        let mut conn = self.pool.acquire().await.map_err(failed(&operation))?;
+        sql::claim::<Postgres>(&mut conn, &DIALECT, (session_id, owner), ttl).await
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError> {
+        sql::renew(&self.pool, &DIALECT, lease, ttl).await
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
+        sql::release(&self.pool, &DIALECT, lease).await
+    }
+
+    async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
+        sql::lease_state(&self.pool, &DIALECT, session_id).await
     }
 }

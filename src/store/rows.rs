@@ -99,6 +99,7 @@ where
     let status: String = column(&row, "status", operation)?;
     match (status.as_str(), result(&row, operation, output)?) {
         ("started", None) => Ok(Some(Effect::Started)),
+        ("unknown", None) => Ok(Some(Effect::Unknown)),
         ("finished", Some(result)) => Ok(Some(Effect::Finished(result))),
         _ => Err(StoreError::new(
             operation,

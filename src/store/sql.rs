@@ -7,8 +7,11 @@ use serde_json::{Map, Value};
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
 
 use super::codec::to_text;
+use super::lease::ttl_ms;
 use super::rows::{self, OutputDecoder};
-use super::{Decision, Deferred, DeferredOutcome, Effect, StartedEffect, StoreError, ToolResult};
+use super::{
+    Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, StartedEffect, StoreError, ToolResult,
+};
 
 /// A back end's statements, one text for both: `$n` placeholders (SQLite reads them too), tables
 /// by their bare names (PostgreSQL connections search the store's schema), and the dialect's
@@ -22,6 +25,14 @@ pub(super) struct Dialect {
     open_effects: String,
     publish: String,
     deferred: &'static str,
+    claim: String,
+    holder: String,
+    renew: String,
+    release: &'static str,
+    lease_state: String,
+    fence: String,
+    /// Marks the `Started` ledger entry of a call saved as `outcome_unknown` (session, call).
+    pub(super) unknown: &'static str,
     /// A result's text as the `output` columns keep it, and back.
     encode: fn(&str) -> String,
     decode: OutputDecoder,
@@ -29,9 +40,39 @@ pub(super) struct Dialect {
 
 impl Dialect {
     /// `now`: the database clock in Unix milliseconds (a SQL expression); `start_order`: what
-    /// orders an `effects e` row by its first start.
-    pub fn new(now: &str, start_order: &str, encode: fn(&str) -> String, decode: OutputDecoder) -> Dialect {
+    /// orders an `effects e` row by its first start; `share_lock`: what a fence's `SELECT` ends
+    /// with so a claim waits for the fenced write to commit (SQLite's write transactions are
+    /// serial already).
+    pub fn new(
+        now: &str,
+        start_order: &str,
+        share_lock: &str,
+        encode: fn(&str) -> String,
+        decode: OutputDecoder,
+    ) -> Dialect {
+        let live = format!("NOT released AND expires_at > {now}");
         Dialect {
+            // One statement, so two claimers cannot both win: the second waits for the first's
+            // row and re-checks the condition on it.
+            claim: format!(
+                "INSERT INTO leases AS l (session_id, token, owner, expires_at, released, claimed_at) \
+                 VALUES ($1, 1, $2, {now} + $3, FALSE, {now}) ON CONFLICT (session_id) DO UPDATE \
+                 SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at, \
+                 released = FALSE, claimed_at = excluded.claimed_at \
+                 WHERE l.released OR l.expires_at <= {now} RETURNING token"
+            ),
+            holder: format!("SELECT owner, expires_at - {now} AS remaining FROM leases WHERE session_id = $1"),
+            renew: format!(
+                "UPDATE leases SET expires_at = {now} + $3 WHERE session_id = $1 AND token = $2 AND {live} \
+                 RETURNING token"
+            ),
+            release: "UPDATE leases SET released = TRUE WHERE session_id = $1 AND token = $2",
+            lease_state: format!(
+                "SELECT token, CASE WHEN {live} THEN 1 ELSE 0 END AS live FROM leases WHERE session_id = $1"
+            ),
+            unknown: "UPDATE effects SET status = 'unknown' WHERE session_id = $1 AND tool_call_id = $2 \
+                      AND status = 'started'",
+            fence: format!("SELECT token FROM leases WHERE session_id = $1 AND token = $2 AND {live}{share_lock}"),
             decide: format!(
                 "UPDATE pending_calls SET decision = $1, decided_at = {now} \
                  WHERE session_id = $2 AND tool_call_id = $3 AND decision IS NULL RETURNING session_id"
@@ -119,6 +160,34 @@ where
         .await
         .map(drop)
         .map_err(failed(operation))
+}
+
+/// The ledger entries of the calls a save keeps as `outcome_unknown` become `Unknown`.
+pub(super) async fn mark_unknown<DB>(
+    conn: &mut DB::Connection,
+    dialect: &'static Dialect,
+    session_id: &str,
+    pending: &[super::PendingCall],
+    operation: &str,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+{
+    for call in pending
+        .iter()
+        .filter(|call| call.reason == super::PendingReason::OutcomeUnknown)
+    {
+        sqlx::query::<DB>(dialect.unknown)
+            .bind(session_id)
+            .bind(call.tool_call_id.as_str())
+            .execute(&mut *conn)
+            .await
+            .map_err(failed(operation))?;
+    }
+    Ok(())
 }
 
 /// Runs `sql` with a result (`finish_effect`, `publish`): `Ok(true)` when it returned a row.
@@ -292,4 +361,160 @@ where
     }
     let placeholder = deferred(&mut *conn, dialect, call, operation).await?;
     rows::not_filled(placeholder, operation)
+}
+
+/// Claims a session (see `Store::claim`). A lease released between the refused claim and the
+/// read of its holder is claimed again.
+pub(super) async fn claim<DB>(
+    conn: &mut DB::Connection,
+    dialect: &'static Dialect,
+    (session_id, owner): (&str, &str),
+    ttl: std::time::Duration,
+) -> Result<Claim, StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Encode<'t, DB> + Decode<'t, DB> + Type<DB>,
+    for<'t> String: Decode<'t, DB> + Type<DB>,
+{
+    let operation = format!("claim session {session_id}");
+    let op = operation.as_str();
+    for _ in 0..3 {
+        let granted = sqlx::query::<DB>(dialect.claim.as_str())
+            .bind(session_id)
+            .bind(owner)
+            .bind(ttl_ms(ttl))
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(failed(op))?;
+        if let Some(row) = granted {
+            return Ok(Claim::Granted(Lease {
+                session_id: session_id.to_owned(),
+                token: rows::column(&row, "token", op)?,
+            }));
+        }
+        let holder = sqlx::query::<DB>(dialect.holder.as_str())
+            .bind(session_id)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(failed(op))?;
+        if let Some(row) = holder {
+            let remaining: i64 = rows::column(&row, "remaining", op)?;
+            if remaining > 0 {
+                return Ok(Claim::Held {
+                    owner: rows::column(&row, "owner", op)?,
+                    remaining_ms: remaining,
+                });
+            }
+        }
+    }
+    Err(StoreError::new(
+        op,
+        "the lease changed hands three times while claiming",
+    ))
+}
+
+/// Extends a live lease; `false` when it is lost.
+pub(super) async fn renew<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    lease: &Lease,
+    ttl: std::time::Duration,
+) -> Result<bool, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Encode<'t, DB> + Type<DB>,
+{
+    let operation = format!("renew the lease on session {}", lease.session_id);
+    sqlx::query::<DB>(dialect.renew.as_str())
+        .bind(lease.session_id.as_str())
+        .bind(lease.token)
+        .bind(ttl_ms(ttl))
+        .fetch_optional(executor)
+        .await
+        .map(|row| row.is_some())
+        .map_err(failed(&operation))
+}
+
+/// Ends a lease (a lost one is left as its new holder has it).
+pub(super) async fn release<'c, DB, E>(executor: E, dialect: &'static Dialect, lease: &Lease) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Encode<'t, DB> + Type<DB>,
+{
+    let operation = format!("release the lease on session {}", lease.session_id);
+    sqlx::query::<DB>(dialect.release)
+        .bind(lease.session_id.as_str())
+        .bind(lease.token)
+        .execute(executor)
+        .await
+        .map(drop)
+        .map_err(failed(&operation))
+}
+
+/// The session's last claim.
+pub(super) async fn lease_state<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    session_id: &str,
+) -> Result<Option<LeaseState>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Decode<'t, DB> + Type<DB>,
+    for<'t> i32: Decode<'t, DB> + Type<DB>,
+{
+    let operation = format!("read the lease on session {session_id}");
+    let op = operation.as_str();
+    let row = sqlx::query::<DB>(dialect.lease_state.as_str())
+        .bind(session_id)
+        .fetch_optional(executor)
+        .await
+        .map_err(failed(op))?;
+    row.map(|row| {
+        Ok(LeaseState {
+            token: rows::column(&row, "token", op)?,
+            live: rows::column::<_, i32>(&row, "live", op)? == 1,
+        })
+    })
+    .transpose()
+}
+
+/// The fence, inside a write transaction: refuses the write unless `lease` is live (and, on
+/// PostgreSQL, holds the lease row against a claim until the transaction ends).
+pub(super) async fn fence<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    lease: &Lease,
+    operation: &str,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Encode<'t, DB> + Type<DB>,
+{
+    let live = sqlx::query::<DB>(dialect.fence.as_str())
+        .bind(lease.session_id.as_str())
+        .bind(lease.token)
+        .fetch_optional(executor)
+        .await
+        .map_err(failed(operation))?;
+    match live {
+        Some(_) => Ok(()),
+        None => Err(StoreError::lease_lost(operation, lease)),
+    }
 }

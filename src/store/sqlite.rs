@@ -22,8 +22,8 @@ use super::rows::{self, plain_output};
 use super::shared::OpenStores;
 use super::sql;
 use super::{
-    Decision, Deferred, DeferredOutcome, Effect, PendingCall, PendingReason, SessionRecord, StartedEffect, Store,
-    StoreError, ToolResult,
+    Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, PendingCall, PendingReason, SessionRecord,
+    StartedEffect, Store, StoreError, ToolResult,
 };
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -40,7 +40,7 @@ macro_rules! now_ms {
 
 /// The shared statements: start order is the rowid (an upsert keeps it).
 static DIALECT: LazyLock<sql::Dialect> =
-    LazyLock::new(|| sql::Dialect::new(now_ms!(), "e.rowid", str::to_owned, plain_output));
+    LazyLock::new(|| sql::Dialect::new(now_ms!(), "e.rowid", "", str::to_owned, plain_output));
 
 pub struct SqliteStore {
     pool: SqlitePool,
@@ -171,10 +171,11 @@ impl Store for SqliteStore {
         Ok(Some((record, pending)))
     }
 
-    async fn save(&self, record: &SessionRecord, pending: &[PendingCall]) -> Result<(), StoreError> {
+    async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save session {}", record.session_id);
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
+        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
         sqlx::query(concat!(
             "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES (?, ?, ?, ?) ",
             "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
@@ -225,6 +226,7 @@ impl Store for SqliteStore {
                 .map_err(failed(op))?;
             }
         }
+        sql::mark_unknown::<Sqlite>(&mut tx, &DIALECT, &record.session_id, pending, op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
@@ -239,29 +241,28 @@ impl Store for SqliteStore {
 
     async fn effect_started(
         &self,
-        session_id: &str,
+        lease: &Lease,
         tool_call_id: &str,
         tool_name: &str,
         input: &Map<String, Value>,
         side_effect: &str,
     ) -> Result<(), StoreError> {
+        let session_id = lease.session_id.as_str();
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
+        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
         let effect = (tool_name, input, side_effect);
         sql::effect_started(&mut *tx, &DIALECT, (session_id, tool_call_id), effect, op).await?;
         tx.commit().await.map_err(failed(op))
     }
 
-    async fn effect_finished(
-        &self,
-        session_id: &str,
-        tool_call_id: &str,
-        result: &ToolResult,
-    ) -> Result<(), StoreError> {
+    async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError> {
+        let session_id = lease.session_id.as_str();
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
+        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
         sql::effect_finished(&mut *tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
         tx.commit().await.map_err(failed(op))
     }
@@ -291,5 +292,25 @@ impl Store for SqliteStore {
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
         sql::deferred(&self.pool, &DIALECT, (session_id, tool_call_id), &operation).await
+    }
+
+    async fn claim(&self, session_id: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        let operation = format!("claim session {session_id}");
+        let mut tx = self.write(&operation).await?;
+        let claim = sql::claim::<Sqlite>(&mut tx, &DIALECT, (session_id, owner), ttl).await?;
+        tx.commit().await.map_err(failed(&operation))?;
+        Ok(claim)
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError> {
+        sql::renew(&self.pool, &DIALECT, lease, ttl).await
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
+        sql::release(&self.pool, &DIALECT, lease).await
+    }
+
+    async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
+        sql::lease_state(&self.pool, &DIALECT, session_id).await
     }
 }
