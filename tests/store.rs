@@ -143,7 +143,12 @@ macro_rules! conformance {
             a_live_lease_excludes_other_claims_and_fences_writes,
             concurrent_claims_have_one_winner,
             an_expired_lease_is_taken_over_and_its_holder_refused,
-            a_call_saved_as_outcome_unknown_is_unknown_in_the_ledger
+            a_call_saved_as_outcome_unknown_is_unknown_in_the_ledger,
+            queued_rows_are_claimed_once_oldest_first_and_settled,
+            failed_attempts_back_off_and_give_up_after_max_attempts,
+            a_drain_tries_each_row_once_whatever_its_backoff,
+            concurrent_deliverers_never_claim_one_row_twice,
+            a_run_that_lost_its_lease_queues_nothing
         );
     };
     ($backend:ident: $($check:ident),+) => {
@@ -167,6 +172,166 @@ conformance!(postgres);
 
 mod checks {
     use super::*;
+    use agent_runtime_hooks::store::outbox::{Attempt, Due, Queued, Settled, Target};
+
+    fn queued(id: &str, max_attempts: u32) -> Queued {
+        Queued {
+            id: id.into(),
+            session_id: "s1".into(),
+            hook_id: "audit".into(),
+            event: "PostToolUse".into(),
+            idempotency_key: format!("key-{id}"),
+            operation_id: Some("op-1".into()),
+            target: Target {
+                url: "http://127.0.0.1:9/hook".into(),
+                timeout_ms: 1000,
+                headers: vec![("authorization".into(), "Bearer ${AUDIT_TOKEN}".into())],
+                allowed_env_vars: vec!["AUDIT_TOKEN".into()],
+            },
+            body: r#"{"event":"PostToolUse","text":"\u0000 ü"}"#.into(),
+            max_attempts,
+            critical: id.ends_with('!'),
+        }
+    }
+
+    pub async fn queued_rows_are_claimed_once_oldest_first_and_settled(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
+        f.store
+            .enqueue(&[queued("q1", 8), queued("q2!", 8)], Some(&l))
+            .await
+            .unwrap();
+        f.store.enqueue(&[queued("q3", 8)], None).await.unwrap();
+        assert_eq!(f.other.queued().await.unwrap(), 3);
+        let first = f.store.claim_deliveries("a", Due::Now, 2).await.unwrap();
+        let ids: Vec<&str> = first.iter().map(|c| c.row.id.as_str()).collect();
+        assert_eq!(ids, ["q1", "q2!"]);
+        assert_eq!(first[0].row, queued("q1", 8), "the row comes back as it was queued");
+        assert_eq!(first[1].row, queued("q2!", 8));
+        assert_eq!(first[0].attempts, 0);
+        // Held rows are not claimed again; the third is.
+        let second = f.other.claim_deliveries("b", Due::Now, 10).await.unwrap();
+        assert_eq!(second.iter().map(|c| c.row.id.as_str()).collect::<Vec<_>>(), ["q3"]);
+        assert!(f.other.claim_deliveries("b", Due::Now, 10).await.unwrap().is_empty());
+        assert_eq!(
+            f.store.report(&first[0], &Attempt::Delivered).await.unwrap(),
+            Settled::Delivered
+        );
+        // A report whose claim no longer stands changes nothing.
+        assert_eq!(
+            f.store.report(&first[0], &Attempt::Delivered).await.unwrap(),
+            Settled::Stale
+        );
+        assert_eq!(f.other.queued().await.unwrap(), 2);
+        assert_eq!(
+            f.store.report(&first[1], &Attempt::Delivered).await.unwrap(),
+            Settled::Delivered
+        );
+        assert_eq!(
+            f.other.report(&second[0], &Attempt::Delivered).await.unwrap(),
+            Settled::Delivered
+        );
+        assert_eq!(f.other.queued().await.unwrap(), 0);
+    }
+
+    pub async fn failed_attempts_back_off_and_give_up_after_max_attempts(f: Fixture) {
+        f.store.enqueue(&[queued("q1", 2)], None).await.unwrap();
+        let failed = Attempt::Failed("Hook HTTP request failed: http_error (status 500)".into());
+        let claimed = f.store.claim_deliveries("a", Due::Now, 10).await.unwrap();
+        assert_eq!(
+            f.store.report(&claimed[0], &failed).await.unwrap(),
+            Settled::Retry(Duration::from_secs(1))
+        );
+        // Backing off: not due now.
+        assert!(f.other.claim_deliveries("b", Due::Now, 10).await.unwrap().is_empty());
+        assert_eq!(f.other.queued().await.unwrap(), 1);
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let again = f.other.claim_deliveries("b", Due::Now, 10).await.unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].attempts, 1);
+        assert_eq!(f.other.report(&again[0], &failed).await.unwrap(), Settled::GaveUp);
+        assert_eq!(f.store.queued().await.unwrap(), 0);
+        assert!(f
+            .store
+            .claim_deliveries("a", Due::Drain("d"), 10)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+
+    pub async fn a_drain_tries_each_row_once_whatever_its_backoff(f: Fixture) {
+        f.store
+            .enqueue(&[queued("q1", 8), queued("q2", 8)], None)
+            .await
+            .unwrap();
+        let failed = Attempt::Failed("Hook HTTP request failed: network_error".into());
+        for claimed in f.store.claim_deliveries("a", Due::Now, 10).await.unwrap() {
+            f.store.report(&claimed, &failed).await.unwrap();
+        }
+        let drained = f.other.claim_deliveries("b", Due::Drain("d1"), 1).await.unwrap();
+        assert_eq!(drained[0].row.id, "q1");
+        f.other.report(&drained[0], &failed).await.unwrap();
+        let next = f.other.claim_deliveries("b", Due::Drain("d1"), 10).await.unwrap();
+        assert_eq!(
+            next.iter().map(|c| c.row.id.as_str()).collect::<Vec<_>>(),
+            ["q2"],
+            "q1 was tried by this drain"
+        );
+        f.other.report(&next[0], &Attempt::Delivered).await.unwrap();
+        assert!(f
+            .other
+            .claim_deliveries("b", Due::Drain("d1"), 10)
+            .await
+            .unwrap()
+            .is_empty());
+        // Another drain tries it again.
+        let other = f.store.claim_deliveries("a", Due::Drain("d2"), 10).await.unwrap();
+        assert_eq!(
+            other
+                .iter()
+                .map(|c| (c.row.id.as_str(), c.attempts))
+                .collect::<Vec<_>>(),
+            [("q1", 2)]
+        );
+    }
+
+    pub async fn concurrent_deliverers_never_claim_one_row_twice(f: Fixture) {
+        let rows: Vec<Queued> = (0..60).map(|n| queued(&format!("q{n:02}"), 8)).collect();
+        f.store.enqueue(&rows, None).await.unwrap();
+        let claimers = (0..6).map(|n| {
+            let store = if n % 2 == 0 { f.store.clone() } else { f.other.clone() };
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let claimed = store.claim_deliveries(&format!("w{n}"), Due::Now, 4).await.unwrap();
+                    if claimed.is_empty() {
+                        return mine;
+                    }
+                    for claimed in claimed {
+                        assert_eq!(
+                            store.report(&claimed, &Attempt::Delivered).await.unwrap(),
+                            Settled::Delivered
+                        );
+                        mine.push(claimed.row.id);
+                    }
+                }
+            })
+        });
+        let mut all: Vec<String> = futures::future::join_all(claimers)
+            .await
+            .into_iter()
+            .flat_map(|joined| joined.unwrap())
+            .collect();
+        all.sort();
+        assert_eq!(all, rows.iter().map(|row| row.id.clone()).collect::<Vec<_>>());
+        assert_eq!(f.store.queued().await.unwrap(), 0);
+    }
+
+    pub async fn a_run_that_lost_its_lease_queues_nothing(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
+        f.store.release(&l).await.unwrap();
+        lost(f.store.enqueue(&[queued("q1", 8)], Some(&l)).await.unwrap_err());
+        assert_eq!(f.other.queued().await.unwrap(), 0);
+    }
 
     fn lost(error: StoreError) {
         assert_eq!(error.kind, StoreErrorKind::LeaseLost, "{error}");
@@ -785,7 +950,7 @@ async fn migrations_are_applied_once_and_data_survives_reopening() {
         .fetch_all(&pool)
         .await
         .unwrap();
-    assert_eq!(applied, [(1, true), (2, true)]);
+    assert_eq!(applied, [(1, true), (2, true), (3, true)]);
 }
 
 #[tokio::test]
@@ -1077,7 +1242,7 @@ async fn concurrent_first_opens_migrate_once() {
         .fetch_all(&raw)
         .await
         .unwrap();
-    assert_eq!(applied, [(1, true), (2, true)]);
+    assert_eq!(applied, [(1, true), (2, true), (3, true)]);
     // The store keeps to its own schema: the application's `public` has nothing of it.
     let public: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
         .fetch_one(&raw)

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+use super::outbox::CLAIM_MARGIN;
 use super::{
-    Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, PendingCall, PendingReason, SessionRecord,
-    StartedEffect, Store, StoreError, ToolResult,
+    Attempt, Claim, Claimed, Decision, Deferred, DeferredOutcome, Due, Effect, Lease, LeaseState, PendingCall,
+    PendingReason, Queued, SessionRecord, Settled, StartedEffect, Store, StoreError, ToolResult,
 };
 
 #[derive(Default)]
@@ -21,6 +22,17 @@ pub struct MemoryStore {
     /// every session ever run), so tokens come from one counter and never repeat.
     leases: Mutex<HashMap<String, Held>>,
     last_token: AtomicI64,
+    /// Queued notifications, oldest first; a row leaves once delivered or given up.
+    outbox: Mutex<Vec<OutboxRow>>,
+}
+
+struct OutboxRow {
+    queued: Queued,
+    attempts: u32,
+    available: Instant,
+    claimed_until: Option<Instant>,
+    claim_token: i64,
+    drain: Option<String>,
 }
 
 struct Held {
@@ -55,6 +67,11 @@ impl MemoryStore {
     pub fn process_wide() -> Arc<MemoryStore> {
         static PROCESS: OnceLock<Arc<MemoryStore>> = OnceLock::new();
         PROCESS.get_or_init(|| Arc::new(MemoryStore::new())).clone()
+    }
+
+    fn outbox(&self) -> MutexGuard<'_, Vec<OutboxRow>> {
+        // Plain data: a panic elsewhere leaves whole rows behind.
+        self.outbox.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn leases(&self) -> MutexGuard<'_, HashMap<String, Held>> {
@@ -279,5 +296,79 @@ impl Store for MemoryStore {
             token: held.token,
             live: held.expires > now,
         }))
+    }
+
+    async fn enqueue(&self, rows: &[Queued], lease: Option<&Lease>) -> Result<(), StoreError> {
+        if let Some(lease) = lease {
+            self.fence(lease, "queue webhook notifications")?;
+        }
+        let now = Instant::now();
+        let mut outbox = self.outbox();
+        outbox.extend(rows.iter().map(|queued| OutboxRow {
+            queued: queued.clone(),
+            attempts: 0,
+            available: now,
+            claimed_until: None,
+            claim_token: 0,
+            drain: None,
+        }));
+        Ok(())
+    }
+
+    async fn claim_deliveries(&self, _owner: &str, due: Due<'_>, limit: u32) -> Result<Vec<Claimed>, StoreError> {
+        let now = Instant::now();
+        let mut outbox = self.outbox();
+        let mut claimed = Vec::new();
+        for row in outbox.iter_mut() {
+            if claimed.len() >= limit as usize {
+                break;
+            }
+            let free = row.claimed_until.is_none_or(|until| until <= now);
+            let wanted = match due {
+                Due::Now => row.available <= now,
+                Due::Drain(id) => row.drain.as_deref() != Some(id),
+            };
+            if !(free && wanted) {
+                continue;
+            }
+            row.claim_token += 1;
+            row.claimed_until = Some(now + Duration::from_millis(row.queued.target.timeout_ms) + CLAIM_MARGIN);
+            if let Due::Drain(id) = due {
+                row.drain = Some(id.to_owned());
+            }
+            claimed.push(Claimed {
+                row: row.queued.clone(),
+                attempts: row.attempts,
+                claim_token: row.claim_token,
+            });
+        }
+        Ok(claimed)
+    }
+
+    async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError> {
+        let mut outbox = self.outbox();
+        let Some(position) = outbox
+            .iter()
+            .position(|row| row.queued.id == claimed.row.id && row.claim_token == claimed.claim_token)
+        else {
+            return Ok(Settled::Stale);
+        };
+        let settled = super::outbox::settle(attempt, claimed.attempts, claimed.row.max_attempts);
+        match settled {
+            Settled::Retry(wait) => {
+                let row = &mut outbox[position];
+                row.attempts += 1;
+                row.available = Instant::now() + wait;
+                row.claimed_until = None;
+            }
+            _ => {
+                outbox.remove(position);
+            }
+        }
+        Ok(settled)
+    }
+
+    async fn queued(&self) -> Result<u64, StoreError> {
+        Ok(self.outbox().len() as u64)
     }
 }

@@ -10,6 +10,7 @@ mod canonical;
 mod codec;
 mod lease;
 mod memory;
+pub mod outbox;
 mod postgres;
 mod rows;
 mod shared;
@@ -30,6 +31,7 @@ use crate::model::{display_url, Message};
 pub use canonical::{approval_token, canonical_json, fingerprint, verify_approval_token};
 pub use lease::{Claim, Lease, LeaseState};
 pub use memory::MemoryStore;
+pub use outbox::{Attempt, Claimed, Due, Queued, Settled};
 pub use postgres::{check_postgres_url, PostgresStore};
 pub use sqlite::SqliteStore;
 
@@ -267,6 +269,21 @@ pub trait Store: Send + Sync {
 
     /// The session's last claim: its token, and whether it is live. `None`: never claimed.
     async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError>;
+
+    /// One transaction: `rows` into the outbox, fenced by `lease` when a run queues them (a
+    /// worker that lost the session queues nothing); unfenced for events outside a run.
+    async fn enqueue(&self, rows: &[Queued], lease: Option<&Lease>) -> Result<(), StoreError>;
+
+    /// Claims up to `limit` queued rows for one attempt each by `owner`, oldest first: those
+    /// `due` and not held by another live claim. Two processes never claim one row at once.
+    async fn claim_deliveries(&self, owner: &str, due: Due<'_>, limit: u32) -> Result<Vec<Claimed>, StoreError>;
+
+    /// Records an attempt at a claimed row: delivered, retried after its backoff, or given up
+    /// after its last attempt; `Stale` (nothing changed) when the claim no longer stands.
+    async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError>;
+
+    /// How many rows are still queued (neither delivered nor given up).
+    async fn queued(&self) -> Result<u64, StoreError>;
 }
 
 /// A store operation that failed: which operation, and why. Never carries a secret (no

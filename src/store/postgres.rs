@@ -31,8 +31,8 @@ use super::rows;
 use super::shared::OpenStores;
 use super::sql;
 use super::{
-    Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, PendingCall, PendingReason, SessionRecord,
-    StartedEffect, Store, StoreError, ToolResult,
+    Attempt, Claim, Claimed, Decision, Deferred, DeferredOutcome, Due, Effect, Lease, LeaseState, PendingCall,
+    PendingReason, Queued, SessionRecord, Settled, StartedEffect, Store, StoreError, ToolResult,
 };
 use crate::model::{display_url, Secrets};
 
@@ -69,9 +69,13 @@ macro_rules! now_ms {
 /// The shared statements: start order is `seq` (an upsert keeps it); `output` is a JSON string,
 /// since PostgreSQL text cannot hold U+0000, which a tool's output may.
 static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(|| {
-    sql::Dialect::new(now_ms!(), "e.seq", " FOR SHARE", to_text::<str>, |text, operation| {
-        parse(&text, operation, "output")
-    })
+    sql::Dialect::new(
+        now_ms!(),
+        "e.seq",
+        (" FOR SHARE", " FOR UPDATE SKIP LOCKED"),
+        to_text::<str>,
+        |text, operation| parse(&text, operation, "output"),
+    )
 });
 
 /// The connection parameters sqlx reads from a URL's query (others it would ignore, logging
@@ -372,5 +376,35 @@ impl Store for PostgresStore {
 
     async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
         sql::lease_state(&self.pool, &DIALECT, session_id).await
+    }
+
+    async fn enqueue(&self, rows: &[Queued], lease: Option<&Lease>) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let operation = format!(
+            "queue {} webhook notification(s) of session {}",
+            rows.len(),
+            rows[0].session_id
+        );
+        let op = operation.as_str();
+        let mut tx = self.pool.begin().await.map_err(failed(op))?;
+        if let Some(lease) = lease {
+            sql::fence(&mut *tx, &DIALECT, lease, op).await?;
+        }
+        sql::enqueue::<Postgres>(&mut tx, &DIALECT, rows, op).await?;
+        tx.commit().await.map_err(failed(op))
+    }
+
+    async fn claim_deliveries(&self, owner: &str, due: Due<'_>, limit: u32) -> Result<Vec<Claimed>, StoreError> {
+        sql::claim_deliveries(&self.pool, &DIALECT, owner, due, limit).await
+    }
+
+    async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError> {
+        sql::report(&self.pool, &DIALECT, claimed, attempt).await
+    }
+
+    async fn queued(&self) -> Result<u64, StoreError> {
+        sql::queued(&self.pool, &DIALECT).await
     }
 }

@@ -151,3 +151,35 @@ pub(super) fn not_filled(placeholder: Option<Deferred>, operation: &str) -> Resu
         Some(Deferred::Waiting) => Err(StoreError::new(operation, "the placeholder is empty but not writable")),
     }
 }
+
+/// An `outbox` row as a claim returns it.
+pub(super) fn claimed<R>(row: &R, operation: &str) -> Result<super::outbox::Claimed, StoreError>
+where
+    R: Row,
+    for<'n> &'n str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i32: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let target: String = column(row, "target", operation)?;
+    let max_attempts: i32 = column(row, "max_attempts", operation)?;
+    let attempts: i32 = column(row, "attempts", operation)?;
+    Ok(super::outbox::Claimed {
+        row: super::outbox::Queued {
+            id: column(row, "id", operation)?,
+            session_id: column(row, "session_id", operation)?,
+            hook_id: column(row, "hook_id", operation)?,
+            event: column(row, "event", operation)?,
+            idempotency_key: column(row, "idempotency_key", operation)?,
+            operation_id: column(row, "operation_id", operation)?,
+            target: parse(&target, operation, "target")?,
+            body: column(row, "body", operation)?,
+            max_attempts: u32::try_from(max_attempts).unwrap_or(1).max(1),
+            critical: column(row, "critical", operation)?,
+        },
+        attempts: u32::try_from(attempts).unwrap_or(0),
+        claim_token: column(row, "claim_token", operation)?,
+    })
+}

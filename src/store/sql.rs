@@ -8,6 +8,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type}
 
 use super::codec::to_text;
 use super::lease::ttl_ms;
+use super::outbox::{self, Attempt, Claimed, Due, Queued, Settled};
 use super::rows::{self, OutputDecoder};
 use super::{
     Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, StartedEffect, StoreError, ToolResult,
@@ -31,6 +32,12 @@ pub(super) struct Dialect {
     release: &'static str,
     lease_state: String,
     fence: String,
+    enqueue: String,
+    claim_deliveries: String,
+    delivered: String,
+    retry: String,
+    gave_up: &'static str,
+    queued: &'static str,
     /// Marks the `Started` ledger entry of a call saved as `outcome_unknown` (session, call).
     pub(super) unknown: &'static str,
     /// A result's text as the `output` columns keep it, and back.
@@ -46,7 +53,7 @@ impl Dialect {
     pub fn new(
         now: &str,
         start_order: &str,
-        share_lock: &str,
+        (share_lock, skip_locked): (&str, &str),
         encode: fn(&str) -> String,
         decode: OutputDecoder,
     ) -> Dialect {
@@ -73,6 +80,37 @@ impl Dialect {
             unknown: "UPDATE effects SET status = 'unknown' WHERE session_id = $1 AND tool_call_id = $2 \
                       AND status = 'started'",
             fence: format!("SELECT token FROM leases WHERE session_id = $1 AND token = $2 AND {live}{share_lock}"),
+            enqueue: format!(
+                "INSERT INTO outbox (id, session_id, hook_id, event, idempotency_key, operation_id, target, body, \
+                 max_attempts, claim_ms, critical, status, available_at, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', {now}, {now})"
+            ),
+            // Oldest first; rows another process holds (live claim, or locked right now) are
+            // skipped. `$2` NULL: rows due now; else every row drain `$2` has not tried.
+            claim_deliveries: format!(
+                "UPDATE outbox AS o SET claimed_by = $1, claimed_until = {now} + claim_ms, \
+                 claim_token = claim_token + 1, drain = COALESCE($2, drain) \
+                 FROM (SELECT seq FROM outbox WHERE status = 'queued' \
+                 AND (claimed_until IS NULL OR claimed_until <= {now}) \
+                 AND (($2 IS NULL AND available_at <= {now}) OR ($2 IS NOT NULL AND drain IS DISTINCT FROM $2)) \
+                 ORDER BY available_at, seq LIMIT $3{skip_locked}) AS c WHERE o.seq = c.seq \
+                 RETURNING id, session_id, hook_id, event, idempotency_key, operation_id, target, body, \
+                 max_attempts, critical, attempts, claim_token"
+            ),
+            delivered: format!(
+                "UPDATE outbox SET status = 'delivered', attempts = attempts + 1, finished_at = {now}, \
+                 claimed_by = NULL, claimed_until = NULL, last_error = NULL \
+                 WHERE id = $1 AND claim_token = $2 AND status = 'queued' RETURNING seq"
+            ),
+            retry: format!(
+                "UPDATE outbox SET attempts = attempts + 1, available_at = {now} + $3, last_error = $4, \
+                 claimed_by = NULL, claimed_until = NULL \
+                 WHERE id = $1 AND claim_token = $2 AND status = 'queued' RETURNING seq"
+            ),
+            gave_up: "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $3, \
+                      claimed_by = NULL, claimed_until = NULL \
+                      WHERE id = $1 AND claim_token = $2 AND status = 'queued' RETURNING seq",
+            queued: "SELECT COUNT(*) AS queued FROM outbox WHERE status = 'queued'",
             decide: format!(
                 "UPDATE pending_calls SET decision = $1, decided_at = {now} \
                  WHERE session_id = $2 AND tool_call_id = $3 AND decision IS NULL RETURNING session_id"
@@ -517,4 +555,136 @@ where
         Some(_) => Ok(()),
         None => Err(StoreError::lease_lost(operation, lease)),
     }
+}
+
+/// Writes `rows` to the outbox on `conn` (in the caller's write transaction).
+pub(super) async fn enqueue<DB>(
+    conn: &mut DB::Connection,
+    dialect: &'static Dialect,
+    rows: &[Queued],
+    operation: &str,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+    for<'t> Option<&'t str>: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Encode<'t, DB> + Type<DB>,
+    for<'t> i32: Encode<'t, DB> + Type<DB>,
+    for<'t> bool: Encode<'t, DB> + Type<DB>,
+{
+    for row in rows {
+        let claim_ms = i64::try_from(row.target.timeout_ms)
+            .unwrap_or(i64::MAX / 2)
+            .saturating_add(ttl_ms(outbox::CLAIM_MARGIN));
+        sqlx::query::<DB>(dialect.enqueue.as_str())
+            .bind(row.id.as_str())
+            .bind(row.session_id.as_str())
+            .bind(row.hook_id.as_str())
+            .bind(row.event.as_str())
+            .bind(row.idempotency_key.as_str())
+            .bind(row.operation_id.as_deref())
+            .bind(to_text(&row.target))
+            .bind(row.body.as_str())
+            .bind(i32::try_from(row.max_attempts).unwrap_or(i32::MAX))
+            .bind(claim_ms)
+            .bind(row.critical)
+            .execute(&mut *conn)
+            .await
+            .map_err(failed(operation))?;
+    }
+    Ok(())
+}
+
+/// Claims up to `limit` rows for `owner` (see `Store::claim_deliveries`).
+pub(super) async fn claim_deliveries<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    owner: &str,
+    due: Due<'_>,
+    limit: u32,
+) -> Result<Vec<Claimed>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> Option<&'t str>: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Encode<'t, DB> + Decode<'t, DB> + Type<DB>,
+    for<'t> i32: Decode<'t, DB> + Type<DB>,
+    for<'t> bool: Decode<'t, DB> + Type<DB>,
+    for<'t> String: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
+{
+    let operation = "claim queued webhook notifications";
+    let drain = match due {
+        Due::Now => None,
+        Due::Drain(id) => Some(id),
+    };
+    let claimed = sqlx::query::<DB>(dialect.claim_deliveries.as_str())
+        .bind(owner)
+        .bind(drain)
+        .bind(i64::from(limit))
+        .fetch_all(executor)
+        .await
+        .map_err(failed(operation))?;
+    claimed.iter().map(|row| rows::claimed(row, operation)).collect()
+}
+
+/// Records one attempt at `claimed`, if the claim still stands.
+pub(super) async fn report<'c, DB, E>(
+    executor: E,
+    dialect: &'static Dialect,
+    claimed: &Claimed,
+    attempt: &Attempt,
+) -> Result<Settled, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Encode<'t, DB> + Type<DB>,
+{
+    let operation = format!("record a delivery attempt of queued notification {}", claimed.row.id);
+    let settled = outbox::settle(attempt, claimed.attempts, claimed.row.max_attempts);
+    let error = match attempt {
+        Attempt::Delivered => "",
+        Attempt::Failed(error) => error.as_str(),
+    };
+    let query = match settled {
+        Settled::Delivered => sqlx::query::<DB>(dialect.delivered.as_str())
+            .bind(claimed.row.id.as_str())
+            .bind(claimed.claim_token),
+        Settled::Retry(wait) => sqlx::query::<DB>(dialect.retry.as_str())
+            .bind(claimed.row.id.as_str())
+            .bind(claimed.claim_token)
+            .bind(ttl_ms(wait))
+            .bind(error),
+        Settled::GaveUp | Settled::Stale => sqlx::query::<DB>(dialect.gave_up)
+            .bind(claimed.row.id.as_str())
+            .bind(claimed.claim_token)
+            .bind(error),
+    };
+    let changed = query.fetch_optional(executor).await.map_err(failed(&operation))?;
+    Ok(if changed.is_some() { settled } else { Settled::Stale })
+}
+
+/// How many rows are still queued.
+pub(super) async fn queued<'c, DB, E>(executor: E, dialect: &'static Dialect) -> Result<u64, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> i64: Decode<'t, DB> + Type<DB>,
+{
+    let operation = "count queued webhook notifications";
+    let row = sqlx::query::<DB>(dialect.queued)
+        .fetch_one(executor)
+        .await
+        .map_err(failed(operation))?;
+    Ok(rows::column::<_, i64>(&row, "queued", operation)?.max(0) as u64)
 }

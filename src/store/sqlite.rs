@@ -22,8 +22,8 @@ use super::rows::{self, plain_output};
 use super::shared::OpenStores;
 use super::sql;
 use super::{
-    Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, PendingCall, PendingReason, SessionRecord,
-    StartedEffect, Store, StoreError, ToolResult,
+    Attempt, Claim, Claimed, Decision, Deferred, DeferredOutcome, Due, Effect, Lease, LeaseState, PendingCall,
+    PendingReason, Queued, SessionRecord, Settled, StartedEffect, Store, StoreError, ToolResult,
 };
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -40,7 +40,7 @@ macro_rules! now_ms {
 
 /// The shared statements: start order is the rowid (an upsert keeps it).
 static DIALECT: LazyLock<sql::Dialect> =
-    LazyLock::new(|| sql::Dialect::new(now_ms!(), "e.rowid", "", str::to_owned, plain_output));
+    LazyLock::new(|| sql::Dialect::new(now_ms!(), "e.rowid", ("", ""), str::to_owned, plain_output));
 
 pub struct SqliteStore {
     pool: SqlitePool,
@@ -312,5 +312,39 @@ impl Store for SqliteStore {
 
     async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
         sql::lease_state(&self.pool, &DIALECT, session_id).await
+    }
+
+    async fn enqueue(&self, rows: &[Queued], lease: Option<&Lease>) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let operation = format!(
+            "queue {} webhook notification(s) of session {}",
+            rows.len(),
+            rows[0].session_id
+        );
+        let op = operation.as_str();
+        let mut tx = self.write(op).await?;
+        if let Some(lease) = lease {
+            sql::fence(&mut *tx, &DIALECT, lease, op).await?;
+        }
+        sql::enqueue::<Sqlite>(&mut tx, &DIALECT, rows, op).await?;
+        tx.commit().await.map_err(failed(op))
+    }
+
+    async fn claim_deliveries(&self, owner: &str, due: Due<'_>, limit: u32) -> Result<Vec<Claimed>, StoreError> {
+        let op = "claim queued webhook notifications";
+        let mut tx = self.write(op).await?;
+        let claimed = sql::claim_deliveries(&mut *tx, &DIALECT, owner, due, limit).await?;
+        tx.commit().await.map_err(failed(op))?;
+        Ok(claimed)
+    }
+
+    async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError> {
+        sql::report(&self.pool, &DIALECT, claimed, attempt).await
+    }
+
+    async fn queued(&self) -> Result<u64, StoreError> {
+        sql::queued(&self.pool, &DIALECT).await
     }
 }
