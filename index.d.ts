@@ -367,7 +367,14 @@ export type HookEventPayload = (HookInput | LifecycleHookInput) & {
 export interface WebhookConfig {
   /** An absolute http(s) URL without credentials. */
   url: string
-  delivery?: 'fetch'
+  /**
+   * `'fetch'` (default): sent during the event's dispatch. `'queue'` (notifications only): written
+   * to the store's outbox before the run goes on and delivered by any process attached to the
+   * store, at least once, with an `Idempotency-Key` header; retry n waits min(2^(n-1) s, 60 s).
+   */
+  delivery?: 'fetch' | 'queue'
+  /** With `delivery: 'queue'` only: attempts before the row is given up; default 8. */
+  maxAttempts?: number
   /** Seconds; default 30. */
   timeout?: number
   /** Values may use `${NAME}` for names listed in `allowedEnvVars`, resolved at send time. */
@@ -809,6 +816,15 @@ export declare function completeToolCall(options: {
   toolCallId: string
   result: JsonValue | ToolResult
 }): Promise<{ published: boolean; result: { output: string; isError: boolean } }>
+/**
+ * Tries every queued webhook notification (`delivery: 'queue'`) of the store once now, whatever
+ * its backoff (rows another process is sending right now excepted): for tests and graceful
+ * shutdown. `delivered` / `failed`: this call's attempts; `remaining`: rows still queued
+ * afterwards (a row given up after its `maxAttempts` is no longer queued).
+ */
+export declare function drainOutbox(options: {
+  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
+}): Promise<{ delivered: number; failed: number; remaining: number }>
 /**
  * Sends the spans batched for OpenTelemetry export now. Export is on when
  * `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (and

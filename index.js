@@ -741,6 +741,11 @@ class Agent {
       release()
       throw toError(JSON.parse(refused))
     }
+    // A run stopped from inside (its claim on the session lost, a critical queued notification
+    // given up) aborts the signal its tools and callbacks hold, as the caller's abort does.
+    made.stopped().then((reason) => {
+      if (reason !== null) active.abort(new AbortError(reason))
+    })
     return new AgentResponse(made, scope, this.sessionId, release)
   }
 
@@ -915,6 +920,18 @@ async function completeToolCall({ store, sessionId, toolCallId, result } = {}) {
   return outcome.completed
 }
 
+/**
+ * Tries every queued webhook notification (`delivery: 'queue'`) of the store once now, whatever
+ * its backoff: for tests and graceful shutdown. Resolves `{ delivered, failed, remaining }`.
+ */
+async function drainOutbox({ store } = {}) {
+  const options = JSON.stringify(splitFunctions({ advanced: { store } }, 'the options', invalidInput).data)
+  const environment = JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([, value]) => typeof value === 'string')))
+  const outcome = JSON.parse(await native.drainOutbox(options, environment))
+  if (outcome.error) throw toError(outcome.error)
+  return outcome.drained
+}
+
 /** Blade's helper: a generator that yields nothing and returns `result`. */
 async function* completeToolExecution(result) {
   return result
@@ -938,6 +955,7 @@ module.exports = {
   completeToolExecution,
   deferred,
   completeToolCall,
+  drainOutbox,
   scriptedModel,
   flushTelemetry,
   AgentResponse,

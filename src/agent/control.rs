@@ -44,7 +44,7 @@ impl RunControl {
         self.token.cancel();
     }
 
-    pub(crate) async fn aborted(&self) {
+    pub async fn aborted(&self) {
         self.token.cancelled().await
     }
 
@@ -88,7 +88,7 @@ impl RunControl {
         }
     }
 
-    pub(crate) fn reason(&self) -> String {
+    pub fn reason(&self) -> String {
         lock(&self.reason).clone().unwrap_or_else(|| "Operation aborted".into())
     }
 }

@@ -65,6 +65,7 @@ pub async fn complete(
     let dispatcher = Dispatcher::new(registry, 30_000, 3_000, host, log);
     let context = HookContext {
         extra: Vec::new(),
+        queue: Some(Arc::new(durable::Unfenced(config.clone()))),
         environment: Arc::new(environment),
     };
     let caller = Caller {

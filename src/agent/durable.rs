@@ -18,6 +18,8 @@ use crate::error::{ErrorCode, Result, SdkError};
 use crate::ids;
 use crate::model::Message;
 use crate::offload::offload;
+use crate::store::delivery;
+use crate::store::outbox::{Enqueue, Queued};
 use crate::store::{
     self, Claim, Effect, Lease, PendingCall, SessionRecord, Store, StoreConfig, StoreError, StoreErrorKind, ToolResult,
 };
@@ -59,6 +61,57 @@ pub struct Durable {
     /// while the session was read). A claim that does not follow it means another agent drove
     /// the session in between: what this one holds is stale.
     known: Mutex<Option<i64>>,
+}
+
+impl std::fmt::Debug for Durable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Durable")
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A run's queued notifications go to its store's outbox under its claim (a run that lost the
+/// session queues nothing); outside a run (SessionStart, SessionEnd), unfenced. This process's
+/// deliverer is told at once.
+#[async_trait::async_trait]
+impl Enqueue for Durable {
+    async fn enqueue(&self, rows: Vec<Queued>) -> std::result::Result<(), StoreError> {
+        let store = self
+            .store()
+            .await
+            .map_err(|error| StoreError::new("open the store", error.message))?;
+        let lease = lock(&self.lease).clone();
+        let queue = store.clone();
+        match offload(async move { queue.enqueue(&rows, lease.as_ref()).await }).await {
+            Ok(written) => written?,
+            Err(error) => return Err(StoreError::new("queue webhook notifications", error)),
+        }
+        delivery::wake(&store);
+        Ok(())
+    }
+}
+
+/// Queues to a store's outbox outside any run (a deferred call's publication).
+#[derive(Debug)]
+pub struct Unfenced(pub StoreConfig);
+
+#[async_trait::async_trait]
+impl Enqueue for Unfenced {
+    async fn enqueue(&self, rows: Vec<Queued>) -> std::result::Result<(), StoreError> {
+        let config = self.0.clone();
+        let store = match offload(async move { store::open(&config).await }).await {
+            Ok(opened) => opened?,
+            Err(error) => return Err(StoreError::new("open the store", error)),
+        };
+        let queue = store.clone();
+        match offload(async move { queue.enqueue(&rows, None).await }).await {
+            Ok(written) => written?,
+            Err(error) => return Err(StoreError::new("queue webhook notifications", error)),
+        }
+        delivery::wake(&store);
+        Ok(())
+    }
 }
 
 /// A run's claim, as `claim` got it.
@@ -295,6 +348,21 @@ pub struct Stored {
     pub pending: Vec<PendingCall>,
     pub effects: HashMap<String, Effect>,
     pub lease: Option<store::LeaseState>,
+}
+
+/// `drainOutbox`: every queued notification of `config`'s store tried once now, with the header
+/// templates resolved from `environment` (this process's, as the caller read it).
+pub async fn drain_outbox(
+    config: &StoreConfig,
+    environment: &crate::webhook::Environment,
+) -> Result<delivery::Drained> {
+    delivery::remember_environment(environment);
+    let config = config.clone();
+    on_workers("drain the outbox", async move {
+        let store = store::open(&config).await?;
+        delivery::drain(&store).await
+    })
+    .await
 }
 
 /// Reads session `session_id`: `SESSION_NOT_FOUND` when the store does not have it, a

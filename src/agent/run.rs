@@ -91,8 +91,11 @@ impl Run {
             Err(error) => (Vec::new(), Some(error)),
         };
         let max_turns = options.max_turns.unwrap_or(settings.max_turns);
+        // The outbox's deliverer resolves queued notifications' header templates from these.
+        store::delivery::remember_environment(&options.environment);
         let context = HookContext {
             extra,
+            queue: Some(parts.durable.clone()),
             environment: Arc::new(options.environment),
         };
         let mut run = Run::child(parts, settings, control, events, options.scope, context);
@@ -233,13 +236,27 @@ impl Run {
             return;
         }
         control.admit(Ok(()));
-        let lost = Arc::new(std::sync::OnceLock::new());
-        let renewal = offload(keep_claim(self.durable.clone(), control.clone(), lost.clone()));
+        // Why the run was stopped from outside, when it was: its claim lost, or a critical
+        // queued notification given up.
+        let stopped = Arc::new(std::sync::OnceLock::new());
+        let renewal = offload(keep_claim(self.durable.clone(), control.clone(), stopped.clone()));
+        let watch = store::delivery::watch_operation(&self.id, {
+            let (control, stopped) = (control.clone(), stopped.clone());
+            Box::new(move |hook_id: &str, cause: &str| {
+                let error = HookError::Critical {
+                    hook_id: hook_id.to_owned(),
+                    cause: cause.to_owned(),
+                }
+                .into_sdk();
+                control.abort(error.message.clone());
+                let _ = stopped.set(error);
+            })
+        });
         let mut outcome = self.conclude(start).await;
-        drop(renewal);
-        if let (Some(lost), Err(error)) = (lost.get(), &mut outcome) {
-            // Aborted because the claim was lost: said as what it is.
-            *error = lost.clone();
+        drop((renewal, watch));
+        if let (Some(stopped), Err(error)) = (stopped.get(), &mut outcome) {
+            // Aborted from outside: said as what it was.
+            *error = stopped.clone();
         }
         // Released before the result is published: whoever sees it may claim the session.
         if let Err(error) = self.durable.release().await {
@@ -949,7 +966,7 @@ pub(crate) struct RunParts {
 /// — expired while renewals failed, or taken by another agent — aborts the run: its writes would
 /// be refused, and another agent may be driving the session. A renewal that fails is tried again
 /// until the claim's TTL has passed.
-async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, lost: Arc<std::sync::OnceLock<SdkError>>) {
+async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, stopped: Arc<std::sync::OnceLock<SdkError>>) {
     let every = durable.renew_every();
     let mut renewed = tokio::time::Instant::now();
     loop {
@@ -965,7 +982,7 @@ async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, lost: Arc<s
         };
         let error = durable::session_leased(durable.session_id(), why);
         control.abort(error.message.clone());
-        let _ = lost.set(error);
+        let _ = stopped.set(error);
         return;
     }
 }

@@ -381,6 +381,7 @@ impl Session {
         }
         let context = HookContext {
             extra: Vec::new(),
+            queue: Some(self.durable.clone()),
             environment: Arc::new(environment),
         };
         if !self.dispatcher().has(HookEvent::SessionStart, None, &context) {
@@ -492,6 +493,7 @@ impl Session {
         self.stop_active_run().await;
         let context = HookContext {
             extra: Vec::new(),
+            queue: Some(self.durable.clone()),
             environment: Arc::new(environment),
         };
         let ended = self.session_end(scope, &context).await;

@@ -85,6 +85,34 @@ pub async fn load_session(options: String, session_id: String) -> Either<NativeS
     }
 }
 
+/// `drainOutbox({ store })`: tries every queued notification of the store once now. `environment`
+/// is `process.env` as JSON (the header templates of rows queued by other processes may name any
+/// variable). Resolves `{ "drained": { delivered, failed, remaining } }` or `{ "error": … }`.
+#[napi(ts_return_type = "Promise<string>")]
+pub async fn drain_outbox(options: String, environment: String) -> String {
+    let drained = async {
+        let options = parse_js_json::<Value>(&options)
+            .map_err(|error| SdkError::config(format!("options could not be read: {error}")))?;
+        let config = store_of(&options)?;
+        let environment: HashMap<String, String> = parse_js_json::<HashMap<String, Value>>(&environment)
+            .map(|variables| {
+                variables
+                    .into_iter()
+                    .filter_map(|(name, value)| value.as_str().map(|value| (name, value.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        durable::drain_outbox(&config, &environment).await
+    };
+    match drained.await {
+        Ok(drained) => serde_json::json!({ "drained": {
+            "delivered": drained.delivered, "failed": drained.failed, "remaining": drained.remaining
+        }})
+        .to_string(),
+        Err(error) => serde_json::json!({ "error": error }).to_string(),
+    }
+}
+
 /// `completeToolCall`: publishes `result` (JSON) as deferred call `toolCallId`'s result in the
 /// session `stored` was read from, once; the stored webhook hooks see it first. Resolves
 /// `{ "completed": { published, result } }` or `{ "error": … }`.
@@ -474,6 +502,22 @@ impl NativeRun {
         let control = self.control.clone();
         local::promise(env, async move {
             control.admitted().await.err().map(|refusal| error_json(&refusal))
+        })
+    }
+
+    /// Resolves with the abort's reason once the run is aborted before it ends (however it was:
+    /// the caller, a lost claim on the session, a critical queued notification given up), or
+    /// `null` once it ended otherwise: the wrapper then aborts the run's JS signal too, so the
+    /// tools and callbacks still running hear of it.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn stopped<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
+        let control = self.control.clone();
+        local::promise(env, async move {
+            tokio::select! {
+                biased;
+                _ = control.finished() => None,
+                _ = control.aborted() => Some(control.reason()),
+            }
         })
     }
 

@@ -26,6 +26,7 @@ use crate::host::{
     ScopeId, SignalSlot, ThrownId,
 };
 use crate::log::Log;
+use crate::store::outbox::{idempotency_key, Enqueue, Queued, Target};
 use crate::webhook::deliver::{deliver, ControlAnswer, Environment};
 use crate::webhook::payload;
 
@@ -104,6 +105,8 @@ fn critical_message(hook_id: &str) -> String {
 pub struct HookContext {
     pub extra: Vec<Entry>,
     pub environment: Arc<Environment>,
+    /// Where `delivery: 'queue'` notifications go (the session's store outbox).
+    pub queue: Option<Arc<dyn Enqueue>>,
 }
 
 /// One event to dispatch: its payload (the callbacks' input, without `abortSignal`), the tool
@@ -319,6 +322,7 @@ impl Dispatcher {
         let mut fields: Option<Map<String, Value>> = None;
         let mut dispatched = Dispatched::default();
         let mut critical: Option<(String, String)> = None;
+        let mut queued = Vec::new();
         for (position, entry) in applicable.iter().enumerate() {
             if caller.cancelled() {
                 return Err(HookError::Cancelled);
@@ -340,8 +344,17 @@ impl Dispatcher {
             }
             if let Some(hook) = hook {
                 let fields = fields.get_or_insert_with(|| round.input.payload.to_map());
-                self.notify(&round, hook, fields, &mut span, &mut critical).await?;
+                match hook.webhook.as_ref().and_then(|webhook| webhook.queue) {
+                    Some(max_attempts) => {
+                        queued.push(queue_row(round.input.event, hook, fields, max_attempts));
+                        span.succeeded("queued");
+                    }
+                    None => self.notify(&round, hook, fields, &mut span, &mut critical).await?,
+                }
             }
+        }
+        if !queued.is_empty() {
+            self.enqueue(queued, caller.context, &mut critical).await;
         }
         if caller.cancelled() {
             return Err(HookError::Cancelled);
@@ -466,6 +479,28 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// Writes a dispatch's queued notifications to the outbox before the run goes on. Rows that
+    /// could not be written are a failed delivery: logged, and critical for a `fallback: 'none'`
+    /// hook.
+    async fn enqueue(&self, rows: Vec<Queued>, context: &HookContext, critical: &mut Option<(String, String)>) {
+        let first_critical = rows.iter().find(|row| row.critical).map(|row| row.hook_id.clone());
+        let hooks: Vec<String> = rows.iter().map(|row| row.hook_id.clone()).collect();
+        let written = match &context.queue {
+            Some(queue) => queue.enqueue(rows).await.map_err(|error| error.to_string()),
+            None => Err("this operation has no store to queue to".to_string()),
+        };
+        if let Err(error) = written {
+            let cause = format!("the notification could not be queued: {error}");
+            self.log.error(
+                "Queued webhook notifications could not be written to the outbox",
+                json!({"hookIds": hooks, "error": cause}),
+            );
+            if let Some(hook_id) = first_critical {
+                critical.get_or_insert((hook_id, cause));
+            }
+        }
+    }
+
     /// SessionEnd runs at most once per session, whatever its outcome.
     pub async fn dispatch_session_end(
         &self,
@@ -553,6 +588,32 @@ struct Round<'a> {
     input: EventInput<'a>,
     caller: Caller<'a>,
     timeout: Timeout,
+}
+
+/// `hook`'s notification of `event` as an outbox row: the payload it would have been sent now,
+/// the webhook's URL, timeout and header templates (never their values), and its key.
+fn queue_row(event: HookEvent, hook: &HookObject, fields: &Map<String, Value>, max_attempts: u32) -> Queued {
+    let webhook = hook.webhook.as_deref().expect("queued hooks are webhooks");
+    let body = payload::build(fields, webhook, &hook.id, &hook.type_name, true);
+    let id = crate::ids::uuid();
+    let text = |name: &str| fields.get(name).and_then(Value::as_str).map(str::to_owned);
+    Queued {
+        idempotency_key: idempotency_key(fields, &hook.id, event.name(), &id),
+        id,
+        session_id: text("sessionId").unwrap_or_default(),
+        hook_id: hook.id.clone(),
+        event: event.name().to_owned(),
+        operation_id: text("operationId"),
+        target: Target {
+            url: webhook.url.to_string(),
+            timeout_ms: webhook.timeout.as_millis() as u64,
+            headers: webhook.headers.clone(),
+            allowed_env_vars: webhook.allowed_env_vars.clone(),
+        },
+        body: body.to_string(),
+        max_attempts,
+        critical: webhook.critical,
+    }
 }
 
 /// What a budget bounds, which decides the error its deadline makes.

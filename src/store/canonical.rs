@@ -31,6 +31,11 @@ pub fn fingerprint(tool_name: &str, input: &Map<String, Value>) -> String {
     hex(&Sha256::digest(text.as_bytes()))
 }
 
+/// SHA-256 of `text`, lowercase hex.
+pub(super) fn sha256_hex(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
 type HmacSha256 = Hmac<Sha256>;
 
 fn token_mac(secret: &[u8], session_id: &str, tool_call_id: &str, fingerprint: &str) -> HmacSha256 {

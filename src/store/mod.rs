@@ -8,6 +8,7 @@
 
 mod canonical;
 mod codec;
+pub mod delivery;
 mod lease;
 mod memory;
 pub mod outbox;
@@ -61,12 +62,16 @@ impl fmt::Debug for StoreConfig {
 /// Opens the configured store, migrated and ready. The memory store is one per process; SQL
 /// stores are shared per database within a process while any handle is alive (one pool per SQLite
 /// file, one per PostgreSQL URL).
+///
+/// Its outbox deliverer runs in this process from then on, while the store is open.
 pub async fn open(config: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
-    match config {
-        StoreConfig::Memory => Ok(MemoryStore::process_wide()),
-        StoreConfig::Sqlite(path) => Ok(SqliteStore::shared(path).await?),
-        StoreConfig::Postgres(url) => Ok(PostgresStore::shared(url).await?),
-    }
+    let store: Arc<dyn Store> = match config {
+        StoreConfig::Memory => MemoryStore::process_wide(),
+        StoreConfig::Sqlite(path) => SqliteStore::shared(path).await?,
+        StoreConfig::Postgres(url) => PostgresStore::shared(url).await?,
+    };
+    delivery::attach(&store);
+    Ok(store)
 }
 
 /// One stored session: what `resumeAgent` needs to carry on in another process.

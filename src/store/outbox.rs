@@ -1,11 +1,49 @@
 //! Queued webhook notifications (SPEC §8.3): the rows a run writes to its store's outbox, and
-//! what a delivering process claims and reports. Delivery itself (`crate::queue`) is at least
+//! what a delivering process claims and reports. Delivery itself (`delivery.rs`) is at least
 //! once: a row claimed by a process that died is claimed again once its claim expires, and every
 //! attempt carries the row's `Idempotency-Key`, so a receiver can drop duplicates.
 
 use std::time::Duration;
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::canonical::sha256_hex;
+use super::StoreError;
+
+/// Where a run's queued notifications go: its store's outbox, under its claim on the session.
+#[async_trait]
+pub trait Enqueue: Send + Sync + std::fmt::Debug {
+    async fn enqueue(&self, rows: Vec<Queued>) -> Result<(), StoreError>;
+}
+
+/// The `Idempotency-Key` of hook `hook_id`'s notification of `event` with payload `fields`: the
+/// same for the same hook, event and tool call (`toolCallId`); outside a tool call, for the same
+/// hook, event, `operationId` and `stepIndex`; an event with neither (SessionStart, SessionEnd)
+/// gets `once`, a value of its dispatch's own. SHA-256 over RFC 8785 JSON, lowercase hex: any
+/// id fits a header.
+pub fn idempotency_key(fields: &Map<String, Value>, hook_id: &str, event: &str, once: &str) -> String {
+    let session = fields.get("sessionId").cloned().unwrap_or(Value::Null);
+    let scope = match (fields.get("toolCallId"), fields.get("operationId")) {
+        (Some(call @ Value::String(_)), _) => json!(["call", call]),
+        (_, Some(operation @ Value::String(_))) => {
+            json!([
+                "step",
+                operation,
+                fields.get("stepIndex").cloned().unwrap_or(Value::Null)
+            ])
+        }
+        _ => json!(["once", once]),
+    };
+    sha256_hex(&super::canonical_json(&json!([
+        "agent-runtime-hooks/outbox/1",
+        session,
+        hook_id,
+        event,
+        scope
+    ])))
+}
 
 /// A notification to deliver, as a run queues it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +147,38 @@ pub fn settle(attempt: &Attempt, attempts_before: u32, max_attempts: u32) -> Set
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fields(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn keys_are_stable_per_hook_event_and_call_or_step() {
+        let call = fields(json!({"sessionId": "s", "toolCallId": "c1", "operationId": "op", "stepIndex": 0}));
+        let key = idempotency_key(&call, "audit", "PostToolUse", "x");
+        assert_eq!(key.len(), 64);
+        assert!(key.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        // The same call in another run (resumed after a crash): the same key.
+        let again = fields(json!({"sessionId": "s", "toolCallId": "c1", "operationId": "op2", "stepIndex": 3}));
+        assert_eq!(idempotency_key(&again, "audit", "PostToolUse", "y"), key);
+        assert_ne!(idempotency_key(&call, "audit", "PreToolUse", "x"), key);
+        assert_ne!(idempotency_key(&call, "other", "PostToolUse", "x"), key);
+        let step = fields(json!({"sessionId": "s", "operationId": "op", "stepIndex": 1}));
+        let next = fields(json!({"sessionId": "s", "operationId": "op", "stepIndex": 2}));
+        assert_ne!(
+            idempotency_key(&step, "audit", "StepEnd", "x"),
+            idempotency_key(&next, "audit", "StepEnd", "x")
+        );
+        assert_eq!(
+            idempotency_key(&step, "audit", "StepEnd", "x"),
+            idempotency_key(&step, "audit", "StepEnd", "y")
+        );
+        let start = fields(json!({"sessionId": "s", "isResume": true}));
+        assert_ne!(
+            idempotency_key(&start, "audit", "SessionStart", "x"),
+            idempotency_key(&start, "audit", "SessionStart", "y")
+        );
+    }
 
     #[test]
     fn retry_n_waits_two_to_the_n_minus_one_seconds_up_to_a_minute() {

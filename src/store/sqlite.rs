@@ -334,6 +334,15 @@ impl Store for SqliteStore {
 
     async fn claim_deliveries(&self, owner: &str, due: Due<'_>, limit: u32) -> Result<Vec<Claimed>, StoreError> {
         let op = "claim queued webhook notifications";
+        // An idle deliverer looks often: a read first, so an empty outbox never takes the
+        // file's write lock.
+        let any = sqlx::query("SELECT 1 FROM outbox WHERE status = 'queued' LIMIT 1")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed(op))?;
+        if any.is_none() {
+            return Ok(Vec::new());
+        }
         let mut tx = self.write(op).await?;
         let claimed = sql::claim_deliveries(&mut *tx, &DIALECT, owner, due, limit).await?;
         tx.commit().await.map_err(failed(op))?;

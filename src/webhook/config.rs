@@ -25,11 +25,20 @@ pub struct WebhookConfig {
     pub block_on_error: bool,
     /// `fallback: 'none'`: a failed delivery is a `CriticalHookDeliveryError`.
     pub critical: bool,
+    /// `delivery: 'queue'`: written to the store's outbox and delivered by any process attached
+    /// to it, at most this many attempts (`maxAttempts`, default 8).
+    pub queue: Option<u32>,
 }
+
+/// `maxAttempts` when a queued webhook does not say (SPEC §8.3).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
+/// The most attempts a queued webhook may ask for (with the 60 s cap on backoff, over a week).
+const MAX_ATTEMPTS: u64 = 10_000;
 
 const KEYS: &[&str] = &[
     "url",
     "delivery",
+    "maxAttempts",
     "timeout",
     "headers",
     "allowedEnvVars",
@@ -178,10 +187,30 @@ impl WebhookConfig {
         }
         let url = webhook.str("url")?.ok_or_else(|| webhook.error("url", "is required"))?;
         let url = parse_url(url).map_err(|problem| webhook.error("url", problem))?;
-        match webhook.str("delivery")? {
-            None | Some("fetch") => {}
-            Some(other) => return Err(webhook.error("delivery", format_args!("must be 'fetch' (got \"{other}\")"))),
-        }
+        let queued = match webhook.str("delivery")? {
+            None | Some("fetch") => false,
+            Some("queue") => true,
+            Some(other) => {
+                return Err(webhook.error("delivery", format_args!("must be 'fetch' or 'queue' (got \"{other}\")")))
+            }
+        };
+        let queue = match (queued, webhook.get("maxAttempts")) {
+            (false, None) => None,
+            (false, Some(_)) => return Err(webhook.error("maxAttempts", "is only for delivery: 'queue'")),
+            (true, None) => Some(DEFAULT_MAX_ATTEMPTS),
+            (true, Some(value)) => Some(
+                crate::js_value::whole_number(value)
+                    .filter(|n| (1..=MAX_ATTEMPTS).contains(n))
+                    .map(|n| n as u32)
+                    .ok_or_else(|| {
+                        webhook.invalid(
+                            "maxAttempts",
+                            &format!("a positive integer no greater than {MAX_ATTEMPTS}"),
+                            value,
+                        )
+                    })?,
+            ),
+        };
         let timeout = match webhook.get("timeout") {
             None => Duration::from_secs(30),
             Some(value) => match value.as_f64() {
@@ -241,6 +270,12 @@ impl WebhookConfig {
                 "'toolCall' is only for PreToolUse (beforeToolCall) and PostToolUse (afterToolCall) hooks",
             ));
         }
+        if control && queue.is_some() {
+            return Err(webhook.error(
+                "delivery",
+                "'queue' is only for notifications: a result control (responseHandling 'toolCall') answers the call it runs in and cannot be queued",
+            ));
+        }
         if block_on_error && !control {
             return Err(webhook.error("onError", "'block' needs responseHandling 'toolCall'"));
         }
@@ -259,6 +294,7 @@ impl WebhookConfig {
             control,
             block_on_error,
             critical,
+            queue,
         })
     }
 }
@@ -304,8 +340,14 @@ mod tests {
             (json!({"url": "ftp://x"}), "hooks[0].webhook.url must be an absolute http(s) URL"),
             (json!({"url": "/relative"}), "hooks[0].webhook.url must be an absolute http(s) URL"),
             (json!({"url": "https://user:pw@x.test"}), "hooks[0].webhook.url must not carry credentials"),
-            (json!({"url": "https://x.test", "secret": 1}), "hooks[0].webhook.secret is not a webhook option (known: url, delivery, timeout, headers, allowedEnvVars, body, eventFields, responseHandling, onError, fallback)"),
-            (json!({"url": "https://x.test", "delivery": "qstash"}), "hooks[0].webhook.delivery must be 'fetch' (got \"qstash\")"),
+            (json!({"url": "https://x.test", "secret": 1}), "hooks[0].webhook.secret is not a webhook option (known: url, delivery, maxAttempts, timeout, headers, allowedEnvVars, body, eventFields, responseHandling, onError, fallback)"),
+            (json!({"url": "https://x.test", "delivery": "qstash"}), "hooks[0].webhook.delivery must be 'fetch' or 'queue' (got \"qstash\")"),
+            (json!({"url": "https://x.test", "maxAttempts": 3}), "hooks[0].webhook.maxAttempts is only for delivery: 'queue'"),
+            (json!({"url": "https://x.test", "delivery": "fetch", "maxAttempts": 3}), "hooks[0].webhook.maxAttempts is only for delivery: 'queue'"),
+            (json!({"url": "https://x.test", "delivery": "queue", "maxAttempts": 0}), "hooks[0].webhook.maxAttempts must be a positive integer no greater than 10000 (got 0)"),
+            (json!({"url": "https://x.test", "delivery": "queue", "maxAttempts": 2.5}), "hooks[0].webhook.maxAttempts must be a positive integer no greater than 10000 (got 2.5)"),
+            (json!({"url": "https://x.test", "delivery": "queue", "maxAttempts": "3"}), "hooks[0].webhook.maxAttempts must be a positive integer no greater than 10000 (got \"3\")"),
+            (json!({"url": "https://x.test", "delivery": "queue", "responseHandling": "toolCall"}), "hooks[0].webhook.delivery 'queue' is only for notifications: a result control (responseHandling 'toolCall') answers the call it runs in and cannot be queued"),
             (json!({"url": "https://x.test", "timeout": 0}), "hooks[0].webhook.timeout must be a number of seconds above 0 and at most 2147483.647 (got 0)"),
             (json!({"url": "https://x.test", "headers": {"Authorization": "Bearer ${SECRET}"}}), "hooks[0].webhook.headers.Authorization uses ${SECRET}, which is not in hooks[0].webhook.allowedEnvVars"),
             (json!({"url": "https://x.test", "headers": {"Host": "x"}}), "hooks[0].webhook.headers.Host may not be set by a webhook"),
@@ -325,6 +367,28 @@ mod tests {
         assert_eq!(
             parse(json!({"url": "https://x.test", "responseHandling": "toolCall"}), HookEvent::StepEnd).unwrap_err(),
             "hooks[0].webhook.responseHandling 'toolCall' is only for PreToolUse (beforeToolCall) and PostToolUse (afterToolCall) hooks"
+        );
+    }
+
+    #[test]
+    fn queued_delivery_takes_max_attempts() {
+        let queued = parse(
+            json!({"url": "https://x.test", "delivery": "queue"}),
+            HookEvent::PostToolUse,
+        )
+        .unwrap();
+        assert_eq!(queued.queue, Some(DEFAULT_MAX_ATTEMPTS));
+        let queued = parse(
+            json!({"url": "https://x.test", "delivery": "queue", "maxAttempts": 3, "fallback": "none"}),
+            HookEvent::StepEnd,
+        )
+        .unwrap();
+        assert_eq!((queued.queue, queued.critical), (Some(3), true));
+        assert_eq!(
+            parse(json!({"url": "https://x.test"}), HookEvent::StepEnd)
+                .unwrap()
+                .queue,
+            None
         );
     }
 

@@ -151,6 +151,32 @@ async fn notify(config: &WebhookConfig, payload: &Value, environment: &Environme
     post(config, payload, environment).await.map(drop)
 }
 
+/// One attempt at a queued notification (already on the runtime's workers): `body` (JSON text)
+/// to `url` with the header templates resolved from `environment` and the row's
+/// `Idempotency-Key`, within `timeout`. Any 2xx delivers it; its body is not read.
+pub async fn notify_queued(
+    url: &reqwest::Url,
+    timeout: Duration,
+    templates: &[(String, String)],
+    (body, idempotency_key): (String, &str),
+    environment: &Environment,
+) -> Result<(), DeliveryError> {
+    let mut headers = resolve_templates(templates, environment)?;
+    headers
+        .entry(CONTENT_TYPE)
+        .or_insert(HeaderValue::from_static("application/json"));
+    let key = HeaderValue::from_str(idempotency_key).map_err(|_| DeliveryError::Configuration)?;
+    headers.insert(HeaderName::from_static("idempotency-key"), key);
+    let sent = client().post(url.clone()).headers(headers).body(body).send();
+    match tokio::time::timeout(timeout, sent).await {
+        Err(_) => Err(DeliveryError::Timeout),
+        Ok(Err(error)) if error.is_timeout() => Err(DeliveryError::Timeout),
+        Ok(Err(_)) => Err(DeliveryError::Network),
+        Ok(Ok(response)) if response.status().is_success() => Ok(()),
+        Ok(Ok(response)) => Err(DeliveryError::Http(response.status().as_u16())),
+    }
+}
+
 /// A result control: reads at most 64 KiB of the answer within the hook's timeout.
 async fn control(config: &WebhookConfig, payload: &Value, environment: &Environment) -> ControlAnswer {
     let started = tokio::time::Instant::now();
