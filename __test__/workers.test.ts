@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { resumeAgent, scriptedModel, type JsonObject, type JsonValue, type Message, type PendingApproval } from '../index.js'
-import { effects, ended, killLiveWorkers, runWorker, startWorker, type Worker } from './helpers/workers.js'
+import { effects, ended, killLiveWorkers, publish, runWorker, startWorker, type Worker } from './helpers/workers.js'
 
 // ---------------------------------------------------------------------------------------------
 // The database: one per file, created and dropped here; skipped, with a printed line, without a server.
@@ -157,7 +157,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
       const prompts = Array.from({ length: count }, (_, i) => `${round}w${i + 1}`)
       const racers = prompts.map((prompt) => startWorker(prompt, `await race()`, { ...base, SESSION: sessionId, PROMPT: prompt, GO: go, HOLD: hold }))
       await Promise.all(racers.map((racer) => racer.waitFor('READY')))
-      writeFileSync(go, String(Date.now()))
+      publish(go, String(Date.now()))
       const sends = await Promise.all(racers.map((racer) => racer.waitFor('SEND')))
       const report = JSON.stringify(Object.fromEntries(prompts.map((prompt, i) => [prompt, sends[i]])))
 
@@ -175,7 +175,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
       expect(late.one('SEND'), late.describe()).toMatchObject({ ok: false, code: 'SESSION_LEASED' })
       expect(winner.all('RESULT'), 'the winner finished while its tool was held').toEqual([])
 
-      writeFileSync(hold, '')
+      publish(hold)
       await winner.exited
       ended(winner)
       const p = winner.name
@@ -256,7 +256,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
     const killedAt = Date.now()
     k.signal('SIGKILL')
     await k.exited
-    writeFileSync(file('killed'), String(killedAt))
+    publish(file('killed'), String(killedAt))
     await Promise.all([b.exited, c.exited])
     ended(b)
     ended(c)
@@ -334,11 +334,11 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
     const stoppedAt = Date.now()
     a.signal('SIGSTOP')
     try {
-      writeFileSync(file('stopped'), String(stoppedAt))
+      publish(file('stopped'), String(stoppedAt))
       await b.exited
       await sleep(stoppedAt + 1200 - Date.now())
     } finally {
-      writeFileSync(file('release-a'), '') // A's tool returns as soon as A runs again
+      publish(file('release-a')) // A's tool returns as soon as A runs again
       a.signal('SIGCONT')
     }
     const continuedAt = Date.now()
@@ -361,8 +361,9 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
 
     // A, continued: its tool ended, but its run was stopped with SESSION_LEASED and the model was not asked again.
     expect(a.all('FINISHED')).toEqual(['a'])
-    expect(a.one('RESULT'), a.describe()).toMatchObject({ ok: false, name: 'SdkError', code: 'SESSION_LEASED' })
-    expect(a.one('EVENTS').at(-1), JSON.stringify(a.one('EVENTS'))).toEqual({ type: 'error', code: 'SESSION_LEASED' })
+    // (soft: the checks after these still run and report)
+    expect.soft(a.one('RESULT'), a.describe()).toMatchObject({ ok: false, name: 'SdkError', code: 'SESSION_LEASED' })
+    expect.soft(a.one('EVENTS').at(-1), JSON.stringify(a.one('EVENTS'))).toEqual({ type: 'error', code: 'SESSION_LEASED' })
     expect(a.one('EVENTS').filter((event: any) => event.type === 'result')).toEqual([])
     expect(a.all('MODEL'), 'A asked its model again after it lost the session').toHaveLength(1)
     expect(effects(fx()).map((entry) => [entry.who, entry.pid])).toEqual([
@@ -410,7 +411,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
         ),
       )
       await Promise.all(deciders.map((decider) => decider.waitFor('READY')))
-      writeFileSync(go, String(Date.now()))
+      publish(go, String(Date.now()))
       await Promise.all(deciders.map((decider) => decider.exited))
       deciders.forEach(ended)
       for (const decider of deciders) expect(decider.all('PENDING')[0].map((p: PendingApproval) => p.toolCallId)).toEqual([`call_${round.prompt}`])

@@ -4,7 +4,7 @@
 // lines `<TAG> <json>` on stdout; the test drives it with files (READY / GO) and signals
 // (SIGKILL, SIGSTOP, SIGCONT). Written from the contract, not the implementation.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { childEnv } from './child.js'
 
@@ -270,4 +270,10 @@ export function effects(path: string): { who: string; pid: number; at: number }[
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line))
+}
+
+/** Creates `path` with `content` atomically (a worker polling for it never reads it half written). */
+export function publish(path: string, content = ''): void {
+  writeFileSync(`${path}.tmp`, content)
+  renameSync(`${path}.tmp`, path)
 }
