@@ -20,13 +20,14 @@ function examples(file: string): string[] {
 }
 
 const FILES = [
-  ['README.md', 9],
+  ['README.md', 10],
   ['docs/hooks.md', 8],
   ['docs/webhooks.md', 1],
   ['docs/approvals.md', 3],
   ['docs/compaction.md', 1],
   ['docs/subagents.md', 1],
   ['docs/mcp.md', 1],
+  ['docs/workers.md', 2],
 ] as const
 
 /** Type errors of every example, as `<file>_<n>.ts:<line> <message>`, from one program. */
