@@ -10,9 +10,10 @@
 //      right after the kill (SESSION_LEASED), expires after the TTL, and the next resumeAgent finds
 //      the call as an outcome_unknown approval; approving it runs the tool exactly once more
 //      (the kill → recovered result time is printed);
-//   3. a stale worker (SIGSTOPped past its leaseTtlMs 400 while its tool runs): another worker
-//      takes the session over and completes a turn; once continued, the stale run stops with
-//      SESSION_LEASED and nothing it writes reaches the store (the new conversation is intact);
+//   3. a stale worker (SIGSTOPped past its leaseTtlMs 400 while its tool runs; three rounds):
+//      another worker takes the session over and completes a turn; once continued, the stale run
+//      stops with SESSION_LEASED and nothing it writes reaches the store (the new conversation is
+//      intact, and goes on in a fourth worker);
 //   4. two processes deciding the same paused call at once: exactly one decision is taken, the
 //      other rejects APPROVAL_NOT_PENDING, and the resumed run follows the winner.
 // The file creates its own database (dropped afterwards); with no server at ARH_TEST_POSTGRES_URL
@@ -43,7 +44,8 @@ let noServer = ''
 try {
   psql('SELECT 1')
 } catch (error) {
-  noServer = error instanceof Error ? error.message.split('\n')[0] : String(error)
+  const stderr = String((error as { stderr?: unknown }).stderr ?? '').trim()
+  noServer = (stderr || (error instanceof Error ? error.message : String(error))).split('\n')[0]
   console.warn(`skipping many-worker tests (workers.test.ts): no PostgreSQL server at ${admin.host} (${noServer}); set ARH_TEST_POSTGRES_URL to test against one`)
 }
 const available = noServer === ''
@@ -240,6 +242,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
       `ready()
        const killedAt = await go()
        await sleep(killedAt + Number(env.AFTER) - Date.now())
+       emit('OPENING', Date.now() - killedAt)
        const agent = await open()
        emit('OPENED', Date.now() - killedAt)
        for (const p of agent.pendingApprovals) await agent.approve(p.toolCallId)
@@ -274,7 +277,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
     expect(b.all('MODEL')).toEqual([])
 
     // Past the TTL, the next resumeAgent finds the call started without a result: outcome_unknown.
-    expect(c.one('OPENED')).toBeGreaterThanOrEqual(AFTER)
+    expect(c.one('OPENING')).toBeGreaterThanOrEqual(AFTER)
     expect(c.all('PENDING')[0], c.describe()).toEqual([{ toolCallId: 'call_k', toolName: 'Work', input: { who: 'k' }, fingerprint: fingerprintOf('Work', { who: 'k' }), reason: 'outcome_unknown' }])
     expect(c.one('RESUMED'), c.describe()).toMatchObject({ ok: true, stopReason: 'done', result: 'answer k: call_k=done k', toolCalls: [{ id: 'call_k', output: 'done k', isError: false }] })
     const asked = c.all('MODEL')
@@ -282,7 +285,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
     expect(asked[0].messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool'])
     expect(asked[0].messages[2]).toEqual({ role: 'tool', tool_call_id: 'call_k', content: 'done k' })
     const recovered: number = c.one('RECOVERED_AFTER_KILL_MS')
-    console.log(`workers: recovery after SIGKILL: ${recovered} ms from the kill to the recovered run's result (leaseTtlMs ${TTL}; resumeAgent at +${c.one('OPENED')} ms)`)
+    console.log(`workers: recovery after SIGKILL: ${recovered} ms from the kill to the recovered run's result (leaseTtlMs ${TTL}; resumeAgent called at +${c.one('OPENING')} ms, resolved at +${c.one('OPENED')} ms)`)
 
     const after = await stored(sessionId)
     expect(after.pending).toEqual([])
@@ -293,97 +296,105 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
   // -------------------------------------------------------------------------------------------
   it('3. a stale worker (SIGSTOPped past leaseTtlMs 400 in its tool) is taken over: B completes its turn; continued, A’s run ends SESSION_LEASED and nothing it writes reaches the store', async () => {
     const TTL = 400
-    const a = startWorker(
-      'A',
-      `const agent = await createAgent(options)
-       emit('SESSION', agent.sessionId)
-       const response = await agent.send('a')
-       emit('SENT')
-       emit('RESULT', await settled(response))
-       const events = []
-       for await (const event of response.stream()) events.push({ type: event.type, code: event.code })
-       emit('EVENTS', events)
-       emit('MESSAGES', agent.messages)
-       await agent.close()`,
-      { ...base, LEASE_TTL_MS: String(TTL), HOLD: file('release-a') },
-    )
-    const sessionId: string = await a.waitFor('SESSION')
-    const b = startWorker(
-      'B',
-      `ready()
-       const stoppedAt = await go()
-       await sleep(stoppedAt + Number(env.AFTER) - Date.now())
-       const agent = await open()
-       emit('OPENED', Date.now() - stoppedAt)
-       const waiting = agent.pendingApprovals
-       // What the dead run left: decided here (a careful integrator would ask a person).
-       for (const p of waiting) await agent.reject(p.toolCallId, { reason: 'worker A stopped answering', stop: true })
-       if (waiting.length > 0) emit('CLEARED', await outcome(agent.resume()).then((r) => (r.ok ? settled(r.value) : r)))
-       emit('BEFORE_SEND', agent.messages)
-       const sent = await outcome(agent.send('b'))
-       emit('SEND', sent.ok ? { ok: true } : sent)
-       if (sent.ok) emit('RESULT', await settled(sent.value))
-       emit('MESSAGES', agent.messages)
-       emit('DONE_AFTER_STOP_MS', Date.now() - stoppedAt)
-       await agent.close()`,
-      { ...base, SESSION: sessionId, GO: file('stopped'), AFTER: String(TTL + 150) },
-    )
-    await b.waitFor('READY')
-    expect(await a.waitFor('STARTED')).toBe('a')
+    // Three rounds, each on a session of its own: the outcome must not depend on which of A's
+    // paths (its renewal, its tool's result) notices first that the session was taken over.
+    for (const round of [1, 2, 3]) {
+      writeFileSync(fx(), '') // each round counts its own tool runs
+      const a = startWorker(
+        `A${round}`,
+        `const agent = await createAgent(options)
+         emit('SESSION', agent.sessionId)
+         const response = await agent.send('a')
+         emit('SENT')
+         emit('RESULT', await settled(response))
+         const events = []
+         for await (const event of response.stream()) events.push({ type: event.type, code: event.code })
+         emit('EVENTS', events)
+         emit('MESSAGES', agent.messages)
+         await agent.close()`,
+        { ...base, LEASE_TTL_MS: String(TTL), HOLD: file(`release-a-${round}`) },
+      )
+      const sessionId: string = await a.waitFor('SESSION')
+      const b = startWorker(
+        `B${round}`,
+        `ready()
+         const stoppedAt = await go()
+         await sleep(stoppedAt + Number(env.AFTER) - Date.now())
+         const agent = await open()
+         emit('OPENED', Date.now() - stoppedAt)
+         const waiting = agent.pendingApprovals
+         // What the dead run left: decided here (a careful integrator would ask a person).
+         for (const p of waiting) await agent.reject(p.toolCallId, { reason: 'worker A stopped answering', stop: true })
+         if (waiting.length > 0) emit('CLEARED', await outcome(agent.resume()).then((r) => (r.ok ? settled(r.value) : r)))
+         emit('BEFORE_SEND', agent.messages)
+         const sent = await outcome(agent.send('b'))
+         emit('SEND', sent.ok ? { ok: true } : sent)
+         if (sent.ok) emit('RESULT', await settled(sent.value))
+         emit('MESSAGES', agent.messages)
+         emit('DONE_AFTER_STOP_MS', Date.now() - stoppedAt)
+         await agent.close()`,
+        { ...base, SESSION: sessionId, GO: file(`stopped-${round}`), AFTER: String(TTL + 150) },
+      )
+      await b.waitFor('READY')
+      expect(await a.waitFor('STARTED')).toBe('a')
 
-    const stoppedAt = Date.now()
-    a.signal('SIGSTOP')
-    try {
-      publish(file('stopped'), String(stoppedAt))
+      const stoppedAt = Date.now()
+      a.signal('SIGSTOP')
+      try {
+        publish(file(`stopped-${round}`), String(stoppedAt))
+        // B works while A is stopped (bounded: A is continued after 8 s whatever B does).
+        await Promise.race([b.exited, sleep(8000)])
+        await sleep(stoppedAt + 1200 - Date.now())
+      } finally {
+        publish(file(`release-a-${round}`)) // A's tool returns as soon as A runs again
+        a.signal('SIGCONT')
+      }
+      const continuedAt = Date.now()
       await b.exited
-      await sleep(stoppedAt + 1200 - Date.now())
-    } finally {
-      publish(file('release-a')) // A's tool returns as soon as A runs again
-      a.signal('SIGCONT')
+      ended(b)
+      expect(b.one('DONE_AFTER_STOP_MS'), 'B could not finish while A was stopped').toBeLessThan(continuedAt - stoppedAt)
+      await a.exited
+      ended(a)
+      console.log(`workers: round ${round}: A stopped for ${continuedAt - stoppedAt} ms (leaseTtlMs ${TTL}); B took over ${b.one('OPENED')} ms after the stop and finished at +${b.one('DONE_AFTER_STOP_MS')} ms`)
+
+      // B: the dead run's call waited as outcome_unknown; B decided it, then its own turn went through.
+      expect(b.all('PENDING')[0], b.describe()).toEqual([{ toolCallId: 'call_a', toolName: 'Work', input: { who: 'a' }, fingerprint: fingerprintOf('Work', { who: 'a' }), reason: 'outcome_unknown' }])
+      expect(b.one('CLEARED'), b.describe()).toMatchObject({ ok: true, stopReason: 'interrupted' })
+      expect(b.one('SEND'), b.describe()).toEqual({ ok: true })
+      expect(b.one('RESULT'), b.describe()).toMatchObject({ ok: true, stopReason: 'done', result: 'answer b: call_b=done b' })
+      const beforeSend: Message[] = b.one('BEFORE_SEND')
+      expect(beforeSend.filter((m) => m.role === 'tool')).toEqual([{ role: 'tool', tool_call_id: 'call_a', content: REJECTED('worker A stopped answering') }])
+      expect(b.all('MODEL')[0].messages).toEqual([...beforeSend, { role: 'user', content: 'b' }])
+      const bMessages: Message[] = b.one('MESSAGES')
+      expect(bMessages.slice(0, beforeSend.length)).toEqual(beforeSend)
+      expectTurns(bMessages.slice(beforeSend.length), ['b'])
+
+      // A, continued: its tool ended, but its run was stopped with SESSION_LEASED and the model was not asked again.
+      expect(a.all('FINISHED')).toEqual(['a'])
+      // (soft: the checks after these still run and report)
+      expect.soft(a.one('RESULT'), a.describe()).toMatchObject({ ok: false, name: 'SdkError', code: 'SESSION_LEASED' })
+      expect.soft(a.one('EVENTS').at(-1), JSON.stringify(a.one('EVENTS'))).toEqual({ type: 'error', code: 'SESSION_LEASED' })
+      expect(a.one('EVENTS').filter((event: any) => event.type === 'result')).toEqual([])
+      expect(a.all('MODEL'), 'A asked its model again after it lost the session').toHaveLength(1)
+      expect(effects(fx()).map((entry) => [entry.who, entry.pid])).toEqual([
+        ['a', a.one('PID')],
+        ['b', b.one('PID')],
+      ])
+
+      // The store: B's conversation intact, nothing of A's late result anywhere in the database.
+      const after = await stored(sessionId)
+      expect(after.pending).toEqual([])
+      expect(after.messages).toEqual(bMessages)
+      const dump = execFileSync('pg_dump', ['--data-only', pgUrl], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 }).toString()
+      expect(dump).toContain('done b')
+      expect(dump.includes('done a'), 'A’s tool output, produced after it lost the lease, reached the store').toBe(false)
+
+      // The session goes on in a fourth worker: its model is sent B's conversation and the new prompt.
+      const d = await runWorker(`D${round}`, `const agent = await open(); const sent = await agent.send('d'); emit('RESULT', await settled(sent)); await agent.close()`, { ...base, SESSION: sessionId })
+      expect(d.one('RESULT')).toMatchObject({ ok: true, stopReason: 'done', result: 'answer d: call_d=done d' })
+      expect(d.all('MODEL')[0].messages).toEqual([...bMessages, { role: 'user', content: 'd' }])
     }
-    const continuedAt = Date.now()
-    ended(b)
-    await a.exited
-    ended(a)
-    console.log(`workers: A stopped for ${continuedAt - stoppedAt} ms (leaseTtlMs ${TTL}); B took over ${b.one('OPENED')} ms after the stop and finished at +${b.one('DONE_AFTER_STOP_MS')} ms`)
-
-    // B: the dead run's call waited as outcome_unknown; B decided it, then its own turn went through.
-    expect(b.all('PENDING')[0], b.describe()).toEqual([{ toolCallId: 'call_a', toolName: 'Work', input: { who: 'a' }, fingerprint: fingerprintOf('Work', { who: 'a' }), reason: 'outcome_unknown' }])
-    expect(b.one('CLEARED'), b.describe()).toMatchObject({ ok: true, stopReason: 'interrupted' })
-    expect(b.one('SEND'), b.describe()).toEqual({ ok: true })
-    expect(b.one('RESULT'), b.describe()).toMatchObject({ ok: true, stopReason: 'done', result: 'answer b: call_b=done b' })
-    const beforeSend: Message[] = b.one('BEFORE_SEND')
-    expect(beforeSend.filter((m) => m.role === 'tool')).toEqual([{ role: 'tool', tool_call_id: 'call_a', content: REJECTED('worker A stopped answering') }])
-    expect(b.all('MODEL')[0].messages).toEqual([...beforeSend, { role: 'user', content: 'b' }])
-    const bMessages: Message[] = b.one('MESSAGES')
-    expect(bMessages.slice(0, beforeSend.length)).toEqual(beforeSend)
-    expectTurns(bMessages.slice(beforeSend.length), ['b'])
-
-    // A, continued: its tool ended, but its run was stopped with SESSION_LEASED and the model was not asked again.
-    expect(a.all('FINISHED')).toEqual(['a'])
-    // (soft: the checks after these still run and report)
-    expect.soft(a.one('RESULT'), a.describe()).toMatchObject({ ok: false, name: 'SdkError', code: 'SESSION_LEASED' })
-    expect.soft(a.one('EVENTS').at(-1), JSON.stringify(a.one('EVENTS'))).toEqual({ type: 'error', code: 'SESSION_LEASED' })
-    expect(a.one('EVENTS').filter((event: any) => event.type === 'result')).toEqual([])
-    expect(a.all('MODEL'), 'A asked its model again after it lost the session').toHaveLength(1)
-    expect(effects(fx()).map((entry) => [entry.who, entry.pid])).toEqual([
-      ['a', a.one('PID')],
-      ['b', b.one('PID')],
-    ])
-
-    // The store: B's conversation intact, nothing of A's late result anywhere in the database.
-    const after = await stored(sessionId)
-    expect(after.pending).toEqual([])
-    expect(after.messages).toEqual(bMessages)
-    const dump = execFileSync('pg_dump', ['--data-only', pgUrl], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 }).toString()
-    expect(dump).toContain('done b')
-    expect(dump.includes('done a'), 'A’s tool output, produced after it lost the lease, reached the store').toBe(false)
-
-    // The session goes on in a fourth worker: its model is sent B's conversation and the new prompt.
-    const d = await runWorker('D', `const agent = await open(); const sent = await agent.send('d'); emit('RESULT', await settled(sent)); await agent.close()`, { ...base, SESSION: sessionId })
-    expect(d.one('RESULT')).toMatchObject({ ok: true, stopReason: 'done', result: 'answer d: call_d=done d' })
-    expect(d.all('MODEL')[0].messages).toEqual([...bMessages, { role: 'user', content: 'd' }])
-  }, 20_000)
+  }, 25_000)
 
   // -------------------------------------------------------------------------------------------
   it('4. two processes decide the same paused call at once: exactly one decision is taken, the other is APPROVAL_NOT_PENDING; the resumed run follows the winner', async () => {

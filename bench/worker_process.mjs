@@ -5,6 +5,7 @@
 // releases it) and closed. Prints `DONE <json>` with its timings, then stays attached to the store
 // (its deliverer sends the queued notifications) until stdin closes.
 //
+// Each worker's first session, and 16 more run together as a warm-up, queue notifications too.
 // Environment: DB (postgres URL), RECEIVER (base URL of the notification receiver), WORKER (its
 // index), WORKERS (how many), SESSIONS (total, shared by index).
 // MODE=hang instead: one session (`advanced.leaseTtlMs` = LEASE_TTL_MS) whose tool never returns;
@@ -49,8 +50,10 @@ async function session() {
   return { claimMs: claimed - started, totalMs: performance.now() - started }
 }
 
-// Cold: this process's first session opens the store (connections, the migration check).
+// Cold: this process's first session opens the store (connections, the migration check). Then a
+// warm-up, as a long-lived worker would have had: its pool's connections open.
 const first = await session()
+await Promise.all(Array.from({ length: 16 }, () => session()))
 print('READY', { firstClaimMs: first.claimMs })
 
 const go = new Promise((resolve) => {
@@ -63,7 +66,9 @@ const go = new Promise((resolve) => {
 await go
 const mine = Array.from({ length: total }, (_, n) => n).filter((n) => n % workers === index)
 const started = performance.now()
+const cpu = process.cpuUsage()
 const sessions = await Promise.all(mine.map(() => session()))
-print('DONE', { sessions: sessions.length, ms: performance.now() - started, claimMs: sessions.map((s) => s.claimMs) })
+const used = process.cpuUsage(cpu)
+print('DONE', { sessions: sessions.length, ms: performance.now() - started, cpuMs: (used.user + used.system) / 1000, claimMs: sessions.map((s) => s.claimMs) })
 // Stay attached (the deliverer sends what was queued) until the driver closes stdin.
 process.stdin.on('end', () => process.exit(0))

@@ -108,13 +108,14 @@ async function round(db, sink, workers) {
   for (const worker of started) worker.child.stdin.write('GO\n')
   const done = await Promise.all(started.map((worker) => worker.line('DONE')))
   const wallMs = Math.max(...done.map((entry) => entry.at)) - go
-  // Every session queued one notification, and each worker's first (cold) session one more.
-  const expected = SESSIONS + workers
+  // Every session queued one notification, and each worker's cold and warm-up sessions 17 more.
+  const expected = SESSIONS + 17 * workers
   await until(() => sink.keys.size - before >= expected, 30_000)
   const arrivals = [...sink.keys.values()].slice(before)
   const received = sink.keys.size - before
   for (const worker of started) worker.child.stdin.end()
   await Promise.all(started.map((worker) => worker.exited))
+  if (process.env.WORKER_VERBOSE) console.error(`${workers} workers: ${wallMs.toFixed(0)} ms wall, worker CPU ${done.map((entry) => entry.value.cpuMs.toFixed(0)).join(' + ')} ms`)
   return {
     sessionsPerSecond: SESSIONS / (wallMs / 1000),
     firstClaimMs: ready.map((entry) => entry.value.firstClaimMs),

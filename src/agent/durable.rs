@@ -140,7 +140,9 @@ impl Durable {
             owner: format!("{}/{}", std::process::id(), ids::uuid()),
             lease_ttl: Duration::from_millis(u64::from(lease_ttl_ms)),
             lease: Mutex::new(None),
-            known: Mutex::new(None),
+            // A new session: nobody has written it (tokens start at 1). `resumeAgent` says
+            // otherwise with `set_known`.
+            known: Mutex::new(Some(0)),
         }
     }
 

@@ -248,8 +248,10 @@ impl Run {
                     cause: cause.to_owned(),
                 }
                 .into_sdk();
-                control.abort(error.message.clone());
+                // Why first: the run, once aborted, may end and look for it at once.
+                let message = error.message.clone();
                 let _ = stopped.set(error);
+                control.abort(message);
             })
         });
         let mut outcome = self.conclude(start).await;
@@ -981,8 +983,10 @@ async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, stopped: Ar
             Err(_) => "could not renew its claim on the session before it expired: the run stopped",
         };
         let error = durable::session_leased(durable.session_id(), why);
-        control.abort(error.message.clone());
+        // Why first: the run, once aborted, may end and look for it at once.
+        let message = error.message.clone();
         let _ = stopped.set(error);
+        control.abort(message);
         return;
     }
 }

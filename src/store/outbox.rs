@@ -129,6 +129,13 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
 /// the notification twice, with one `Idempotency-Key`).
 pub const CLAIM_MARGIN: Duration = Duration::from_secs(5);
 
+/// How long a claim on `row` lasts: its webhook's timeout plus the margin.
+pub fn claim_ms(row: &Queued) -> i64 {
+    i64::try_from(row.target.timeout_ms)
+        .unwrap_or(i64::MAX / 2)
+        .saturating_add(CLAIM_MARGIN.as_millis() as i64)
+}
+
 /// The wait before retry `n` (n ≥ 1): min(2^(n-1) s, 60 s).
 pub fn backoff(retry: u32) -> Duration {
     let exponent = retry.saturating_sub(1).min(6);

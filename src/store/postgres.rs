@@ -27,6 +27,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, Postgres};
 
 use super::codec::{messages_to_text, parse, to_text};
+use super::outbox;
 use super::rows;
 use super::shared::OpenStores;
 use super::sql;
@@ -53,6 +54,8 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
 
 /// Connections a process keeps open to one database at most.
 const MAX_CONNECTIONS: u32 = 8;
+/// Connections a process keeps for writes that need not wait for the disk (see `relaxed`).
+const RELAXED_CONNECTIONS: u32 = 2;
 /// How long an operation waits for a connection (a server restarting, a full pool) before it
 /// fails with `STORE_ERROR`.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -77,6 +80,60 @@ static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(|| {
         |text, operation| parse(&text, operation, "output"),
     )
 });
+
+/// The fence as a CTE (`live`: the lease row, held `FOR SHARE` until the statement commits), so a
+/// fenced write is one statement: one round trip, committed on its own.
+macro_rules! live {
+    ($session:literal, $token:literal) => {
+        concat!(
+            "WITH live AS (SELECT token FROM leases WHERE session_id = ",
+            $session,
+            " AND token = ",
+            $token,
+            " AND NOT released AND expires_at > ",
+            now_ms!(),
+            " FOR SHARE) "
+        )
+    };
+}
+
+/// `effect_started`, fenced: a row back when the lease is live (and the entry written).
+const STARTED: &str = concat!(
+    live!("$1", "$6"),
+    "INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) ",
+    "SELECT $1, $2, $3, $4, $5, 'started', ",
+    now_ms!(),
+    " FROM live ON CONFLICT (session_id, tool_call_id) DO UPDATE ",
+    "SET tool_name = excluded.tool_name, input = excluded.input, side_effect = excluded.side_effect, ",
+    "status = 'started', output = NULL, is_error = NULL, started_at = excluded.started_at, finished_at = NULL ",
+    "RETURNING 1"
+);
+
+/// `effect_finished`, fenced: `live` says whether the lease was (a call never started records
+/// nothing either way).
+const FINISHED: &str = concat!(
+    live!("$3", "$5"),
+    ", done AS (UPDATE effects SET status = 'finished', output = $1, is_error = $2, finished_at = ",
+    now_ms!(),
+    " WHERE session_id = $3 AND tool_call_id = $4 AND EXISTS (SELECT 1 FROM live) RETURNING 1) ",
+    "SELECT EXISTS (SELECT 1 FROM live) AS live"
+);
+
+/// `enqueue`, every row in one statement; fenced when `$13` (the lease's token) is given.
+const ENQUEUE: &str = concat!(
+    live!("$12", "$13"),
+    "INSERT INTO outbox (id, session_id, hook_id, event, idempotency_key, operation_id, target, body, ",
+    "max_attempts, claim_ms, critical, status, available_at, created_at) ",
+    "SELECT r.id, r.session_id, r.hook_id, r.event, r.key, r.operation_id, r.target, r.body, r.max_attempts, ",
+    "r.claim_ms, r.critical, 'queued', ",
+    now_ms!(),
+    ", ",
+    now_ms!(),
+    " FROM UNNEST($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], ",
+    "$8::TEXT[], $9::INT4[], $10::INT8[], $11::BOOL[]) WITH ORDINALITY ",
+    "AS r (id, session_id, hook_id, event, key, operation_id, target, body, max_attempts, claim_ms, critical, ord) ",
+    "WHERE $13::BIGINT IS NULL OR EXISTS (SELECT 1 FROM live) ORDER BY r.ord RETURNING 1"
+);
 
 /// The connection parameters sqlx reads from a URL's query (others it would ignore, logging
 /// their values: they are refused instead).
@@ -143,6 +200,12 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, String> {
 
 pub struct PostgresStore {
     pool: PgPool,
+    /// Connections whose commits do not wait for the WAL to reach the disk
+    /// (`synchronous_commit = off`), for writes a server crash may lose without harm: renewing or
+    /// releasing a lease (lost, it just expires sooner or later; fencing still holds), claiming a
+    /// queued row or reporting an attempt (lost, the row is sent again, with the same
+    /// `Idempotency-Key`). A claim of a session, the run state and outbox rows are always durable.
+    relaxed: PgPool,
 }
 
 impl PostgresStore {
@@ -164,13 +227,19 @@ impl PostgresStore {
             .await
             .map_err(|e| failed(&e))?;
         conn.close().await.map_err(|e| failed(&e))?;
-        let pool = PgPoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .min_connections(0)
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .idle_timeout(IDLE_TIMEOUT)
-            .connect_lazy_with(options);
-        Ok(PostgresStore { pool })
+        let pool = |connections: u32, options: PgConnectOptions| {
+            PgPoolOptions::new()
+                .max_connections(connections)
+                .min_connections(0)
+                .acquire_timeout(ACQUIRE_TIMEOUT)
+                .idle_timeout(IDLE_TIMEOUT)
+                .connect_lazy_with(options)
+        };
+        let relaxed = options.clone().options([("synchronous_commit", "off")]);
+        Ok(PostgresStore {
+            pool: pool(MAX_CONNECTIONS, options),
+            relaxed: pool(RELAXED_CONNECTIONS, relaxed),
+        })
     }
 
     /// The process's store for `url`: one pool per URL while any handle to it lives, dropped
@@ -183,6 +252,7 @@ impl PostgresStore {
     /// Closes the pool, waiting for its connections.
     pub async fn close(&self) {
         self.pool.close().await;
+        self.relaxed.close().await;
     }
 }
 
@@ -315,22 +385,38 @@ impl Store for PostgresStore {
     ) -> Result<(), StoreError> {
         let session_id = lease.session_id.as_str();
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let mut tx = self.pool.begin().await.map_err(failed(op))?;
-        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
-        let effect = (tool_name, input, side_effect);
-        sql::effect_started(&mut *tx, &DIALECT, (session_id, tool_call_id), effect, op).await?;
-        tx.commit().await.map_err(failed(op))
+        let started = sqlx::query(STARTED)
+            .bind(session_id)
+            .bind(tool_call_id)
+            .bind(tool_name)
+            .bind(to_text(input))
+            .bind(side_effect)
+            .bind(lease.token)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed(&operation))?;
+        match started {
+            Some(_) => Ok(()),
+            None => Err(StoreError::lease_lost(operation, lease)),
+        }
     }
 
     async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError> {
         let session_id = lease.session_id.as_str();
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let mut tx = self.pool.begin().await.map_err(failed(op))?;
-        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
-        sql::effect_finished(&mut *tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
-        tx.commit().await.map_err(failed(op))
+        let row = sqlx::query(FINISHED)
+            .bind(to_text(result.output.as_str()))
+            .bind(result.is_error)
+            .bind(session_id)
+            .bind(tool_call_id)
+            .bind(lease.token)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(failed(&operation))?;
+        match rows::column::<_, bool>(&row, "live", &operation)? {
+            true => Ok(()),
+            false => Err(StoreError::lease_lost(operation, lease)),
+        }
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
@@ -367,11 +453,11 @@ impl Store for PostgresStore {
     }
 
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError> {
-        sql::renew(&self.pool, &DIALECT, lease, ttl).await
+        sql::renew(&self.relaxed, &DIALECT, lease, ttl).await
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
-        sql::release(&self.pool, &DIALECT, lease).await
+        sql::release(&self.relaxed, &DIALECT, lease).await
     }
 
     async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
@@ -387,21 +473,42 @@ impl Store for PostgresStore {
             rows.len(),
             rows[0].session_id
         );
-        let op = operation.as_str();
-        let mut tx = self.pool.begin().await.map_err(failed(op))?;
-        if let Some(lease) = lease {
-            sql::fence(&mut *tx, &DIALECT, lease, op).await?;
+        let texts = |field: fn(&Queued) -> &str| rows.iter().map(field).collect::<Vec<_>>();
+        let claim_ms: Vec<i64> = rows.iter().map(outbox::claim_ms).collect();
+        let written = sqlx::query(ENQUEUE)
+            .bind(texts(|row| &row.id))
+            .bind(texts(|row| &row.session_id))
+            .bind(texts(|row| &row.hook_id))
+            .bind(texts(|row| &row.event))
+            .bind(texts(|row| &row.idempotency_key))
+            .bind(rows.iter().map(|row| row.operation_id.as_deref()).collect::<Vec<_>>())
+            .bind(rows.iter().map(|row| to_text(&row.target)).collect::<Vec<_>>())
+            .bind(texts(|row| &row.body))
+            .bind(
+                rows.iter()
+                    .map(|row| i32::try_from(row.max_attempts).unwrap_or(i32::MAX))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(claim_ms)
+            .bind(rows.iter().map(|row| row.critical).collect::<Vec<_>>())
+            .bind(lease.map(|lease| lease.session_id.as_str()))
+            .bind(lease.map(|lease| lease.token))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed(&operation))?;
+        match (written.len() == rows.len(), lease) {
+            (true, _) => Ok(()),
+            (false, Some(lease)) => Err(StoreError::lease_lost(operation, lease)),
+            (false, None) => Err(StoreError::new(operation, "not every row was written")),
         }
-        sql::enqueue::<Postgres>(&mut tx, &DIALECT, rows, op).await?;
-        tx.commit().await.map_err(failed(op))
     }
 
     async fn claim_deliveries(&self, owner: &str, due: Due<'_>, limit: u32) -> Result<Vec<Claimed>, StoreError> {
-        sql::claim_deliveries(&self.pool, &DIALECT, owner, due, limit).await
+        sql::claim_deliveries(&self.relaxed, &DIALECT, owner, due, limit).await
     }
 
     async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError> {
-        sql::report(&self.pool, &DIALECT, claimed, attempt).await
+        sql::report(&self.relaxed, &DIALECT, claimed, attempt).await
     }
 
     async fn queued(&self) -> Result<u64, StoreError> {

@@ -576,9 +576,7 @@ where
     for<'t> bool: Encode<'t, DB> + Type<DB>,
 {
     for row in rows {
-        let claim_ms = i64::try_from(row.target.timeout_ms)
-            .unwrap_or(i64::MAX / 2)
-            .saturating_add(ttl_ms(outbox::CLAIM_MARGIN));
+        let claim_ms = outbox::claim_ms(row);
         sqlx::query::<DB>(dialect.enqueue.as_str())
             .bind(row.id.as_str())
             .bind(row.session_id.as_str())
