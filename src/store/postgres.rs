@@ -119,6 +119,18 @@ const FINISHED: &str = concat!(
     "SELECT EXISTS (SELECT 1 FROM live) AS live"
 );
 
+/// `save` with no pending calls (a turn boundary), fenced, in one statement: the session
+/// upserted, its pending calls deleted; `live` says whether the lease was.
+const SAVE_UNPAUSED: &str = concat!(
+    live!("$1", "$5"),
+    ", saved AS (INSERT INTO sessions (session_id, messages, hooks, paused) SELECT $1, $2, $3, $4 FROM live ",
+    "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
+    "paused = excluded.paused, updated_at = ",
+    now_ms!(),
+    " RETURNING 1), cleared AS (DELETE FROM pending_calls WHERE session_id = $1 AND EXISTS (SELECT 1 FROM live)) ",
+    "SELECT EXISTS (SELECT 1 FROM live) AS live"
+);
+
 /// `enqueue`, every row in one statement; fenced when `$13` (the lease's token) is given.
 const ENQUEUE: &str = concat!(
     live!("$12", "$13"),
@@ -299,6 +311,22 @@ impl Store for PostgresStore {
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save session {}", record.session_id);
         let op = operation.as_str();
+        if pending.is_empty() {
+            // A turn boundary: one statement.
+            let row = sqlx::query(SAVE_UNPAUSED)
+                .bind(&record.session_id)
+                .bind(messages_to_text(&record.messages))
+                .bind(to_text(&record.hooks))
+                .bind(record.paused.as_ref().map(to_text))
+                .bind(lease.token)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(failed(op))?;
+            return match rows::column::<_, bool>(&row, "live", op)? {
+                true => Ok(()),
+                false => Err(StoreError::lease_lost(operation, lease)),
+            };
+        }
         let ids: Vec<&str> = pending.iter().map(|call| call.tool_call_id.as_str()).collect();
         let mut tx = self.pool.begin().await.map_err(failed(op))?;
         sql::fence(&mut *tx, &DIALECT, lease, op).await?;
