@@ -6,14 +6,14 @@
 // is a SQLite file in a temp dir (the PostgreSQL outbox runs the same conformance suite in
 // tests/store.rs). The kill tests SIGKILL a child process mid-delivery and after the row was
 // committed, then deliver from this process.
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import type { ServerResponse } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { ConfigError, createAgent, CriticalHookDeliveryError, defineTool, drainOutbox, scriptedModel, type AgentHook, type AgentOptions } from '../index.js'
-import { childEnv } from './helpers/child.js'
+import { childEnv, runScript } from './helpers/child.js'
 import { childProgram } from './helpers/durable.js'
 import { startServer, until, type ModelServer, type Recorded } from './helpers/server.js'
 
@@ -216,12 +216,35 @@ describe('delivery', () => {
 })
 
 // ---------------------------------------------------------------------------------------------
-// A worker killed with queued notifications in its store: nothing is lost.
+// A worker killed with queued notifications in its store: nothing is lost. On the SQLite file, and
+// on PostgreSQL (a database of this file's own, dropped afterwards) when a server answers.
+const admin = new URL(process.env.ARH_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
+const database = `arh_outbox_${process.pid}_${Date.now()}`
+const psql = (sql: string) => execFileSync('psql', [admin.toString(), '-v', 'ON_ERROR_STOP=1', '-qAtc', sql], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 })
+let postgres: string | undefined
+try {
+  psql(`CREATE DATABASE ${database}`)
+  const target = new URL(admin.toString())
+  target.pathname = `/${database}`
+  postgres = target.toString()
+} catch (error) {
+  console.warn(`skipping the PostgreSQL outbox tests (outbox.test.ts): no PostgreSQL server at ${admin.host} (${String((error as Error).message).split('\n')[0]})`)
+}
+afterAll(() => {
+  if (postgres) psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+})
+
 const entry = resolve(__dirname, '..', 'index.js')
-function worker(env: Record<string, string>) {
+type Backend = { name: string; env: () => Record<string, string>; store: () => { sqlite: string } | { postgres: string } }
+const backends: Backend[] = [
+  { name: 'SQLite', env: () => ({ DB: store().sqlite }), store },
+  ...(postgres ? [{ name: 'PostgreSQL', env: () => ({ PG: postgres! }), store: () => ({ postgres: postgres! }) }] : []),
+]
+
+function worker(backend: Backend, env: Record<string, string>) {
   const body = `const agent = await createAgent(options); emit('SESSION', agent.sessionId); const r = await (await agent.send('go')).result(); emit('DONE', r.content); await forever()`
   const proc = spawn(process.execPath, ['-e', childProgram(body)], {
-    env: childEnv({ ...env, ENTRY: entry, DB: store().sqlite, EFFECTS: join(dir, 'effects.jsonl'), CALLS: JSON.stringify([{ id: 'call_read', name: 'Read', input: { file: 'a.txt' } }]) }),
+    env: childEnv({ ...env, ...backend.env(), ENTRY: entry, EFFECTS: join(dir, 'effects.jsonl'), CALLS: JSON.stringify([{ id: 'call_read', name: 'Read', input: { file: 'a.txt' } }]) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
@@ -230,42 +253,76 @@ function worker(env: Record<string, string>) {
   return { proc, exited, printed: (tag: string) => stdout.split('\n').some((line) => line.startsWith(tag)) }
 }
 
-describe('a worker killed with queued notifications', () => {
+/** Drains `backend`'s store until nothing is queued. */
+async function settledIn(backend: Backend, limit = 200) {
+  for (let n = 0; n < limit; n++) {
+    if ((await drainOutbox({ store: backend.store() })).remaining === 0) return
+    await new Promise((done) => setTimeout(done, 20))
+  }
+  throw new Error('the outbox did not empty')
+}
+
+describe.each(backends)('a worker killed with queued notifications ($name)', (backend) => {
   it('killed mid-delivery: after its claim expires, another process delivers it; both attempts carry one key', async () => {
+    const path = `/held-${backend.name}`
     let inFlight = false
-    routes['/held'] = () => {
+    routes[path] = () => {
       inFlight = true // never answered: the worker dies waiting
     }
-    const hooks = JSON.stringify([queuedHook('/held', { timeout: 0.5 })])
-    const child = worker({ HOOKS: hooks })
+    const child = worker(backend, { HOOKS: JSON.stringify([queuedHook(path, { timeout: 0.5 })]) })
     await until(() => inFlight, 8000)
     child.proc.kill('SIGKILL')
     await child.exited
-    routes['/held'] = status(200)
+    routes[path] = status(200)
     // The dead worker's claim lasts the webhook's timeout (0.5 s) plus the claim margin (5 s):
     // until then nobody takes the row.
-    expect(await drainOutbox({ store: store() })).toEqual({ delivered: 0, failed: 0, remaining: 1 })
+    expect(await drainOutbox({ store: backend.store() })).toEqual({ delivered: 0, failed: 0, remaining: 1 })
     await new Promise((done) => setTimeout(done, 5700))
     // This process's deliverer (attached when drainOutbox opened the store) or a drain sends it.
-    await settled()
-    const attempts = at('/held')
+    await settledIn(backend)
+    const attempts = at(path)
     expect(attempts).toHaveLength(2)
     expect(attempts[0].headers['idempotency-key']).toBe(attempts[1].headers['idempotency-key'])
     expect(attempts[0].body).toEqual(attempts[1].body)
   }, 20000)
 
   it('killed after the row was committed and before it was delivered: another process delivers it', async () => {
-    routes['/later'] = status(503)
-    const child = worker({ HOOKS: JSON.stringify([queuedHook('/later')]) })
+    const path = `/later-${backend.name}`
+    routes[path] = status(503)
+    // A short timeout: if the worker dies mid-attempt (it retries while it lives), its claim
+    // lasts 0.5 s + 5 s rather than the default 30 s + 5 s.
+    const child = worker(backend, { HOOKS: JSON.stringify([queuedHook(path, { timeout: 0.5 })]) })
     await until(() => child.printed('DONE'), 8000)
     child.proc.kill('SIGKILL')
     await child.exited
-    routes['/later'] = status(200)
-    // This process's deliverer (attached when drainOutbox opened the store) or a drain sends it.
-    await settled()
-    const attempts = at('/later')
+    routes[path] = status(200)
+    await settledIn(backend, 500)
+    const attempts = at(path)
     expect(attempts.length).toBeGreaterThanOrEqual(2)
     expect(attempts.at(-1)?.body).toMatchObject({ event: 'PostToolUse', toolCallId: 'call_read' })
     expect(new Set(attempts.map((req) => req.headers['idempotency-key'])).size).toBe(1)
   }, 20000)
+
+  it('nothing keeps Node alive: a process whose agent ran (claims, a queued notification) and closed exits on its own', async () => {
+    const path = `/exit-${backend.name}`
+    routes[path] = status(200)
+    const hooks = [queuedHook(path)]
+    const storeJson = JSON.stringify(backend.store())
+    const started = Date.now()
+    const run = await runScript(
+      `const { createAgent, defineTool, scriptedModel } = require(process.env.ENTRY)
+       ;(async () => {
+         const lookup = defineTool({ name: 'lookup', kind: 'readonly', execute: () => 'found' })
+         const model = scriptedModel((r) => r.messages.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ id: 'c1', name: 'lookup', input: {} }] })
+         const agent = await createAgent({ model, tools: [lookup], advanced: { store: ${storeJson}, leaseTtlMs: 60000, hooks: ${JSON.stringify(hooks)} } })
+         console.log((await (await agent.send('go')).result()).content)
+         await agent.close()
+       })()`,
+      { timeoutMs: 10000 },
+    )
+    expect(run.timedOut, run.stderr).toBe(false)
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout.trim()).toBe('done')
+    expect(Date.now() - started).toBeLessThan(5000)
+  }, 15000)
 })

@@ -10,7 +10,7 @@ const met = (condition) => (condition ? 'yes' : '**no**')
 const versus = (row, peer) => `${fmt(row.peers[peer])} (${fmt(row.ratio[peer])})`
 
 export function report(results) {
-  const { loop_scripted: scripted, loop_http: http, event_loop_utilization: elu, peak_rss_1000_sessions: rss, hook_dispatch: dispatch, webhook_notifications: webhooks, approvals, subagents, mcp } = results.benchmarks
+  const { loop_scripted: scripted, loop_http: http, event_loop_utilization: elu, peak_rss_1000_sessions: rss, hook_dispatch: dispatch, webhook_notifications: webhooks, approvals, subagents, mcp, workers } = results.benchmarks
   // Absent from results taken before the approvals benchmark existed.
   const resumed = approvals?.resumed_sessions_per_second_sqlite
   const growth = scripted.growth1000over200
@@ -63,6 +63,22 @@ export function report(results) {
           `| mcp, ${mcp.calls} calls, two JS hooks | µs per JS tool call | ${fmt(mcp.jsUsPerCall)} | | | | | |`,
           `| same | µs per MCP tool call (stdio, Node server) | ${fmt(mcp.mcpUsPerCall)} (${mcp.ratio}× the JS tool's) | | | | | |`,
         ]
+      : []),
+    ...(workers && !workers.skipped
+      ? ['plain', 'tls'].flatMap((transport) => {
+          const w = workers[transport]
+          const label = transport === 'plain' ? 'plain TCP' : 'TLS'
+          return [
+            ...Object.entries(w.sessionsPerSecond).map(
+              ([count, value]) =>
+                `| workers, ${workers.sessions} sessions, ${count} process${count === '1' ? '' : 'es'}, PostgreSQL ${label} | sessions claimed, run, completed /s | ${fmt(value)} | | | | ≥ ${fmt(5 * workers.blade.sessionsPerSecond)} (5× Blade's published ${workers.blade.sessionsPerSecond}) | ${met(value >= 5 * workers.blade.sessionsPerSecond)} (${w.ratioToBlade[count]}×) |`,
+            ),
+            `| same, ${label} | recover and reclaim, ms | ${fmt(w.recoverAndReclaimMs)} | | | | ≤ ${workers.blade.recoverAndReclaimMs} (Blade's) | ${met(w.recoverAndReclaimMs <= workers.blade.recoverAndReclaimMs)} |`,
+            `| same, ${label} | claim with the store open, ms | ${fmt(w.idleClaimMs)} | | | | ≤ ${workers.blade.firstClaimMs} (Blade's first claim) | ${met(w.idleClaimMs <= workers.blade.firstClaimMs)} |`,
+            `| same, ${label} | first claim in a new process (connect, migration check), ms | ${fmt(w.firstClaimMs)} | | | | | |`,
+            `| same, ${label} | queued notifications delivered /s; lost | ${fmt(w.notificationsPerSecond)}; ${w.notificationsLost} of ${w.notificationsQueued} | | | | 0 lost | ${met(w.notificationsLost === 0)} |`,
+          ]
+        })
       : []),
     '',
     '## loop_scripted',

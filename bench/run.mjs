@@ -17,6 +17,7 @@ const { webhookNotifications } = await import('./webhook_notifications.mjs')
 const { approvals } = await import('./approvals.mjs')
 const { subagents } = await import('./subagents.mjs')
 const { mcp } = await import('./mcp.mjs')
+const { workers } = await import('./workers.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), benchmarks: {} }
@@ -86,6 +87,16 @@ console.log(`\nsubagents: µs per tool call with two JS hooks, ${delegated.calls
 const mcpCalls = await mcp()
 results.benchmarks.mcp = mcpCalls
 console.log(`\nmcp: µs per tool call with two JS hooks, ${mcpCalls.calls} calls — JS tool ${fmt(mcpCalls.jsUsPerCall)}, MCP tool over stdio ${fmt(mcpCalls.mcpUsPerCall)} (${mcpCalls.ratio}×)`)
+
+const fleet = await workers()
+results.benchmarks.workers = fleet
+if (!fleet.skipped) {
+  for (const transport of ['plain', 'tls']) {
+    const w = fleet[transport]
+    console.log(`\nworkers (${transport === 'plain' ? 'plain TCP, as Blade measured' : 'TLS'}): ${fleet.sessions} sessions, sessions/s by worker processes — ${Object.entries(w.sessionsPerSecond).map(([n, v]) => `${n}: ${fmt(v)} (${w.ratioToBlade[n]}× Blade's ${fleet.blade.sessionsPerSecond})`).join(', ')}`)
+    console.log(`claim ${fmt(w.idleClaimMs)} ms with the store open (Blade's first claim ${fleet.blade.firstClaimMs} ms), ${fmt(w.firstClaimMs)} ms in a new process, ${fmt(w.claimMs)} ms under load; recover and reclaim ${fmt(w.recoverAndReclaimMs)} ms (Blade ${fleet.blade.recoverAndReclaimMs}), kill → recovered result ${fmt(w.rtoMs)} ms with leaseTtlMs ${fleet.leaseTtlMs}; queued notifications ${fmt(w.notificationsPerSecond)}/s, ${w.notificationsQueued} queued, ${w.notificationsLost} lost`)
+  }
+}
 
 writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
 const { writeReport } = await import('./report.mjs')

@@ -6,8 +6,10 @@
 //   lease) and is closed. Sessions per second from GO (every worker has opened the store) to the
 //   last worker's DONE, median of REPEATS runs, the worker counts interleaved.
 // - first_claim_ms: a fresh worker process's first createAgent → send resolved (connecting,
-//   the migration check and the claim), median over every worker started; claim_ms: the same for
-//   the measured sessions (createAgent → send resolved, the store open), median.
+//   the migration check and the claim), median over every worker started; idle_claim_ms: the
+//   same in a process whose store is open, one session at a time (Blade's "first claim" starts a
+//   worker on a store already initialized), median of 9; claim_ms: the same for the measured
+//   sessions, all at once (so it includes waiting for a connection), median.
 // - recovery: a worker (leaseTtlMs LEASE_TTL_MS) is SIGKILLed while its tool runs; once its lease
 //   has expired, this process (its store open) resumeAgent's the session and resumes it:
 //   recover_and_reclaim_ms is resumeAgent → resume() resolved (the session read, the dead run's
@@ -16,6 +18,8 @@
 // - notifications: every queued PostToolUse notification of the runs is delivered by the workers'
 //   deliverers to a receiver on 127.0.0.1; delivered per second from GO to the last arrival (the
 //   4-worker runs), and lost = queued − distinct Idempotency-Keys received.
+// Everything is measured twice: over plain TCP (`sslmode=disable`, as Blade's figures were taken:
+// node-postgres connects without TLS by default) and over TLS (`sslmode=prefer`, our default).
 // Blade's published baseline (its PostgreSQL runtime store, 100 sessions, PostgreSQL 16, macOS):
 // 106.48 sessions/s, first claim 13 ms, recover and reclaim 14.67 ms, 0 lost. Quoted, not run
 // here. Needs a PostgreSQL server at ARH_BENCH_POSTGRES_URL (default
@@ -156,6 +160,44 @@ async function recovery(db, sink) {
   return { recoverAndReclaimMs: reclaimed - t0, rtoMs: finished - killed }
 }
 
+/** Every figure for one connection URL. */
+async function measure(db, sink) {
+  // This process keeps the store open (an idle agent holds its pool), as a recovering server would.
+  const warm = await createAgent(recoveryOptions(db, sink))
+  await (await warm.send('warm up')).result()
+  // A claim on its own, the store open (Blade's "first claim" starts a worker on a store already
+  // initialized): createAgent → send resolved.
+  const idleClaims = []
+  for (let n = 0; n < 9; n++) {
+    const started = performance.now()
+    const agent = await createAgent(recoveryOptions(db, sink))
+    const response = await agent.send('go')
+    idleClaims.push(performance.now() - started)
+    await response.result()
+    await agent.close()
+  }
+  const counts = [1, 2, 4]
+  const samples = Object.fromEntries(counts.map((count) => [count, []]))
+  for (let repeat = 0; repeat < REPEATS; repeat++) for (const count of counts) samples[count].push(await round(db, sink, count))
+  const recoveries = []
+  for (let n = 0; n < RECOVERIES; n++) recoveries.push(await recovery(db, sink))
+  await warm.close()
+  const rounds = Object.values(samples).flat()
+  const perSecond = Object.fromEntries(counts.map((count) => [count, Number(median(samples[count].map((s) => s.sessionsPerSecond)).toFixed(1))]))
+  return {
+    sessionsPerSecond: perSecond,
+    ratioToBlade: Object.fromEntries(counts.map((count) => [count, Number((perSecond[count] / BLADE.sessionsPerSecond).toFixed(2))])),
+    firstClaimMs: Number(median(rounds.flatMap((s) => s.firstClaimMs)).toFixed(1)),
+    idleClaimMs: Number(median(idleClaims).toFixed(2)),
+    claimMs: Number(median(rounds.flatMap((s) => s.claimMs)).toFixed(1)),
+    recoverAndReclaimMs: Number(median(recoveries.map((r) => r.recoverAndReclaimMs)).toFixed(1)),
+    rtoMs: Number(median(recoveries.map((r) => r.rtoMs)).toFixed(0)),
+    notificationsPerSecond: Number(median(samples[4].map((s) => s.notificationsPerSecond)).toFixed(0)),
+    notificationsQueued: rounds.reduce((sum, s) => sum + s.queued, 0),
+    notificationsLost: rounds.reduce((sum, s) => sum + s.lost, 0),
+  }
+}
+
 export async function workers() {
   const database = `arh_bench_${process.pid}_${Date.now()}`
   try {
@@ -165,38 +207,19 @@ export async function workers() {
     console.log(`\nworkers: skipped, no PostgreSQL server or psql at ${admin.host} (${reason})`)
     return { skipped: `no PostgreSQL server at ${admin.host}` }
   }
-  const target = new URL(admin.toString())
-  target.pathname = `/${database}`
-  const db = target.toString()
+  const url = (sslmode) => {
+    const target = new URL(admin.toString())
+    target.pathname = `/${database}`
+    target.searchParams.set('sslmode', sslmode)
+    return target.toString()
+  }
   const sink = await receiver()
   try {
-    // This process keeps the store open (an idle agent holds its pool), as a recovering server would.
-    const warm = await createAgent(recoveryOptions(db, sink))
-    await (await warm.send('warm up')).result()
-    const counts = [1, 2, 4]
-    const samples = Object.fromEntries(counts.map((count) => [count, []]))
-    for (let repeat = 0; repeat < REPEATS; repeat++) for (const count of counts) samples[count].push(await round(db, sink, count))
-    const recoveries = []
-    for (let n = 0; n < RECOVERIES; n++) recoveries.push(await recovery(db, sink))
-    await warm.close()
-    const rounds = Object.values(samples).flat()
-    const perSecond = Object.fromEntries(counts.map((count) => [count, Number(median(samples[count].map((s) => s.sessionsPerSecond)).toFixed(1))]))
-    const result = {
-      sessions: SESSIONS,
-      repeats: REPEATS,
-      sessionsPerSecond: perSecond,
-      ratioToBlade: Object.fromEntries(counts.map((count) => [count, Number((perSecond[count] / BLADE.sessionsPerSecond).toFixed(2))])),
-      firstClaimMs: Number(median(rounds.flatMap((s) => s.firstClaimMs)).toFixed(1)),
-      claimMs: Number(median(rounds.flatMap((s) => s.claimMs)).toFixed(1)),
-      recoverAndReclaimMs: Number(median(recoveries.map((r) => r.recoverAndReclaimMs)).toFixed(1)),
-      rtoMs: Number(median(recoveries.map((r) => r.rtoMs)).toFixed(0)),
-      leaseTtlMs: LEASE_TTL_MS,
-      notificationsPerSecond: Number(median(samples[4].map((s) => s.notificationsPerSecond)).toFixed(0)),
-      notificationsQueued: rounds.reduce((sum, s) => sum + s.queued, 0),
-      notificationsLost: rounds.reduce((sum, s) => sum + s.lost, 0),
-      blade: BLADE,
-    }
-    return result
+    // Plain TCP, as Blade's figures were taken (node-postgres connects without TLS by default),
+    // then TLS (`sslmode=prefer`, our default, when the server offers it).
+    const plain = await measure(url('disable'), sink)
+    const tls = await measure(url('prefer'), sink)
+    return { sessions: SESSIONS, repeats: REPEATS, recoveries: RECOVERIES, leaseTtlMs: LEASE_TTL_MS, plain, tls, blade: BLADE }
   } finally {
     await sink.close()
     psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)

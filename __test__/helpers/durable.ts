@@ -10,7 +10,8 @@ const entry = resolve(__dirname, '..', '..', 'index.js')
 
 /**
  * What every child has. Environment it reads:
- * - DB: the SQLite file (`advanced.store: { sqlite: DB }`); EFFECTS: the side-effect file tools append to;
+ * - DB: the SQLite file (`advanced.store: { sqlite: DB }`), or PG: a PostgreSQL URL (`{ postgres: PG }`,
+ *   which wins); EFFECTS: the side-effect file tools append to;
  * - CALLS: the tool calls (JSON) the model asks for when the last user message has no tool result yet;
  * - SESSION: the id `open()` resumes;
  * - HOOKS: webhook hook objects (JSON) for `advanced.hooks`; BARE=1: no `advanced.hooks` at all;
@@ -69,7 +70,7 @@ const options = {
   ...(env.API_KEY ? { apiKey: env.API_KEY } : {}),
   advanced: {
     permission: 'default',
-    store: { sqlite: env.DB },
+    store: env.PG ? { postgres: env.PG } : { sqlite: env.DB },
     leaseTtlMs: Number(env.LEASE_TTL_MS || 300),
     ...(env.BARE ? {} : { hooks: [...JSON.parse(env.HOOKS || '[]'), ...inline] }),
     ...(env.CONN_HEADER ? { connection: { headers: { 'x-marker': env.CONN_HEADER } } } : {}),
