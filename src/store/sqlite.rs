@@ -44,6 +44,12 @@ static DIALECT: LazyLock<sql::Dialect> =
 
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// Connections with `synchronous=NORMAL` (in WAL mode: a commit survives a process crash, not
+    /// a power loss) for the lease and the outbox's claims and reports. A power loss stops every
+    /// process of the machine, so no holder of a lost lease survives it, and a lost claim or report
+    /// of a queued row only sends it again, with the same `Idempotency-Key`. The run state and the
+    /// outbox rows keep `synchronous=FULL`.
+    relaxed: SqlitePool,
     path: PathBuf,
 }
 
@@ -63,10 +69,14 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
+        let relaxed = SqlitePoolOptions::new()
+            .max_connections(2)
+            .connect_lazy_with(options.clone().synchronous(SqliteSynchronous::Normal));
         let pool = connect(options).await.map_err(|e| StoreError::new(&operation, e))?;
         migrate(&pool).await.map_err(|e| StoreError::new(&operation, e))?;
         Ok(SqliteStore {
             pool,
+            relaxed,
             path: path.to_owned(),
         })
     }
@@ -87,14 +97,18 @@ impl SqliteStore {
     /// Closes the pool, waiting for its connections (tests reopen the file afterwards).
     pub async fn close(&self) {
         self.pool.close().await;
+        self.relaxed.close().await;
     }
 
     async fn write(&self, operation: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| StoreError::new(operation, e))
+        begin_write(&self.pool, operation).await
     }
+}
+
+async fn begin_write(pool: &SqlitePool, operation: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
+    pool.begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(|e| StoreError::new(operation, e))
 }
 
 /// A pool's first connection turns a new file to WAL, which takes the file's lock without
@@ -296,18 +310,18 @@ impl Store for SqliteStore {
 
     async fn claim(&self, session_id: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
         let operation = format!("claim session {session_id}");
-        let mut tx = self.write(&operation).await?;
+        let mut tx = begin_write(&self.relaxed, &operation).await?;
         let claim = sql::claim::<Sqlite>(&mut tx, &DIALECT, (session_id, owner), ttl).await?;
         tx.commit().await.map_err(failed(&operation))?;
         Ok(claim)
     }
 
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError> {
-        sql::renew(&self.pool, &DIALECT, lease, ttl).await
+        sql::renew(&self.relaxed, &DIALECT, lease, ttl).await
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
-        sql::release(&self.pool, &DIALECT, lease).await
+        sql::release(&self.relaxed, &DIALECT, lease).await
     }
 
     async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
@@ -343,14 +357,14 @@ impl Store for SqliteStore {
         if any.is_none() {
             return Ok(Vec::new());
         }
-        let mut tx = self.write(op).await?;
+        let mut tx = begin_write(&self.relaxed, op).await?;
         let claimed = sql::claim_deliveries(&mut *tx, &DIALECT, owner, due, limit).await?;
         tx.commit().await.map_err(failed(op))?;
         Ok(claimed)
     }
 
     async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError> {
-        sql::report(&self.pool, &DIALECT, claimed, attempt).await
+        sql::report(&self.relaxed, &DIALECT, claimed, attempt).await
     }
 
     async fn queued(&self) -> Result<u64, StoreError> {
