@@ -61,6 +61,10 @@ pub struct Durable {
     /// while the session was read). A claim that does not follow it means another agent drove
     /// the session in between: what this one holds is stale.
     known: Mutex<Option<i64>>,
+    /// The paused turn in memory was rebuilt after a crash and differs from what the store holds
+    /// (a decision taken before the crash no longer stands for an `outcome_unknown` call): it is
+    /// stored before the next decision or run, so the store's old decisions are never read back.
+    recovered: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Durable {
@@ -143,6 +147,7 @@ impl Durable {
             // A new session: nobody has written it (tokens start at 1). `resumeAgent` says
             // otherwise with `set_known`.
             known: Mutex::new(Some(0)),
+            recovered: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -170,6 +175,16 @@ impl Durable {
         lock(&self.lease)
             .clone()
             .ok_or_else(|| session_leased(&self.session_id, "is not claimed by this agent: nothing was written"))
+    }
+
+    /// The paused turn in memory was recovered and must be stored before anything else.
+    pub fn mark_recovered(&self) {
+        self.recovered.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the paused turn in memory awaits its recovery save (and no longer does).
+    pub fn take_recovered(&self) -> bool {
+        self.recovered.swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// What `resumeAgent` read: the token of the session's last claim, if it was not live then.
@@ -316,6 +331,17 @@ impl Durable {
         let released = self.release().await;
         let saved = saved?;
         released.map(|()| saved)
+    }
+
+    /// The decisions the store holds for the session's pending calls (taken here or elsewhere).
+    pub async fn decisions(&self) -> Result<Vec<(String, store::Decision)>> {
+        let store = self.store().await?;
+        let id = self.session_id.clone();
+        let pending = on_workers("read the pending calls", async move { store.pending_calls(&id).await }).await?;
+        Ok(pending
+            .into_iter()
+            .filter_map(|call| call.decision.map(|decision| (call.tool_call_id, decision)))
+            .collect())
     }
 
     /// The session as the store has it now, for a claim that found this agent's copy stale.

@@ -291,9 +291,26 @@ impl Run {
     /// elsewhere), and whether this start is possible now.
     async fn prepare(&self, start: &Start) -> Result<()> {
         let claimed = self.durable.claim().await?;
-        let paused = self.conversation.paused().is_some();
-        if self.durable.survives() && (claimed.stale || paused) {
+        let recovered = self.durable.take_recovered();
+        if claimed.stale && self.durable.survives() {
+            // Another agent drove the session since: its state, read again (and recovered).
             self.refresh().await?;
+        } else {
+            if recovered {
+                // The turn rebuilt after a crash replaces what the store holds (its old decisions).
+                let paused = self.conversation.paused();
+                self.save(paused.as_ref()).await?;
+            }
+            if self
+                .conversation
+                .paused()
+                .is_some_and(|turn| !turn.undecided().is_empty())
+            {
+                // Decisions may have been taken elsewhere: any process may decide.
+                for (tool_call_id, decision) in self.durable.decisions().await? {
+                    self.conversation.decide(&tool_call_id, decision);
+                }
+            }
         }
         let paused = self.conversation.paused();
         match (start, paused) {

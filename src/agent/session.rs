@@ -51,10 +51,6 @@ struct State {
     settings: RunSettings,
     /// Made by `resumeAgent`: SessionStart says `isResume: true`.
     resumed: bool,
-    /// The paused turn was rebuilt after a crash and differs from what the store holds (a
-    /// decision taken before the crash no longer stands for an `outcome_unknown` call): it is
-    /// stored before the next decision.
-    recovered: bool,
     /// `close()` was called: no new runs.
     closing: bool,
     /// `close()` succeeded.
@@ -100,6 +96,9 @@ impl Session {
         let recovered = resumed.as_ref().is_some_and(|resumed| resumed.changed);
         let session = Session::make(config, host, Some(stored.record.session_id.clone()));
         session.durable.set_known(stored.lease);
+        if recovered {
+            session.durable.mark_recovered();
+        }
         durable::install(
             &session.conversation,
             stored.record.messages,
@@ -108,7 +107,6 @@ impl Session {
         {
             let mut state = lock(&session.state);
             state.resumed = true;
-            state.recovered = recovered;
         }
         Ok(session)
     }
@@ -129,7 +127,6 @@ impl Session {
             state: Mutex::new(State {
                 settings,
                 resumed: false,
-                recovered: false,
                 closing: false,
                 closed: false,
                 close_attempt: None,
@@ -301,12 +298,17 @@ impl Session {
             turn.waiting()
                 .any(|call| call.tool_call_id == tool_call_id && call.reason != PendingReason::Deferred)
         });
-        if waiting && std::mem::take(&mut lock(&self.state).recovered) {
+        if waiting && self.durable.take_recovered() {
             let paused = self.conversation.paused();
             let messages = self.conversation.messages();
-            self.durable
+            if let Err(error) = self
+                .durable
                 .save_claimed(&messages, &self.agent.config.stored_hooks, paused.as_ref())
-                .await?;
+                .await
+            {
+                self.durable.mark_recovered();
+                return Err(error);
+            }
         }
         if !waiting || !self.durable.decide(tool_call_id, &decision).await? {
             return Err(not_pending());

@@ -129,6 +129,15 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {
+        let sessions = self.lock("read pending calls")?;
+        Ok(sessions
+            .get(session_id)
+            .and_then(|session| session.saved.as_ref())
+            .map(|(_, pending)| pending.clone())
+            .unwrap_or_default())
+    }
+
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
         let mut sessions = self.lock("decide")?;
         let call = sessions

@@ -221,6 +221,10 @@ pub trait Store: Send + Sync {
     /// Fenced by `lease` (see [`Lease`]).
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError>;
 
+    /// The session's pending calls as saved (decisions included), in saved order; empty when it
+    /// has none (or is not stored).
+    async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError>;
+
     /// Records the decision only if the call is pending and undecided (`true`); `false` when it is
     /// not pending or already decided. Exactly one of two concurrent deciders gets `true`.
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError>;

@@ -686,3 +686,29 @@ where
         .map_err(failed(operation))?;
     Ok(rows::column::<_, i64>(&row, "queued", operation)?.max(0) as u64)
 }
+
+/// A session's pending calls, in saved order.
+pub(super) async fn pending_calls<'c, DB, E>(
+    executor: E,
+    session_id: &str,
+) -> Result<Vec<super::PendingCall>, StoreError>
+where
+    DB: Database,
+    E: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> String: Decode<'t, DB> + Type<DB>,
+    for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
+{
+    let operation = format!("read the pending calls of session {session_id}");
+    let found = sqlx::query::<DB>(
+        "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision FROM pending_calls \
+         WHERE session_id = $1 ORDER BY ord",
+    )
+    .bind(session_id)
+    .fetch_all(executor)
+    .await
+    .map_err(failed(&operation))?;
+    found.iter().map(|row| rows::pending_call(row, &operation)).collect()
+}

@@ -244,6 +244,10 @@ impl Store for SqliteStore {
         tx.commit().await.map_err(failed(op))
     }
 
+    async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {
+        sql::pending_calls(&self.pool, session_id).await
+    }
+
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
         let operation = format!("decide call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
