@@ -161,11 +161,24 @@ impl Durable {
         !matches!(self.config, StoreConfig::Memory)
     }
 
+    /// Runs a store operation: on the tokio workers for a SQL store (never on the JS thread), in
+    /// place for the memory store, whose operations are a lock and a map and never wait.
+    async fn hop<T: Send + 'static>(
+        &self,
+        what: &str,
+        work: impl std::future::Future<Output = std::result::Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T> {
+        match self.config {
+            StoreConfig::Memory => work.await.map_err(store_error),
+            _ => on_workers(what, work).await,
+        }
+    }
+
     async fn store(&self) -> Result<Arc<dyn Store>> {
         let config = self.config.clone();
         let store = self
             .store
-            .get_or_try_init(|| on_workers("open the store", async move { store::open(&config).await }))
+            .get_or_try_init(|| self.hop("open the store", async move { store::open(&config).await }))
             .await?;
         Ok(store.clone())
     }
@@ -201,10 +214,11 @@ impl Durable {
     pub async fn claim(&self) -> Result<Claimed> {
         let store = self.store().await?;
         let (session_id, owner, ttl) = (self.session_id.clone(), self.owner.clone(), self.lease_ttl);
-        let claim = on_workers("claim the session", async move {
-            store.claim(&session_id, &owner, ttl).await
-        })
-        .await?;
+        let claim = self
+            .hop("claim the session", async move {
+                store.claim(&session_id, &owner, ttl).await
+            })
+            .await?;
         match claim {
             Claim::Granted(lease) => {
                 let previous = lock(&self.known).replace(lease.token);
@@ -228,7 +242,8 @@ impl Durable {
         };
         let store = self.store().await?;
         let ttl = self.lease_ttl;
-        on_workers("renew the lease", async move { store.renew(&lease, ttl).await }).await
+        self.hop("renew the lease", async move { store.renew(&lease, ttl).await })
+            .await
     }
 
     /// How often a run renews its claim: a third of its TTL, so two renewals may fail before it
@@ -243,7 +258,8 @@ impl Durable {
             return Ok(());
         };
         let store = self.store().await?;
-        on_workers("release the lease", async move { store.release(&lease).await }).await
+        self.hop("release the lease", async move { store.release(&lease).await })
+            .await
     }
 
     /// One transaction: the conversation, the paused turn (if any) and its pending calls.
@@ -271,7 +287,7 @@ impl Durable {
                 decision: call.decision.clone(),
             })
             .collect();
-        on_workers("save the session", async move {
+        self.hop("save the session", async move {
             store.save(&record, &pending, &lease).await
         })
         .await
@@ -282,7 +298,7 @@ impl Durable {
         let store = self.store().await?;
         let (session_id, tool_call_id, decision) =
             (self.session_id.clone(), tool_call_id.to_string(), decision.clone());
-        on_workers("record a decision", async move {
+        self.hop("record a decision", async move {
             store.decide(&session_id, &tool_call_id, &decision).await
         })
         .await
@@ -294,7 +310,7 @@ impl Durable {
         let store = self.store().await?;
         let tool_call_id = tool_call_id.to_string();
         let (name, input, side_effect) = (tool.schema.name.clone(), input.clone(), tool.side_effect.as_str());
-        on_workers("record a tool call as started", async move {
+        self.hop("record a tool call as started", async move {
             store
                 .effect_started(&lease, &tool_call_id, &name, &input, side_effect)
                 .await
@@ -308,7 +324,7 @@ impl Durable {
         let store = self.store().await?;
         let tool_call_id = tool_call_id.to_string();
         let result = ToolResult::new(output.to_string(), is_error);
-        on_workers("record a tool call's result", async move {
+        self.hop("record a tool call's result", async move {
             store.effect_finished(&lease, &tool_call_id, &result).await
         })
         .await
@@ -337,7 +353,9 @@ impl Durable {
     pub async fn decisions(&self) -> Result<Vec<(String, store::Decision)>> {
         let store = self.store().await?;
         let id = self.session_id.clone();
-        let pending = on_workers("read the pending calls", async move { store.pending_calls(&id).await }).await?;
+        let pending = self
+            .hop("read the pending calls", async move { store.pending_calls(&id).await })
+            .await?;
         Ok(pending
             .into_iter()
             .filter_map(|call| call.decision.map(|decision| (call.tool_call_id, decision)))
@@ -348,7 +366,8 @@ impl Durable {
     pub async fn reload(&self) -> Result<Option<Stored>> {
         let store = self.store().await?;
         let id = self.session_id.clone();
-        on_workers("read the session again", async move { read(&*store, &id).await }).await
+        self.hop("read the session again", async move { read(&*store, &id).await })
+            .await
     }
 }
 
@@ -357,10 +376,11 @@ impl Durable {
     pub async fn deferred_result(&self, tool_call_id: &str) -> Result<Option<ToolResult>> {
         let store = self.store().await?;
         let (session_id, tool_call_id) = (self.session_id.clone(), tool_call_id.to_string());
-        let found = on_workers("read a deferred result", async move {
-            store.deferred(&session_id, &tool_call_id).await
-        })
-        .await?;
+        let found = self
+            .hop("read a deferred result", async move {
+                store.deferred(&session_id, &tool_call_id).await
+            })
+            .await?;
         Ok(match found {
             Some(store::Deferred::Published(result)) => Some(result),
             _ => None,
