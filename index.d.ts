@@ -760,6 +760,11 @@ export interface Agent {
   readonly isClosed: boolean
   /** The conversation so far, without the system prompt. */
   readonly messages: Message[]
+  /**
+   * Starts a run; resolves once the run holds the session (its lease). Rejects `SESSION_BUSY`
+   * while this agent's previous response is active, `SESSION_LEASED` while another agent (another
+   * process) drives the session, `APPROVALS_PENDING` while a run is paused, `SESSION_CLOSED`.
+   */
   send(message: UserMessageContent, options?: SendOptions): Promise<AgentResponse>
   /** Aborts the active run. */
   abort(reason?: unknown): void
@@ -784,7 +789,10 @@ export interface Agent {
   approve(toolCallId: string, options?: { updatedInput?: JsonObject; token?: string }): Promise<void>
   /** Rejects a paused call; `stop` ends the run there instead of telling the model. */
   reject(toolCallId: string, options?: { reason?: string; stop?: boolean }): Promise<void>
-  /** Goes on with the paused run once every waiting call has a decision. */
+  /**
+   * Goes on with the paused run once every waiting call has a decision (taken here or in another
+   * process). Rejects `APPROVALS_PENDING`, `NOTHING_TO_RESUME` or `SESSION_LEASED`.
+   */
   resume(options?: SendOptions): Promise<AgentResponse>
   [Symbol.asyncDispose](): Promise<void>
 }

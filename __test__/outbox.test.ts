@@ -297,8 +297,10 @@ describe.each(backends)('a worker killed with queued notifications ($name)', (ba
     await child.exited
     routes[path] = status(200)
     await settledIn(backend, 500)
+    // The dead worker may or may not have tried it (503) before it died; another process
+    // delivered it (the outbox is empty), with the one key.
     const attempts = at(path)
-    expect(attempts.length).toBeGreaterThanOrEqual(2)
+    expect(attempts.length).toBeGreaterThanOrEqual(1)
     expect(attempts.at(-1)?.body).toMatchObject({ event: 'PostToolUse', toolCallId: 'call_read' })
     expect(new Set(attempts.map((req) => req.headers['idempotency-key'])).size).toBe(1)
   }, 20000)
