@@ -736,16 +736,19 @@ class Agent {
       this.#scopes.delete(scopeId)
       if (this.#active === active) this.#active = null
     }
-    const refused = await made.accepted()
+    // With a store outside the process the run is accepted once it holds the session's lease.
+    const refused = made.isAccepted ? null : await made.accepted()
     if (refused !== null) {
       release()
       throw toError(JSON.parse(refused))
     }
     // A run stopped from inside (its claim on the session lost, a critical queued notification
     // given up) aborts the signal its tools and callbacks hold, as the caller's abort does.
-    made.stopped().then((reason) => {
-      if (reason !== null) active.abort(new AbortError(reason))
-    })
+    if (made.mayBeStopped) {
+      made.stopped().then((reason) => {
+        if (reason !== null) active.abort(new AbortError(reason))
+      })
+    }
     return new AgentResponse(made, scope, this.sessionId, release)
   }
 

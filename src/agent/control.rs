@@ -79,6 +79,11 @@ impl RunControl {
         self.admitted.cancel();
     }
 
+    /// Whether the run was accepted already.
+    pub fn is_admitted(&self) -> bool {
+        self.admitted.is_cancelled() && lock(&self.refusal).is_none()
+    }
+
     /// Resolves once the run is accepted or refused.
     pub async fn admitted(&self) -> Result<()> {
         self.admitted.cancelled().await;

@@ -226,16 +226,13 @@ impl Run {
     /// Runs to the end and publishes the outcome as the last event.
     pub async fn drive(mut self, start: Start) {
         let control = self.control.clone();
-        if let Err(refusal) = self.prepare(&start).await {
-            if let Err(error) = self.durable.release().await {
-                self.release_failed(&error);
+        if !control.is_admitted() {
+            if let Err(refusal) = self.prepare(&start).await {
+                self.refuse(refusal).await;
+                return;
             }
-            self.conversation.finish(&control, None);
-            control.admit(Err(refusal));
-            control.finish();
-            return;
+            control.admit(Ok(()));
         }
-        control.admit(Ok(()));
         // Why the run was stopped from outside, when it was: its claim lost, or a critical
         // queued notification given up.
         let stopped = Arc::new(std::sync::OnceLock::new());
@@ -284,6 +281,34 @@ impl Run {
             Err(error) => self.emit(StreamEvent::error(error)),
         }
         control.finish();
+    }
+
+    /// Prepares the run at once when nothing in it waits (the memory store's operations are a
+    /// lock and a map): `Some(Ok)` and the run is accepted, `Some(Err)` and it was refused (and is
+    /// over), `None` when it must be driven to know.
+    pub fn prepare_now(&mut self, start: &Start) -> Option<Result<()>> {
+        if self.durable.survives() {
+            return None;
+        }
+        let prepared = self.prepare(start).now_or_never()?;
+        match prepared {
+            Ok(()) => self.control.admit(Ok(())),
+            Err(ref refusal) => {
+                // The memory store releases in place too.
+                let _ = self.refuse(refusal.clone()).now_or_never();
+            }
+        }
+        Some(prepared)
+    }
+
+    /// A refused run: its claim (if it got one) released, the session free for the next `send`.
+    async fn refuse(&self, refusal: SdkError) {
+        if let Err(error) = self.durable.release().await {
+            self.release_failed(&error);
+        }
+        self.conversation.finish(&self.control, None);
+        self.control.admit(Err(refusal));
+        self.control.finish();
     }
 
     /// Before `send` resolves: the session's claim, a fresh copy of the session when another

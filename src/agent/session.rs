@@ -224,6 +224,12 @@ impl Session {
         self.conversation.messages()
     }
 
+    /// Whether a run may be stopped from outside it (its claim lost, a critical queued webhook
+    /// given up), so its JS signal needs telling.
+    pub fn runs_may_be_stopped(&self) -> bool {
+        self.durable.survives() || self.dispatcher().registry().has_critical_queued()
+    }
+
     /// The session's hook dispatcher (its callbacks, budgets and pending cleanups).
     pub fn dispatcher(&self) -> &Dispatcher {
         &self.agent.dispatcher
@@ -234,7 +240,8 @@ impl Session {
     }
 
     /// Starts a run. The returned future drives it and must be spawned; the handle receives
-    /// its events.
+    /// its events. With the memory store the run is accepted or refused here (nothing waits);
+    /// otherwise once driven (`RunControl::admitted`). Call it within the tokio runtime.
     pub fn send(
         self: &Arc<Self>,
         message: &Value,
@@ -341,7 +348,10 @@ impl Session {
             conversation: self.conversation.clone(),
             approvals: self.approvals.clone(),
         };
-        let run = Run::new(parts, settings, control.clone(), sender, options);
+        let mut run = Run::new(parts, settings, control.clone(), sender, options);
+        if let Some(Err(refusal)) = run.prepare_now(&start) {
+            return Err(refusal);
+        }
         let span = run.span().clone();
         Ok((
             RunHandle {

@@ -416,10 +416,11 @@ impl NativeAgent {
             scope,
             environment,
         };
-        let (handle, run) = match &message {
-            Some(message) => self.session.send(message, options)?,
-            None => self.session.resume(options)?,
-        };
+        // Within the runtime: a run the memory store accepts at once may start its store's tasks.
+        let (handle, run) = napi::bindgen_prelude::within_runtime_if_available(|| match &message {
+            Some(message) => self.session.send(message, options),
+            None => self.session.resume(options),
+        })?;
         // The scheduler the keep-alive found is there to take the run.
         local::spawn(env.raw(), async move {
             run.await;
@@ -427,6 +428,7 @@ impl NativeAgent {
         })
         .map_err(not_started)?;
         Ok(NativeRun {
+            may_be_stopped: self.session.runs_may_be_stopped(),
             events: Arc::new(handle.events),
             control: handle.control,
             session_id: self.session.id.clone().into(),
@@ -452,6 +454,7 @@ impl NativeAgent {
 
 #[napi]
 pub struct NativeRun {
+    may_be_stopped: bool,
     events: Arc<EventReader>,
     control: Arc<RunControl>,
     session_id: Arc<str>,
@@ -492,6 +495,18 @@ impl NativeRun {
     #[napi(getter)]
     pub fn input_id(&self) -> String {
         self.input_id.clone()
+    }
+
+    /// The run was accepted when it started (nothing to wait for: `accepted()` is not needed).
+    #[napi(getter)]
+    pub fn is_accepted(&self) -> bool {
+        self.control.is_admitted()
+    }
+
+    /// Whether the run may be stopped from outside it (`stopped()` is worth waiting on).
+    #[napi(getter)]
+    pub fn may_be_stopped(&self) -> bool {
+        self.may_be_stopped
     }
 
     /// Resolves `null` once the run is accepted (it holds the session and may start), or the

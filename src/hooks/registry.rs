@@ -217,6 +217,16 @@ impl Registry {
         Ok(registry)
     }
 
+    /// Whether a critical webhook is queued (`delivery: 'queue'`, `fallback: 'none'`): giving it
+    /// up may fail a run from outside it.
+    pub fn has_critical_queued(&self) -> bool {
+        self.entries
+            .iter()
+            .flatten()
+            .filter_map(|entry| entry.hook()?.webhook.as_ref())
+            .any(|webhook| webhook.queue.is_some() && webhook.critical)
+    }
+
     /// The environment variables header templates may use.
     pub fn env_var_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
