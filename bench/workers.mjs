@@ -40,20 +40,27 @@ const here = fileURLToPath(new URL('.', import.meta.url))
 const admin = new URL(process.env.ARH_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
 const psql = (sql) => execFileSync('psql', [admin.toString(), '-v', 'ON_ERROR_STOP=1', '-qAtc', sql], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 15_000 }).toString()
 
+/** Counts queued notifications by the first segment of their path (one per round), each
+ * Idempotency-Key once, with the time it first arrived. */
 function receiver() {
-  const keys = new Map()
-  let requests = 0
+  const rounds = new Map()
   const server = createServer((req, res) => {
-    requests++
+    const round = req.url.split('/')[1]
     const key = req.headers['idempotency-key']
     req.resume().on('end', () => {
+      if (!rounds.has(round)) rounds.set(round, new Map())
+      const keys = rounds.get(round)
       if (!keys.has(key)) keys.set(key, performance.now())
       res.writeHead(204).end()
     })
   })
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
-      resolve({ url: `http://127.0.0.1:${server.address().port}`, keys, requests: () => requests, close: () => new Promise((done) => server.close(done)) }),
+      resolve({
+        url: `http://127.0.0.1:${server.address().port}`,
+        keys: (round) => rounds.get(round) ?? new Map(),
+        close: () => new Promise((done) => server.close(done)),
+      }),
     ),
   )
 }
@@ -102,10 +109,11 @@ async function until(condition, timeoutMs) {
   return condition()
 }
 
+let rounds = 0
 async function round(db, sink, workers) {
-  const before = sink.keys.size
+  const name = `round${++rounds}`
   const started = Array.from({ length: workers }, (_, index) =>
-    startWorker({ DB: db, RECEIVER: sink.url, WORKER: String(index), WORKERS: String(workers), SESSIONS: String(SESSIONS) }),
+    startWorker({ DB: db, RECEIVER: `${sink.url}/${name}`, WORKER: String(index), WORKERS: String(workers), SESSIONS: String(SESSIONS) }),
   )
   const ready = await Promise.all(started.map((worker) => worker.line('READY')))
   const go = performance.now()
@@ -114,9 +122,9 @@ async function round(db, sink, workers) {
   const wallMs = Math.max(...done.map((entry) => entry.at)) - go
   // Every session queued one notification, and each worker's cold and warm-up sessions 17 more.
   const expected = SESSIONS + 17 * workers
-  await until(() => sink.keys.size - before >= expected, 30_000)
-  const arrivals = [...sink.keys.values()].slice(before)
-  const received = sink.keys.size - before
+  await until(() => sink.keys(name).size >= expected, 30_000)
+  const arrivals = [...sink.keys(name).values()]
+  const received = sink.keys(name).size
   for (const worker of started) worker.child.stdin.end()
   await Promise.all(started.map((worker) => worker.exited))
   if (process.env.WORKER_VERBOSE) console.error(`${workers} workers: ${wallMs.toFixed(0)} ms wall, worker CPU ${done.map((entry) => entry.value.cpuMs.toFixed(0)).join(' + ')} ms`)
@@ -137,11 +145,11 @@ const recoveryOptions = (db, sink) => ({
     request.messages.some((message) => message.role === 'tool') ? { text: 'done' } : { toolCalls: [{ id: 'call_1', name: 'lookup', input: { q: 'x' } }] },
   ),
   tools: [hang],
-  advanced: { store: { postgres: db }, hooks: [{ id: 'audit', type: 'PostToolUse', webhook: { url: `${sink.url}/audit`, delivery: 'queue' } }] },
+  advanced: { store: { postgres: db }, hooks: [{ id: 'audit', type: 'PostToolUse', webhook: { url: `${sink.url}/recovery/audit`, delivery: 'queue' } }] },
 })
 
 async function recovery(db, sink) {
-  const worker = startWorker({ DB: db, RECEIVER: sink.url, MODE: 'hang', LEASE_TTL_MS: String(LEASE_TTL_MS), WORKER: '0', WORKERS: '1', SESSIONS: '1' })
+  const worker = startWorker({ DB: db, RECEIVER: `${sink.url}/recovery`, MODE: 'hang', LEASE_TTL_MS: String(LEASE_TTL_MS), WORKER: '0', WORKERS: '1', SESSIONS: '1' })
   const sessionId = (await worker.line('SESSION')).value
   await worker.line('STARTED')
   const killed = performance.now()
