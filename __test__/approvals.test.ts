@@ -5,7 +5,6 @@
 // check, the model seeing every result of the paused turn in call order); reject with stop
 // (HumanInterventionStop); and two regressions (approving B never runs A; an abort during a
 // resumed run leaves a valid conversation). Written from the contract, not the implementation.
-import { createHash, createHmac } from 'node:crypto'
 import type { ServerResponse } from 'node:http'
 import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from 'vitest'
 import {
@@ -19,7 +18,6 @@ import {
   type AgentResponse,
   type HookEventPayload,
   type JsonObject,
-  type JsonValue,
   type Message,
   type PendingApproval,
   type PromptResult,
@@ -29,21 +27,11 @@ import {
   type StreamEvent,
   type ToolContext,
 } from '../index.js'
+import { createHash } from 'node:crypto'
+import { canonical, fingerprintOf, tokenOf } from './helpers/canonical.js'
 import { sleep, startServer, until, untilAborted, type ModelServer, type Recorded } from './helpers/server.js'
 
 // ---------------------------------------------------------------------------------------------
-// RFC 8785 (JCS) for the plain JSON values these tests use: object keys sorted by UTF-16 code
-// units (what Array.prototype.sort does on strings), no whitespace, ECMAScript number and string
-// serialization (what JSON.stringify does).
-function canonical(value: JsonValue): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value)
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  const keys = Object.keys(value).sort()
-  return `{${keys.map((key) => `${JSON.stringify(key)}:${canonical((value as JsonObject)[key] as JsonValue)}`).join(',')}}`
-}
-const fingerprintOf = (toolName: string, input: JsonObject) => createHash('sha256').update(canonical({ input, toolName }), 'utf8').digest('hex')
-const tokenOf = (secret: string, sessionId: string, toolCallId: string, fingerprint: string) =>
-  createHmac('sha256', secret).update(canonical([sessionId, toolCallId, fingerprint]), 'utf8').digest('hex')
 
 // ---------------------------------------------------------------------------------------------
 // Tools that count their side effects, and a shared log of what happened in which order.

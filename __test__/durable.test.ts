@@ -8,27 +8,17 @@
 // and peer-bug regressions (decisions kept across a crash, two approvers, a run that fails to
 // start). The in-process approval rules are in approvals.test.ts and are not repeated here.
 // Written from the contract, not the implementation.
-import { createHash } from 'node:crypto'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { ServerResponse } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { resumeAgent, scriptedModel, SdkError, type JsonObject, type JsonValue, type PendingApproval } from '../index.js'
+import { resumeAgent, scriptedModel, SdkError, type PendingApproval } from '../index.js'
+import { fingerprintOf } from './helpers/canonical.js'
 import { child, childKilledAt, effects, type Child } from './helpers/durable.js'
 import { startServer, until, type ModelServer, type Recorded } from './helpers/server.js'
 
 // ---------------------------------------------------------------------------------------------
-// RFC 8785 for the plain values used here (sorted keys, no whitespace, JSON.stringify scalars).
-function canonical(value: JsonValue): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value)
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  return `{${Object.keys(value)
-    .sort()
-    .map((key) => `${JSON.stringify(key)}:${canonical((value as JsonObject)[key] as JsonValue)}`)
-    .join(',')}}`
-}
-const fingerprintOf = (toolName: string, input: JsonObject) => createHash('sha256').update(canonical({ input, toolName }), 'utf8').digest('hex')
 
 // ---------------------------------------------------------------------------------------------
 // One temp dir per test: the SQLite file, the side-effect file, and files children wait on.

@@ -20,12 +20,12 @@
 // (default postgres://postgres@127.0.0.1:5432/postgres) it is skipped with a printed line.
 // Written from the contract (SPEC §8.3), not the implementation.
 import { execFileSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { resumeAgent, scriptedModel, type JsonObject, type JsonValue, type Message, type PendingApproval } from '../index.js'
+import { resumeAgent, scriptedModel, type Message, type PendingApproval } from '../index.js'
+import { fingerprintOf } from './helpers/canonical.js'
 import { effects, ended, killLiveWorkers, publish, runWorker, startWorker, type Worker } from './helpers/workers.js'
 
 // ---------------------------------------------------------------------------------------------
@@ -51,16 +51,6 @@ try {
 const available = noServer === ''
 
 // ---------------------------------------------------------------------------------------------
-// RFC 8785 for the plain values used here, and the fingerprint of §8.1.
-function canonical(value: JsonValue): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value)
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  return `{${Object.keys(value)
-    .sort()
-    .map((key) => `${JSON.stringify(key)}:${canonical((value as JsonObject)[key] as JsonValue)}`)
-    .join(',')}}`
-}
-const fingerprintOf = (toolName: string, input: JsonObject) => createHash('sha256').update(canonical({ input, toolName }), 'utf8').digest('hex')
 const REJECTED = (reason: string) => `Tool execution aborted: User rejected execution: ${reason}`
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
 

@@ -125,19 +125,24 @@ export interface Child extends ChildResult {
   one(tag: string): any
 }
 
+/** A `<TAG> <json>` line a child printed (`undefined` for any other line); a value that is not
+ * JSON stays text. */
+export function parseTagged(line: string): { tag: string; value: any } | undefined {
+  if (!/^[A-Za-z_]+( |$)/.test(line)) return undefined
+  const space = line.indexOf(' ')
+  if (space < 0) return { tag: line, value: undefined }
+  let value: any = line.slice(space + 1)
+  try {
+    value = JSON.parse(value)
+  } catch {}
+  return { tag: line.slice(0, space), value }
+}
+
 function parse(result: ChildResult): Child {
   const lines = result.stdout
     .split('\n')
-    .filter((line) => /^[A-Za-z_]+( |$)/.test(line))
-    .map((line) => {
-      const space = line.indexOf(' ')
-      if (space < 0) return { tag: line, value: undefined }
-      let value: any = line.slice(space + 1)
-      try {
-        value = JSON.parse(value)
-      } catch {}
-      return { tag: line.slice(0, space), value }
-    })
+    .map(parseTagged)
+    .filter((line): line is { tag: string; value: any } => line !== undefined)
   const all = (tag: string) => lines.filter((line) => line.tag === tag).map((line) => line.value)
   return {
     ...result,

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { childEnv } from './child.js'
+import { parseTagged } from './durable.js'
 
 const entry = resolve(__dirname, '..', '..', 'index.js')
 
@@ -144,16 +145,6 @@ export interface Worker {
 
 const live = new Set<Worker>()
 
-function parseLine(line: string): Line | undefined {
-  if (!/^[A-Za-z_]+( |$)/.test(line)) return undefined
-  const space = line.indexOf(' ')
-  if (space < 0) return { tag: line, value: undefined }
-  let value: any = line.slice(space + 1)
-  try {
-    value = JSON.parse(value)
-  } catch {}
-  return { tag: line.slice(0, space), value }
-}
 
 /** Spawns a worker running `body`; it is SIGKILLed after `lifetimeMs` (default 14 s) whatever happens. */
 export function startWorker(name: string, body: string, env: Record<string, string | undefined>, lifetimeMs = 14000): Worker {
@@ -183,7 +174,7 @@ export function startWorker(name: string, body: string, env: Record<string, stri
     const parts = pending.split('\n')
     pending = parts.pop()!
     for (const text of parts) {
-      const line = parseLine(text)
+      const line = parseTagged(text)
       if (!line) continue
       lines.push(line)
       for (const waiter of waiters.filter((w) => w.tag === line.tag)) {

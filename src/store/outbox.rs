@@ -129,6 +129,12 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
 /// the notification twice, with one `Idempotency-Key`).
 pub const CLAIM_MARGIN: Duration = Duration::from_secs(5);
 
+/// What an `enqueue` of `rows` is called in an error.
+pub fn enqueue_operation(rows: &[Queued]) -> String {
+    let session = rows.first().map_or("", |row| row.session_id.as_str());
+    format!("queue {} webhook notification(s) of session {session}", rows.len())
+}
+
 /// How long a claim on `row` lasts: its webhook's timeout plus the margin.
 pub fn claim_ms(row: &Queued) -> i64 {
     i64::try_from(row.target.timeout_ms)

@@ -500,11 +500,7 @@ impl Store for PostgresStore {
         if rows.is_empty() {
             return Ok(());
         }
-        let operation = format!(
-            "queue {} webhook notification(s) of session {}",
-            rows.len(),
-            rows[0].session_id
-        );
+        let operation = super::outbox::enqueue_operation(rows);
         let texts = |field: fn(&Queued) -> &str| rows.iter().map(field).collect::<Vec<_>>();
         let claim_ms: Vec<i64> = rows.iter().map(outbox::claim_ms).collect();
         let written = sqlx::query(ENQUEUE)

@@ -336,11 +336,7 @@ impl Store for SqliteStore {
         if rows.is_empty() {
             return Ok(());
         }
-        let operation = format!(
-            "queue {} webhook notification(s) of session {}",
-            rows.len(),
-            rows[0].session_id
-        );
+        let operation = super::outbox::enqueue_operation(rows);
         let op = operation.as_str();
         let mut tx = self.write(op).await?;
         if let Some(lease) = lease {
