@@ -240,15 +240,11 @@ impl Run {
         let watch = store::delivery::watch_operation(&self.id, {
             let (control, stopped) = (control.clone(), stopped.clone());
             Box::new(move |hook_id: &str, cause: &str| {
-                let error = HookError::Critical {
+                let critical = HookError::Critical {
                     hook_id: hook_id.to_owned(),
                     cause: cause.to_owned(),
-                }
-                .into_sdk();
-                // Why first: the run, once aborted, may end and look for it at once.
-                let message = error.message.clone();
-                let _ = stopped.set(error);
-                control.abort(message);
+                };
+                stop(&control, &stopped, critical.into_sdk());
             })
         });
         let mut outcome = self.conclude(start).await;
@@ -1006,6 +1002,14 @@ pub(crate) struct RunParts {
     pub approvals: Arc<Approvals>,
 }
 
+/// Stops a run from outside it with `error`, which its result reports. Why first: the run, once
+/// aborted, may end and look for it at once.
+fn stop(control: &RunControl, stopped: &std::sync::OnceLock<SdkError>, error: SdkError) {
+    let message = error.message.clone();
+    let _ = stopped.set(error);
+    control.abort(message);
+}
+
 /// Renews a run's claim on its session while the run lasts (dropped with it). A claim found lost
 /// — expired while renewals failed, or taken by another agent — aborts the run: its writes would
 /// be refused, and another agent may be driving the session. A renewal that fails is tried again
@@ -1024,11 +1028,7 @@ async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, stopped: Ar
             Err(_) if renewed.elapsed() < every * 3 => continue,
             Err(_) => "could not renew its claim on the session before it expired: the run stopped",
         };
-        let error = durable::session_leased(durable.session_id(), why);
-        // Why first: the run, once aborted, may end and look for it at once.
-        let message = error.message.clone();
-        let _ = stopped.set(error);
-        control.abort(message);
+        stop(&control, &stopped, durable::session_leased(durable.session_id(), why));
         return;
     }
 }
