@@ -118,6 +118,9 @@ impl Enqueue for Unfenced {
     }
 }
 
+/// How long a claim in the memory store lasts: until released, in practice.
+const MEMORY_LEASE: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// A run's claim, as `claim` got it.
 pub struct Claimed {
     /// Another agent drove the session since this one last held it (or read it while it was
@@ -213,7 +216,13 @@ impl Durable {
     /// is live.
     pub async fn claim(&self) -> Result<Claimed> {
         let store = self.store().await?;
-        let (session_id, owner, ttl) = (self.session_id.clone(), self.owner.clone(), self.lease_ttl);
+        // A claim in the memory store cannot outlive its process, nor be orphaned by a dead one:
+        // it lasts until released, without renewals.
+        let ttl = match self.config {
+            StoreConfig::Memory => MEMORY_LEASE,
+            _ => self.lease_ttl,
+        };
+        let (session_id, owner) = (self.session_id.clone(), self.owner.clone());
         let claim = self
             .hop("claim the session", async move {
                 store.claim(&session_id, &owner, ttl).await

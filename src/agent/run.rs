@@ -236,16 +236,23 @@ impl Run {
         // Why the run was stopped from outside, when it was: its claim lost, or a critical
         // queued notification given up.
         let stopped = Arc::new(std::sync::OnceLock::new());
-        let renewal = offload(keep_claim(self.durable.clone(), control.clone(), stopped.clone()));
-        let watch = store::delivery::watch_operation(&self.id, {
+        // The memory store's claims do not expire (no process can die holding one).
+        let renewal = self
+            .durable
+            .survives()
+            .then(|| offload(keep_claim(self.durable.clone(), control.clone(), stopped.clone())));
+        let watch = self.agent.dispatcher.registry().has_critical_queued().then(|| {
             let (control, stopped) = (control.clone(), stopped.clone());
-            Box::new(move |hook_id: &str, cause: &str| {
-                let critical = HookError::Critical {
-                    hook_id: hook_id.to_owned(),
-                    cause: cause.to_owned(),
-                };
-                stop(&control, &stopped, critical.into_sdk());
-            })
+            store::delivery::watch_operation(
+                &self.id,
+                Box::new(move |hook_id: &str, cause: &str| {
+                    let critical = HookError::Critical {
+                        hook_id: hook_id.to_owned(),
+                        cause: cause.to_owned(),
+                    };
+                    stop(&control, &stopped, critical.into_sdk());
+                }),
+            )
         });
         let mut outcome = self.conclude(start).await;
         drop((renewal, watch));
