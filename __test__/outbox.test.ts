@@ -167,6 +167,16 @@ describe('delivery', () => {
     expect(at('/down')).toHaveLength(2)
   })
 
+  it('a receiver answering with a redirect has not received it: the redirect is not followed, the attempt failed and is retried', async () => {
+    routes['/moved'] = (_req, res) => void res.writeHead(307, { location: `${receiver.url}/elsewhere` }).end()
+    routes['/elsewhere'] = status(200)
+    await runOnce(options([queuedHook('/moved', { maxAttempts: 2 })]))
+    const drains = await drainUntilEmpty()
+    expect(at('/moved')).toHaveLength(2)
+    expect(at('/elsewhere')).toEqual([])
+    expect(drains.at(-1)?.remaining).toBe(0)
+  })
+
   it('a retry waits its backoff (1 s after the first failure) unless drained', async () => {
     let calls = 0
     routes['/later'] = (_req, res) => void res.writeHead(++calls === 1 ? 500 : 200).end()

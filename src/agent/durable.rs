@@ -86,14 +86,24 @@ impl Enqueue for Durable {
             .await
             .map_err(|error| StoreError::new("open the store", error.message))?;
         let lease = lock(&self.lease).clone();
-        let queue = store.clone();
-        match offload(async move { queue.enqueue(&rows, lease.as_ref()).await }).await {
-            Ok(written) => written?,
-            Err(error) => return Err(StoreError::new("queue webhook notifications", error)),
-        }
-        delivery::wake(&store);
-        Ok(())
+        queue_rows(store, rows, lease).await
     }
+}
+
+/// Writes `rows` to `store`'s outbox on the tokio workers (fenced by `lease` when given), then
+/// tells this process's deliverer.
+async fn queue_rows(
+    store: Arc<dyn Store>,
+    rows: Vec<Queued>,
+    lease: Option<Lease>,
+) -> std::result::Result<(), StoreError> {
+    let queue = store.clone();
+    match offload(async move { queue.enqueue(&rows, lease.as_ref()).await }).await {
+        Ok(written) => written?,
+        Err(error) => return Err(StoreError::new("queue webhook notifications", error)),
+    }
+    delivery::wake(&store);
+    Ok(())
 }
 
 /// Queues to a store's outbox outside any run (a deferred call's publication).
@@ -108,13 +118,7 @@ impl Enqueue for Unfenced {
             Ok(opened) => opened?,
             Err(error) => return Err(StoreError::new("open the store", error)),
         };
-        let queue = store.clone();
-        match offload(async move { queue.enqueue(&rows, None).await }).await {
-            Ok(written) => written?,
-            Err(error) => return Err(StoreError::new("queue webhook notifications", error)),
-        }
-        delivery::wake(&store);
-        Ok(())
+        queue_rows(store, rows, None).await
     }
 }
 

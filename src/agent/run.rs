@@ -256,9 +256,21 @@ impl Run {
         });
         let mut outcome = self.conclude(start).await;
         drop((renewal, watch));
+        let aborted = matches!(&outcome, Err(error) if error.code == ErrorCode::Abort);
         if let (Some(stopped), Err(error)) = (stopped.get(), &mut outcome) {
             // Aborted from outside: said as what it was.
             *error = stopped.clone();
+        }
+        // An aborted run's open calls were answered in memory (§2); kept (unless the claim is
+        // lost), so the next agent to claim the session finds the conversation as this one does.
+        let lost = matches!(&outcome, Err(error) if error.code == ErrorCode::SessionLeased);
+        if aborted && !lost && self.durable.survives() && self.conversation.paused().is_none() {
+            if let Err(error) = self.save(None).await {
+                self.agent.log().warn(
+                    "The aborted run's conversation could not be kept",
+                    json!({"sessionId": self.agent.id, "error": error.message}),
+                );
+            }
         }
         // Released before the result is published: whoever sees it may claim the session.
         if let Err(error) = self.durable.release().await {
@@ -1031,9 +1043,13 @@ async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, stopped: Ar
                 renewed = tokio::time::Instant::now();
                 continue;
             }
-            Ok(false) => "lost its claim on the session (it expired or another agent took it): the run stopped",
+            Ok(false) => {
+                "was taken over by another agent, or its lease expired, while this run drove it: the run stopped"
+            }
             Err(_) if renewed.elapsed() < every * 3 => continue,
-            Err(_) => "could not renew its claim on the session before it expired: the run stopped",
+            Err(_) => {
+                "could not be kept: its lease expired while the store could not be reached to renew it: the run stopped"
+            }
         };
         stop(&control, &stopped, durable::session_leased(durable.session_id(), why));
         return;

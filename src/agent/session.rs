@@ -89,26 +89,45 @@ impl Session {
     pub fn from_store(mut config: AgentConfig, host: Arc<dyn Host>, stored: Stored) -> Result<Arc<Self>> {
         config.hooks = Registry::resumed(&stored.record.hooks, std::mem::take(&mut config.hooks))?;
         config.stored_hooks = stored.record.hooks.clone();
-        // A session another agent drives right now is taken as stored: its run is at work, and
-        // this agent's first claim reads it again once that run has settled.
-        let recover = !stored.lease.is_some_and(|lease| lease.live);
-        let resumed = durable::resumed_turn(&stored, &config.tools, recover)?;
-        let recovered = resumed.as_ref().is_some_and(|resumed| resumed.changed);
         let session = Session::make(config, host, Some(stored.record.session_id.clone()));
-        session.durable.set_known(stored.lease);
-        if recovered {
-            session.durable.mark_recovered();
-        }
-        durable::install(
-            &session.conversation,
-            stored.record.messages,
-            resumed.map(|resumed| resumed.turn),
-        );
+        session.adopt(stored)?;
         {
             let mut state = lock(&session.state);
             state.resumed = true;
         }
         Ok(session)
+    }
+
+    /// Takes `stored` as this agent's copy of the session: its conversation and its paused turn,
+    /// rebuilt with the effects ledger after a crash. A session another agent drives right now
+    /// is taken as stored (its run is at work; this agent's first claim reads it again once that
+    /// run has settled).
+    fn adopt(&self, stored: Stored) -> Result<()> {
+        let recover = !stored.lease.is_some_and(|lease| lease.live);
+        let resumed = durable::resumed_turn(&stored, &self.agent.config.tools, recover)?;
+        if resumed.as_ref().is_some_and(|resumed| resumed.changed) {
+            self.durable.mark_recovered();
+        }
+        self.durable.set_known(stored.lease);
+        durable::install(
+            &self.conversation,
+            stored.record.messages,
+            resumed.map(|resumed| resumed.turn),
+        );
+        Ok(())
+    }
+
+    /// Reads the session again when another agent may have changed it since this one did (a
+    /// pause taken elsewhere, before `approve` or `reject` here). Not while a run of this agent
+    /// is at work: its copy is the session then.
+    async fn catch_up(&self) -> Result<()> {
+        if !self.durable.survives() || self.conversation.active().is_some() {
+            return Ok(());
+        }
+        match self.durable.reload().await? {
+            Some(stored) => self.adopt(stored),
+            None => Ok(()),
+        }
     }
 
     fn make(config: AgentConfig, host: Arc<dyn Host>, id: Option<String>) -> Arc<Self> {
@@ -301,10 +320,17 @@ impl Session {
             )
         };
         // A deferred call waits for its result, not for a person.
-        let waiting = self.conversation.paused().is_some_and(|turn| {
-            turn.waiting()
-                .any(|call| call.tool_call_id == tool_call_id && call.reason != PendingReason::Deferred)
-        });
+        let waiting = || {
+            self.conversation.paused().is_some_and(|turn| {
+                turn.waiting()
+                    .any(|call| call.tool_call_id == tool_call_id && call.reason != PendingReason::Deferred)
+            })
+        };
+        // Not waiting here: another agent may have paused on it since this one read the session.
+        if !waiting() {
+            self.catch_up().await?;
+        }
+        let waiting = waiting();
         if waiting && self.durable.take_recovered() {
             let paused = self.conversation.paused();
             let messages = self.conversation.messages();

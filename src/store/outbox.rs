@@ -120,9 +120,6 @@ pub enum Settled {
     Stale,
 }
 
-/// `maxAttempts` when a queued webhook does not say.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
-
 /// How long a process may hold a row for one attempt beyond the webhook's own timeout (which
 /// bounds the attempt) before another process may try it: the time to claim, connect and report.
 /// A report later than that finds the row taken again and changes nothing (the receiver may see
