@@ -786,6 +786,11 @@ export interface Agent {
   /** What a paused run waits on now. */
   readonly pendingApprovals: PendingApproval[]
   /** Approves a paused call; `updatedInput` replaces its input. */
+  /**
+   * Records an approval. With `advanced.approvalSecret`, `token` must be the one over what will
+   * run: the pending approval's own `token`, or — with `updatedInput` — `approvalToken()` of
+   * that input (else `APPROVAL_TOKEN_INVALID`).
+   */
   approve(toolCallId: string, options?: { updatedInput?: JsonObject; token?: string }): Promise<void>
   /** Rejects a paused call; `stop` ends the run there instead of telling the model. */
   reject(toolCallId: string, options?: { reason?: string; stop?: boolean }): Promise<void>
@@ -833,6 +838,20 @@ export declare function completeToolCall(options: {
 export declare function drainOutbox(options: {
   store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
 }): Promise<{ delivered: number; failed: number; remaining: number }>
+/**
+ * The approval token `approve(toolCallId, { updatedInput: input, token })` needs under
+ * `advanced.approvalSecret`: HMAC-SHA256 (key: `secret`) over the RFC 8785 JSON of
+ * `[sessionId, toolCallId, fingerprint]`, the fingerprint being that of `{ input, toolName }`.
+ * Only the secret's holder can make it, so whoever relays a pending approval cannot change the
+ * input that runs.
+ */
+export declare function approvalToken(options: {
+  secret: string
+  sessionId: string
+  toolCallId: string
+  toolName: string
+  input: JsonObject
+}): string
 /**
  * Sends the spans batched for OpenTelemetry export now. Export is on when
  * `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (and

@@ -935,6 +935,22 @@ async function drainOutbox({ store } = {}) {
   return outcome.drained
 }
 
+/**
+ * The approval token `approve(toolCallId, { updatedInput: input, token })` needs under
+ * `advanced.approvalSecret`: HMAC-SHA256 over `[sessionId, toolCallId, fingerprint]`, where the
+ * fingerprint is that of `{ input, toolName }`. Only whoever holds the secret can make one, so a
+ * relay of a pending approval cannot change what runs.
+ */
+function approvalToken({ secret, sessionId, toolCallId, toolName, input } = {}) {
+  for (const [name, value] of Object.entries({ secret, sessionId, toolCallId, toolName })) {
+    if (typeof value !== 'string') throw invalidInput(`approvalToken's ${name} must be a string (got ${typeof value})`)
+  }
+  const encoded = JSON.stringify(splitFunctions(input, 'the input', invalidInput).data) ?? 'null'
+  const outcome = JSON.parse(native.approvalToken(secret, sessionId, toolCallId, toolName, encoded))
+  if (outcome.error) throw toError(outcome.error)
+  return outcome.token
+}
+
 /** Blade's helper: a generator that yields nothing and returns `result`. */
 async function* completeToolExecution(result) {
   return result
@@ -959,6 +975,7 @@ module.exports = {
   deferred,
   completeToolCall,
   drainOutbox,
+  approvalToken,
   scriptedModel,
   flushTelemetry,
   AgentResponse,

@@ -819,7 +819,7 @@ describe('advanced.approvalSecret', () => {
     await agent.close()
   })
 
-  it('approve without the token, with a wrong one or with another call’s rejects APPROVAL_TOKEN_INVALID and the call stays pending', async () => {
+  it('approve without the token, with a wrong one, another call’s or the paused input’s with an updatedInput rejects APPROVAL_TOKEN_INVALID and the call stays pending', async () => {
     const { agent, result } = await paused({ calls: [WRITE, BASH], advanced: { approvalSecret: secret } })
     const [write, bash] = result.pendingApprovals!
     await expectCode(agent.approve('call_bash'), 'APPROVAL_TOKEN_INVALID')
@@ -834,7 +834,10 @@ describe('advanced.approvalSecret', () => {
     await expectCode(agent.resume(), 'APPROVALS_PENDING')
     // The right tokens work.
     await agent.approve('call_bash', { token: bash.token })
-    await agent.approve('call_write', { token: write.token, updatedInput: { file_path: 'b.txt', content: 'y' } })
+    // An updatedInput needs the token over its own fingerprint: the paused input's is refused.
+    const updated = { file_path: 'b.txt', content: 'y' }
+    await expectCode(agent.approve('call_write', { token: write.token, updatedInput: updated }), 'APPROVAL_TOKEN_INVALID')
+    await agent.approve('call_write', { token: tokenOf(secret, agent.sessionId, 'call_write', fingerprintOf('Write', updated)), updatedInput: updated })
     await (await agent.resume()).result()
     expect(ran).toEqual({ Write: [{ file_path: 'b.txt', content: 'y' }], Bash: [BASH.input] })
     await agent.close()

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { ConfigError, createAgent, CriticalHookDeliveryError, defineTool, drainOutbox, scriptedModel, type AgentHook, type AgentOptions } from '../index.js'
 import { childEnv, runScript } from './helpers/child.js'
-import { childProgram } from './helpers/durable.js'
+import { child, childKilledAt, childProgram, effects } from './helpers/durable.js'
 import { startServer, until, type ModelServer, type Recorded } from './helpers/server.js'
 
 let receiver: ModelServer
@@ -314,6 +314,34 @@ describe.each(backends)('a worker killed with queued notifications ($name)', (ba
     expect(attempts.at(-1)?.body).toMatchObject({ event: 'PostToolUse', toolCallId: 'call_read' })
     expect(new Set(attempts.map((req) => req.headers['idempotency-key'])).size).toBe(1)
   }, 20000)
+
+  it('a run recovered after its worker was killed queues its tool call again under the same key: the first body is the one sent', async () => {
+    const path = `/pre-${backend.name}`
+    routes[path] = status(200)
+    const ledger = join(dir, 'effects.jsonl')
+    const env = {
+      ...backend.env(),
+      EFFECTS: ledger,
+      CALLS: JSON.stringify([{ id: 'call_write', name: 'Write', input: { file_path: 'a.txt', content: 'x' } }]),
+      // Idempotent: after the crash it goes through the whole pipeline again, PreToolUse included.
+      SIDE_EFFECT: 'idempotent',
+      HOOKS: JSON.stringify([queuedHook(path, {}, 'PreToolUse')]),
+    }
+    const allow = `options.advanced.permission = 'bypass-permissions';`
+    const first = await childKilledAt(`${allow} await pause()`, { ...env, HANG_IN_TOOL: '1' }, 'STARTED')
+    expect(first.killedAtMarker).toBe(true)
+    const second = await child(`${allow} const agent = await open(); await go(agent); await agent.close()`, { ...env, SESSION: first.one('SESSION') })
+    expect(second.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done' })
+    await settledIn(backend)
+    // The tool ran in both processes, each run firing PreToolUse with its own operationId …
+    expect(effects(ledger).map((entry) => entry.name)).toEqual(['Write', 'Write'])
+    // … and the receiver got one body under the call's one key, the first run's.
+    const sent = at(path)
+    expect(sent.length).toBeGreaterThanOrEqual(1)
+    expect(new Set(sent.map((req) => req.headers['idempotency-key'])).size).toBe(1)
+    expect(new Set(sent.map((req) => JSON.stringify(req.body))).size).toBe(1)
+    expect(sent[0].body).toMatchObject({ event: 'PreToolUse', toolCallId: 'call_write' })
+  }, 30000)
 
   it('nothing keeps Node alive: a process whose agent ran (claims, a queued notification) and closed exits on its own', async () => {
     const path = `/exit-${backend.name}`

@@ -148,6 +148,7 @@ macro_rules! conformance {
             failed_attempts_back_off_and_give_up_after_max_attempts,
             a_drain_tries_each_row_once_whatever_its_backoff,
             concurrent_deliverers_never_claim_one_row_twice,
+            one_key_names_one_body,
             a_run_that_lost_its_lease_queues_nothing
         );
     };
@@ -231,6 +232,46 @@ mod checks {
             Settled::Delivered
         );
         assert_eq!(f.other.queued().await.unwrap(), 0);
+    }
+
+    /// A notification queued again under its key (a run recovered after a crash queues its
+    /// tool call's events again, with another `operationId`) is not queued twice: the body
+    /// first queued under the key is the one sent.
+    pub async fn one_key_names_one_body(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
+        let again = |id: &str, body: &str| Queued {
+            id: id.into(),
+            idempotency_key: "key-q1".into(),
+            operation_id: Some("op-2".into()),
+            body: body.into(),
+            ..queued("q1", 8)
+        };
+        f.store.enqueue(&[queued("q1", 8)], Some(&l)).await.unwrap();
+        f.store
+            .enqueue(&[again("q1-b", r#"{"operationId":"op-2"}"#)], Some(&l))
+            .await
+            .unwrap();
+        f.store
+            .enqueue(&[again("q1-c", "{}"), queued("q2", 8), again("q1-d", "[]")], None)
+            .await
+            .unwrap();
+        assert_eq!(f.other.queued().await.unwrap(), 2);
+        let claimed = f.other.claim_deliveries("a", Due::Now, 10).await.unwrap();
+        let rows: Vec<&Queued> = claimed.iter().map(|c| &c.row).collect();
+        assert_eq!(rows, [&queued("q1", 8), &queued("q2", 8)]);
+        // Queued twice in one batch, the first of the batch stands.
+        f.store
+            .enqueue(
+                &[again("q3", "[1]"), again("q4", "[2]")].map(|row| Queued {
+                    idempotency_key: "key-q3".into(),
+                    ..row
+                }),
+                None,
+            )
+            .await
+            .unwrap();
+        let claimed = f.other.claim_deliveries("a", Due::Now, 10).await.unwrap();
+        assert_eq!(claimed.iter().map(|c| c.row.body.as_str()).collect::<Vec<_>>(), ["[1]"]);
     }
 
     pub async fn failed_attempts_back_off_and_give_up_after_max_attempts(f: Fixture) {
@@ -515,6 +556,7 @@ mod checks {
                 PendingReason::OutcomeUnknown,
                 Some(Decision::Approve {
                     updated_input: Some(object(json!({ "env": "staging" }))),
+                    token: Some("t".repeat(64)),
                 }),
             ),
             pending(
@@ -571,6 +613,7 @@ mod checks {
         f.store.save(&record("s1", Some(json!({}))), &calls, &l).await.unwrap();
         let approve = Decision::Approve {
             updated_input: Some(object(json!({ "path": "a2" }))),
+            token: None,
         };
         let reject = Decision::Reject {
             reason: None,
@@ -614,7 +657,10 @@ mod checks {
     pub async fn concurrent_decisions_have_one_winner(f: Fixture) {
         let outcomes = race(&f, PendingReason::Ask, |store, id, first| async move {
             let decision = match first {
-                true => Decision::Approve { updated_input: None },
+                true => Decision::Approve {
+                    updated_input: None,
+                    token: None,
+                },
                 false => Decision::Reject {
                     reason: None,
                     stop: false,
@@ -1354,7 +1400,17 @@ async fn a_decision_waiting_on_a_save_of_the_same_call_sees_the_saved_call() {
         }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let decide = tokio::spawn(async move { b.decide("s1", "c1", &Decision::Approve { updated_input: None }).await });
+    let decide = tokio::spawn(async move {
+        b.decide(
+            "s1",
+            "c1",
+            &Decision::Approve {
+                updated_input: None,
+                token: None,
+            },
+        )
+        .await
+    });
     tokio::time::sleep(Duration::from_millis(300)).await;
     holder.rollback().await.unwrap();
     save.await.unwrap();
@@ -1363,7 +1419,13 @@ async fn a_decision_waiting_on_a_save_of_the_same_call_sees_the_saved_call() {
     assert!(decide.await.unwrap().unwrap(), "the saved call was pending");
     let (record, loaded) = a.load("s1").await.unwrap().unwrap();
     assert_eq!(record.paused, Some(json!({ "again": true })));
-    assert_eq!(loaded[0].decision, Some(Decision::Approve { updated_input: None }));
+    assert_eq!(
+        loaded[0].decision,
+        Some(Decision::Approve {
+            updated_input: None,
+            token: None
+        })
+    );
 }
 
 #[tokio::test]

@@ -113,6 +113,26 @@ impl PausedTurn {
             .collect()
     }
 
+    /// Whether a turn read back from a store holds together: one result slot per call, and
+    /// every waiting call at its own place among them. A turn that does not is never acted on.
+    pub fn check_shape(&self) -> Result<(), String> {
+        if self.results.len() != self.calls.len() {
+            return Err(format!("{} results for {} calls", self.results.len(), self.calls.len()));
+        }
+        for call in &self.pending {
+            match self.calls.get(call.index) {
+                Some(turn_call) if turn_call.id == call.tool_call_id && turn_call.name == call.tool_name => {}
+                _ => {
+                    return Err(format!(
+                        "waiting call {} is not call {} of its turn",
+                        call.tool_call_id, call.index
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The calls a person must decide before the turn can go on (a deferred call waits for
     /// its result instead).
     pub fn undecided(&self) -> Vec<&str> {
@@ -121,6 +141,64 @@ impl PausedTurn {
             .map(|call| call.tool_call_id.as_str())
             .collect()
     }
+}
+
+/// Why an approved call may not run as it was approved, checked just before it would: the
+/// input it is about to run is fingerprinted again. The waiting call must still be what was
+/// fingerprinted when it paused (an edit of the stored input, or of the tool it calls, shows);
+/// and with `secret` (`approvalSecret`) the decision must carry the token over the fingerprint
+/// of the input that runs (`updatedInput` when given), so a decision written into the store by
+/// anyone without the secret, or relayed with another input, runs nothing.
+pub fn approval_refusal(
+    call: &PausedCall,
+    request: &ToolCallRequest,
+    session_id: &str,
+    secret: Option<&str>,
+) -> Option<&'static str> {
+    let Some(Decision::Approve { updated_input, token }) = &call.decision else {
+        return None;
+    };
+    if request.id != call.tool_call_id
+        || request.name != call.tool_name
+        || store::fingerprint(&request.name, &call.input) != call.fingerprint
+    {
+        return Some("the stored call does not match its fingerprint");
+    }
+    let secret = secret?;
+    let fingerprint = match updated_input {
+        Some(input) => store::fingerprint(&request.name, input),
+        None => call.fingerprint.clone(),
+    };
+    let token = token.as_deref().unwrap_or_default();
+    if store::verify_approval_token(secret.as_bytes(), session_id, &call.tool_call_id, &fingerprint, token) {
+        None
+    } else {
+        Some("its approval token does not match the input to run")
+    }
+}
+
+/// `approvalToken({ secret, sessionId, toolCallId, toolName, input })`: the fingerprint of
+/// `input` and the token `approve` needs to run it under that secret (for an `updatedInput`,
+/// made by whoever holds the secret).
+pub fn token_for(
+    secret: &str,
+    session_id: &str,
+    tool_call_id: &str,
+    tool_name: &str,
+    input: &Value,
+) -> Result<(String, String), String> {
+    if secret.is_empty() {
+        return Err("secret must be a non-empty string".into());
+    }
+    let Value::Object(input) = input else {
+        return Err(format!(
+            "input must be an object (got {})",
+            crate::js_value::describe(input)
+        ));
+    };
+    let fingerprint = store::fingerprint(tool_name, input);
+    let token = store::approval_token(secret.as_bytes(), session_id, tool_call_id, &fingerprint);
+    Ok((fingerprint, token))
 }
 
 /// `approve(toolCallId, { updatedInput?, token? })`'s options.
@@ -246,7 +324,10 @@ mod tests {
                 input: Map::new(),
                 fingerprint: "f".into(),
                 reason: PendingReason::Ask,
-                decision: Some(Decision::Approve { updated_input: None }),
+                decision: Some(Decision::Approve {
+                    updated_input: None,
+                    token: None,
+                }),
                 rerun: false,
             }],
         };

@@ -502,8 +502,13 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec], recover: bool) -> Resul
         return Ok(None);
     }
     let mut turn = match &stored.record.paused {
-        Some(paused) => serde_json::from_value::<PausedTurn>(paused.clone())
-            .map_err(|error| store_error(StoreError::new("read the paused turn", error)))?,
+        Some(paused) => {
+            let turn = serde_json::from_value::<PausedTurn>(paused.clone())
+                .map_err(|error| store_error(StoreError::new("read the paused turn", error)))?;
+            turn.check_shape()
+                .map_err(|problem| store_error(StoreError::new("read the paused turn", problem)))?;
+            turn
+        }
         None => match interrupted_turn(&stored.record.messages) {
             Some(turn) => {
                 changed = true;

@@ -154,7 +154,7 @@ pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, pause
         spent: Mutex::default(),
     };
     let (result, input, interrupt) = match (&paused.decision, call.tool()) {
-        (Some(approvals::Decision::Approve { updated_input }), Some(tool)) => {
+        (Some(approvals::Decision::Approve { updated_input, .. }), Some(tool)) => {
             let input = updated_input.clone().unwrap_or_else(|| paused.input.clone());
             match call.execute(tool, input).await {
                 Ok(outcome) => outcome,
@@ -174,6 +174,25 @@ pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, pause
     Ended::Finished(Finished {
         record: record(request, input, result, started),
         interrupt,
+        spent: call.spent(),
+    })
+}
+
+/// Ends a call whose approval does not hold (`approvals::approval_refusal`): it fails without
+/// running, and the model is told so.
+pub(crate) async fn refuse(site: &CallSite<'_>, request: &ToolCallRequest, paused: &PausedCall, why: &str) -> Ended {
+    let started = std::time::Instant::now();
+    let call = Call {
+        site,
+        request,
+        index: paused.index,
+        spent: Mutex::default(),
+    };
+    let text = format!("Approval refused: {why}");
+    let (result, input, _) = call.finish(paused.input.clone(), CallResult::aborted(text), None).await;
+    Ended::Finished(Finished {
+        record: record(request, input, result, started),
+        interrupt: None,
         spent: call.spent(),
     })
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::approvals::{Decision, PausedCall, PausedTurn, TurnCall};
+use super::approvals::{self, Decision, PausedCall, PausedTurn, TurnCall};
 use super::compaction;
 use super::confirm::Approvals;
 use super::control::{RunControl, SendOptions};
@@ -940,6 +940,14 @@ impl Run {
                 // pipeline, and may pause again.
                 let input = parse_arguments(&requests[call.index].arguments);
                 pipeline::run(&site, &requests[call.index], call.index, input).await
+            } else if let Some(why) = approvals::approval_refusal(
+                call,
+                &requests[call.index],
+                &self.agent.id,
+                self.agent.config.approval_secret.as_deref(),
+            ) {
+                // Nobody's decision is acted on: no HumanInterventionResult, nothing runs.
+                pipeline::refuse(&site, &requests[call.index], call, why).await
             } else {
                 self.intervention_result(&turn, call).await?;
                 self.checkpoint()?;

@@ -284,24 +284,36 @@ impl Session {
         turn.approvals(&self.id, self.agent.config.approval_secret.as_deref())
     }
 
-    /// `approve(toolCallId, { updatedInput?, token? })`.
+    /// `approve(toolCallId, { updatedInput?, token? })`. With `approvalSecret` the token must be
+    /// the one over the fingerprint of what will run: the paused input's (`pendingApprovals`
+    /// gives it), or `updatedInput`'s (only the secret's holder can make it: `approvalToken`).
+    /// The token is kept with the decision and checked again before the call runs.
     pub async fn approve(&self, tool_call_id: &str, options: &Value) -> Result<()> {
         let approvals::ApproveOptions { updated_input, token } =
             approvals::read_approve(options).map_err(invalid_input)?;
+        let mut kept_token = None;
         if let Some(secret) = &self.agent.config.approval_secret {
             let waiting = self.pending_approvals();
-            let call = waiting.iter().find(|call| call.tool_call_id == tool_call_id);
-            if let Some(call) = call {
-                let token = token.as_deref().unwrap_or_default();
-                if !store::verify_approval_token(secret.as_bytes(), &self.id, tool_call_id, &call.fingerprint, token) {
+            if let Some(call) = waiting.iter().find(|call| call.tool_call_id == tool_call_id) {
+                let (fingerprint, what) = match &updated_input {
+                    Some(input) => (store::fingerprint(&call.tool_name, input), "its updatedInput"),
+                    None => (call.fingerprint.clone(), "its input"),
+                };
+                let token = token.unwrap_or_default();
+                if !store::verify_approval_token(secret.as_bytes(), &self.id, tool_call_id, &fingerprint, &token) {
                     return Err(SdkError::new(
                         ErrorCode::ApprovalTokenInvalid,
-                        format!("The approval token for tool call {tool_call_id} is missing or does not match"),
+                        format!("The approval token for tool call {tool_call_id} is missing or does not match {what}"),
                     ));
                 }
+                kept_token = Some(token);
             }
         }
-        self.decide(tool_call_id, Decision::Approve { updated_input }).await
+        let decision = Decision::Approve {
+            updated_input,
+            token: kept_token,
+        };
+        self.decide(tool_call_id, decision).await
     }
 
     /// `reject(toolCallId, { reason?, stop? })`.

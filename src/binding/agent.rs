@@ -85,6 +85,24 @@ pub async fn load_session(options: String, session_id: String) -> Either<NativeS
     }
 }
 
+/// `approvalToken(...)`: `{ "fingerprint", "token" }` of `input` (JSON), or `{ "error" }`.
+#[napi]
+pub fn approval_token(
+    secret: String,
+    session_id: String,
+    tool_call_id: String,
+    tool_name: String,
+    input: String,
+) -> String {
+    let made = parse_js_json::<Value>(&input)
+        .map_err(|error| format!("input could not be read: {error}"))
+        .and_then(|input| crate::agent::approvals::token_for(&secret, &session_id, &tool_call_id, &tool_name, &input));
+    match made {
+        Ok((fingerprint, token)) => serde_json::json!({ "fingerprint": fingerprint, "token": token }).to_string(),
+        Err(message) => serde_json::json!({ "error": SdkError::new(ErrorCode::InvalidInput, message) }).to_string(),
+    }
+}
+
 /// `drainOutbox({ store })`: tries every queued notification of the store once now. `environment`
 /// is `process.env` as JSON (the header templates of rows queued by other processes may name any
 /// variable). Resolves `{ "drained": { delivered, failed, remaining } }` or `{ "error": … }`.

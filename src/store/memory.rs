@@ -313,14 +313,23 @@ impl Store for MemoryStore {
         }
         let now = Instant::now();
         let mut outbox = self.outbox();
-        outbox.extend(rows.iter().map(|queued| OutboxRow {
-            queued: queued.clone(),
-            attempts: 0,
-            available: now,
-            claimed_until: None,
-            claim_token: 0,
-            drain: None,
-        }));
+        // The first row queued under a key stands while it is kept (SQL stores keep it for good).
+        for queued in rows {
+            if outbox
+                .iter()
+                .any(|row| row.queued.idempotency_key == queued.idempotency_key)
+            {
+                continue;
+            }
+            outbox.push(OutboxRow {
+                queued: queued.clone(),
+                attempts: 0,
+                available: now,
+                claimed_until: None,
+                claim_token: 0,
+                drain: None,
+            });
+        }
         Ok(())
     }
 

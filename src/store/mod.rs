@@ -140,6 +140,11 @@ pub enum Decision {
     Approve {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         updated_input: Option<Map<String, Value>>,
+        /// With `approvalSecret`: the approval token the decision was taken with, over the
+        /// fingerprint of the input that runs; checked again before the call runs, so a decision
+        /// written into the store without the secret is never acted on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
     },
     Reject {
         #[serde(default, skip_serializing_if = "Option::is_none")]

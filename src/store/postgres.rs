@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, Postgres};
+use sqlx::{ConnectOptions, Connection, Postgres, Row};
 
 use super::codec::{messages_to_text, parse, to_text};
 use super::outbox;
@@ -131,10 +131,11 @@ const SAVE_UNPAUSED: &str = concat!(
     "SELECT EXISTS (SELECT 1 FROM live) AS live"
 );
 
-/// `enqueue`, every row in one statement; fenced when `$13` (the lease's token) is given.
+/// `enqueue`, every row in one statement; fenced when `$13` (the lease's token) is given: `live`
+/// says whether it was. A row whose key is queued already is not written (the first body stands).
 const ENQUEUE: &str = concat!(
     live!("$12", "$13"),
-    "INSERT INTO outbox (id, session_id, hook_id, event, idempotency_key, operation_id, target, body, ",
+    ", queued AS (INSERT INTO outbox (id, session_id, hook_id, event, idempotency_key, operation_id, target, body, ",
     "max_attempts, claim_ms, critical, status, available_at, created_at) ",
     "SELECT r.id, r.session_id, r.hook_id, r.event, r.key, r.operation_id, r.target, r.body, r.max_attempts, ",
     "r.claim_ms, r.critical, 'queued', ",
@@ -144,7 +145,9 @@ const ENQUEUE: &str = concat!(
     " FROM UNNEST($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], ",
     "$8::TEXT[], $9::INT4[], $10::INT8[], $11::BOOL[]) WITH ORDINALITY ",
     "AS r (id, session_id, hook_id, event, key, operation_id, target, body, max_attempts, claim_ms, critical, ord) ",
-    "WHERE $13::BIGINT IS NULL OR EXISTS (SELECT 1 FROM live) ORDER BY r.ord RETURNING 1"
+    "WHERE $13::BIGINT IS NULL OR EXISTS (SELECT 1 FROM live) ORDER BY r.ord ",
+    "ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1) ",
+    "SELECT ($13::BIGINT IS NULL OR EXISTS (SELECT 1 FROM live)) AS live"
 );
 
 /// The connection parameters sqlx reads from a URL's query (others it would ignore, logging
@@ -521,13 +524,13 @@ impl Store for PostgresStore {
             .bind(rows.iter().map(|row| row.critical).collect::<Vec<_>>())
             .bind(lease.map(|lease| lease.session_id.as_str()))
             .bind(lease.map(|lease| lease.token))
-            .fetch_all(&self.pool)
+            .fetch_one(&self.pool)
             .await
             .map_err(failed(&operation))?;
-        match (written.len() == rows.len(), lease) {
-            (true, _) => Ok(()),
+        let live: bool = written.try_get("live").map_err(failed(&operation))?;
+        match (live, lease) {
             (false, Some(lease)) => Err(StoreError::lease_lost(operation, lease)),
-            (false, None) => Err(StoreError::new(operation, "not every row was written")),
+            _ => Ok(()),
         }
     }
 

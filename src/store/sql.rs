@@ -83,7 +83,8 @@ impl Dialect {
             enqueue: format!(
                 "INSERT INTO outbox (id, session_id, hook_id, event, idempotency_key, operation_id, target, body, \
                  max_attempts, claim_ms, critical, status, available_at, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', {now}, {now})"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', {now}, {now}) \
+                 ON CONFLICT (idempotency_key) DO NOTHING"
             ),
             // Oldest first; rows another process holds (live claim, or locked right now) are
             // skipped. `$2` NULL: rows due now; else every row drain `$2` has not tried.
