@@ -210,7 +210,7 @@ pub trait Host: Send + Sync + 'static {
     }
 
     /// Gives the host's event loop a turn (its timers, I/O and other callbacks run) and
-    /// resolves after it: the core awaits it between synchronous steps (`crate::pace`). A
+    /// resolves after it: the core awaits it between synchronous steps (see `pace.rs`). A
     /// host without a loop of its own lets the runtime's other tasks run.
     fn next_turn(&self) -> AbortFuture {
         Box::pin(tokio::task::yield_now())
