@@ -439,6 +439,8 @@ export interface CompactionOptions {
   keepRecentTurns?: number
   /** Writes the summary of the older messages; without it the model writes it (a call without tools). */
   summarize?: (messages: JsonObject[]) => string | Promise<string>
+  /** The summary's deadline in ms, whoever writes it; past it the compaction fails (CompactFailure) and the run goes on uncompacted. Default 300000. */
+  timeoutMs?: number
 }
 
 /** What Blade's confirmation handler is asked when a permission says `'ask'`. */

@@ -145,6 +145,15 @@ const NEVER_ABORTED = new AbortController().signal
 /** Rust schedules its work on the JS thread through a threadsafe function made on this no-op. */
 function wakeNothing() {}
 
+// Node's own, not the global a test's fake timers replace: a run's turns must not wait for them.
+const { setImmediate: immediate } = require('node:timers')
+
+/** Resolves on a later turn of the event loop, once its timers and I/O had their turn: Rust
+ * awaits it between the steps of a run that has held the loop for a while. */
+function nextTurn() {
+  return new Promise((resolve) => immediate(resolve, ''))
+}
+
 /**
  * One caller-side operation (`createAgent`, a `send`, `close`): the signal its user functions
  * get, the values they threw (so the caller can get the very same one back), and the signals
@@ -862,7 +871,7 @@ async function open(options, from, stored) {
   }
   const { data, functions } = splitFunctions(options)
   const scopes = new Map()
-  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), process.env, wakeNothing, stored)
+  const made = native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), nextTurn, process.env, wakeNothing, stored)
   if (typeof made === 'string') throw toError(JSON.parse(made))
   for (const key of made.unsupportedOptions) {
     if (warnedOptions.has(key)) continue

@@ -209,6 +209,13 @@ pub trait Host: Send + Sync + 'static {
         }
     }
 
+    /// Gives the host's event loop a turn (its timers, I/O and other callbacks run) and
+    /// resolves after it: the core awaits it between synchronous steps (see `pace.rs`). A
+    /// host without a loop of its own lets the runtime's other tasks run.
+    fn next_turn(&self) -> AbortFuture {
+        Box::pin(tokio::task::yield_now())
+    }
+
     /// Advances generator `generator` of `scope`, which a [`Reply::Tool`] call returned.
     fn step(&self, scope: ScopeId, generator: GeneratorId, step: Step) -> HostFuture {
         let _ = (scope, generator, step);
@@ -218,5 +225,17 @@ pub trait Host: Send + Sync + 'static {
                 thrown: None,
             })
         })
+    }
+
+    /// [`Host::step`], left to finish on its own: a generator given up (its call timed out or
+    /// its run was aborted) is finished with [`Step::Return`] from wherever the core lets go of
+    /// it, a `Drop` included, so its `finally` blocks run.
+    fn step_detached(&self, scope: ScopeId, generator: GeneratorId, step: Step) {
+        let pending = self.step(scope, generator, step);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = pending.await;
+            });
+        }
     }
 }

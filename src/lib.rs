@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod model;
 pub mod offload;
 pub mod options;
+pub mod pace;
 pub mod store;
 pub mod telemetry;
 pub mod text;

@@ -28,6 +28,8 @@ enum Behaviour {
     Hang,
     /// Aborts the session's active run, synchronously, then returns.
     AbortRun,
+    /// Returns a generator that answers every `next()` at once and never ends.
+    Endless,
 }
 
 #[derive(Default)]
@@ -40,6 +42,11 @@ struct ToolHost {
     aborts: Mutex<Vec<AbortReason>>,
     release: Arc<Notify>,
     session: Mutex<Option<Arc<Session>>>,
+    /// Generators that never end.
+    endless: Mutex<Vec<u32>>,
+    /// `return()` calls, and a permit for each.
+    returns: AtomicUsize,
+    returned: Notify,
 }
 
 impl Host for ToolHost {
@@ -52,6 +59,13 @@ impl Host for ToolHost {
                 let mut generators = self.generators.lock().unwrap();
                 let id = generators.len() as u32 + 1;
                 generators.insert(id, values.into());
+                json!({ "generator": id })
+            }
+            Behaviour::Endless => {
+                let mut generators = self.generators.lock().unwrap();
+                let id = generators.len() as u32 + 1;
+                generators.insert(id, VecDeque::new());
+                self.endless.lock().unwrap().push(id);
                 json!({ "generator": id })
             }
             Behaviour::Invalid(what) => json!({ "invalid": what }),
@@ -78,8 +92,15 @@ impl Host for ToolHost {
     }
 
     fn step(&self, _scope: ScopeId, generator: GeneratorId, step: Step) -> HostFuture {
-        assert_eq!(step, Step::Next);
+        if step == Step::Return {
+            self.returns.fetch_add(1, Ordering::SeqCst);
+            self.returned.notify_one();
+            return Box::pin(async { Ok(Some(json!({ "done": true }))) });
+        }
         self.steps.fetch_add(1, Ordering::SeqCst);
+        if self.endless.lock().unwrap().contains(&generator.0) {
+            return Box::pin(async { Ok(Some(json!({ "done": false, "value": "x" }))) });
+        }
         let mut generators = self.generators.lock().unwrap();
         let values = generators.get_mut(&generator.0).expect("a kept generator");
         let value = values.pop_front();
@@ -95,6 +116,11 @@ impl Host for ToolHost {
             }
         };
         Box::pin(async move { Ok(Some(reply)) })
+    }
+
+    /// As the JS host does on its thread: the step is made now.
+    fn step_detached(&self, scope: ScopeId, generator: GeneratorId, step: Step) {
+        drop(self.step(scope, generator, step));
     }
 }
 
@@ -113,6 +139,28 @@ async fn run(session: &Arc<Session>) -> Vec<StreamEvent> {
     while let Some(event) = handle.events.recv().await {
         events.push(event);
     }
+    events
+}
+
+/// Drives the run on a thread of its own: a run that never gives its thread back fails the
+/// test at `within` instead of hanging it.
+async fn run_within(session: &Arc<Session>, within: Duration) -> Vec<StreamEvent> {
+    let (handle, drive) = session.send(&json!("go"), SendOptions::default()).expect("accepted");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(drive);
+    });
+    let mut events = Vec::new();
+    let collected = tokio::time::timeout(within, async {
+        while let Some(event) = handle.events.recv().await {
+            events.push(event);
+        }
+    })
+    .await;
+    assert!(collected.is_ok(), "the run did not end within {within:?}");
     events
 }
 
@@ -294,4 +342,65 @@ async fn an_abort_made_by_a_synchronous_tool_stops_its_sibling_and_the_next_mode
     assert!(events
         .iter()
         .all(|event| !matches!(event, StreamEvent::Result { result, .. } if result.stop_reason == StopReason::Done)));
+}
+
+#[tokio::test]
+async fn an_endless_synchronous_generator_times_out_and_is_finished() {
+    let host = ToolHost {
+        tools: HashMap::from([(0, Behaviour::Endless)]),
+        ..ToolHost::default()
+    };
+    let options =
+        json!({"model": calls(&["endless"]), "tools": [tool("endless", 0)], "advanced": {"toolTimeoutMs": 50}});
+    let (session, host) = session_with(options, host);
+    let events = run_within(&session, Duration::from_secs(5)).await;
+    let StreamEvent::Result { result, .. } = events.last().unwrap() else {
+        panic!("a result, got {:?}", events.last())
+    };
+    assert_eq!(
+        result.tool_calls[0].output,
+        "Tool execution failed: Tool execution timeout after 50ms"
+    );
+    assert_eq!(
+        *host.aborts.lock().unwrap(),
+        [AbortReason::ToolTimeout { timeout_ms: 50 }]
+    );
+    assert_eq!(
+        host.returns.load(Ordering::SeqCst),
+        1,
+        "its return() was not called once"
+    );
+    assert!(host.steps.load(Ordering::SeqCst) > 1);
+}
+
+#[tokio::test]
+async fn an_endless_synchronous_generator_is_stopped_by_an_abort_and_finished() {
+    let host = ToolHost {
+        tools: HashMap::from([(0, Behaviour::Endless)]),
+        ..ToolHost::default()
+    };
+    let (session, host) = session_with(
+        json!({"model": calls(&["endless"]), "tools": [tool("endless", 0)]}),
+        host,
+    );
+    let aborter = session.clone();
+    let stepped = host.clone();
+    tokio::spawn(async move {
+        while stepped.steps.load(Ordering::SeqCst) < 100 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        aborter.abort("stop it".into());
+    });
+    let events = run_within(&session, Duration::from_secs(5)).await;
+    match events.last().unwrap() {
+        StreamEvent::Error { error, .. } => {
+            assert_eq!(error.code, ErrorCode::Abort);
+            assert_eq!(error.message, "stop it");
+        }
+        other => panic!("expected the abort, got {other:?}"),
+    }
+    tokio::time::timeout(Duration::from_secs(1), host.returned.notified())
+        .await
+        .expect("its return() was called");
+    assert_eq!(host.returns.load(Ordering::SeqCst), 1);
 }

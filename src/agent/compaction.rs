@@ -8,11 +8,14 @@ use serde_json::Value;
 
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::host::{Args, Callable, Host, HostCall, Reply, ScopeId};
-use crate::js_value::{whole_number, MAX_SAFE_INTEGER};
+use crate::js_value::{whole_number, MAX_SAFE_INTEGER, MAX_TIMER_MS};
 use crate::model::{Message, Model, ModelRequest, Usage, UserContent};
 use crate::options::OptionsObject;
 
 pub const DEFAULT_KEEP_RECENT_TURNS: usize = 2;
+/// How long writing a summary may take (`timeoutMs`): a slow model over a long conversation
+/// fits; a `summarize` that never settles cannot hold the run for good.
+pub const DEFAULT_TIMEOUT_MS: u32 = 300_000;
 
 /// `advanced.compaction`.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +26,8 @@ pub struct Compaction {
     pub keep_recent_turns: usize,
     /// `summarize(messages)`; without it the model writes the summary.
     pub summarize: Option<Callable>,
+    /// The summary's deadline, whoever writes it: past it the compaction fails.
+    pub timeout_ms: u32,
 }
 
 impl Compaction {
@@ -32,7 +37,7 @@ impl Compaction {
             return Ok(None);
         };
         let options = OptionsObject::of(value, "advanced.compaction", "an object")?;
-        options.only(&["thresholdTokens", "keepRecentTurns", "summarize"], &[])?;
+        options.only(&["thresholdTokens", "keepRecentTurns", "summarize", "timeoutMs"], &[])?;
         let summarize = options.function("summarize")?;
         let keep = match options.get("keepRecentTurns") {
             None => DEFAULT_KEEP_RECENT_TURNS,
@@ -46,6 +51,9 @@ impl Compaction {
                 .unwrap_or(max_context_tokens * 4 / 5),
             keep_recent_turns: keep,
             summarize,
+            timeout_ms: options
+                .positive_integer("timeoutMs", MAX_TIMER_MS)?
+                .map_or(DEFAULT_TIMEOUT_MS, |ms| ms as u32),
         }))
     }
 }
@@ -125,9 +133,32 @@ pub struct Writer {
     pub scope: ScopeId,
 }
 
-/// Writes the summary of `older`: `summarize(messages)` when configured, else one model call
-/// without tools over `older` and [`SUMMARY_INSTRUCTION`] (its usage is returned to be counted).
+/// Writes the summary of `older` within `timeoutMs`: `summarize(messages)` when configured,
+/// else one model call without tools over `older` and [`SUMMARY_INSTRUCTION`] (its usage is
+/// returned to be counted). At the deadline the call is let go (a promise left to settle on its
+/// own, a model request dropped) and the compaction fails, naming the deadline.
 pub async fn summarize(compaction: &Compaction, writer: &Writer, older: &[Arc<Message>]) -> Result<(String, Usage)> {
+    let deadline = std::time::Duration::from_millis(u64::from(compaction.timeout_ms));
+    match tokio::time::timeout(deadline, write_summary(compaction, writer, older)).await {
+        Ok(written) => written,
+        Err(_) => Err(SdkError::new(ErrorCode::Plain, timed_out(compaction))),
+    }
+}
+
+/// The failure of a summary not written by `timeoutMs`.
+fn timed_out(compaction: &Compaction) -> String {
+    let writer = if compaction.summarize.is_some() {
+        "summarize did not settle"
+    } else {
+        "the model did not write the summary"
+    };
+    format!(
+        "{writer} within {}ms (advanced.compaction.timeoutMs)",
+        compaction.timeout_ms
+    )
+}
+
+async fn write_summary(compaction: &Compaction, writer: &Writer, older: &[Arc<Message>]) -> Result<(String, Usage)> {
     let Writer {
         host,
         model,
@@ -220,6 +251,68 @@ mod tests {
     fn tokens_are_estimated_at_four_characters_each() {
         assert_eq!(estimate_tokens(&[user("12345678")]), 2);
         assert_eq!(estimate_tokens(&[user("123456789")]), 3);
+    }
+
+    /// A host whose functions never settle, and a model that never answers.
+    struct Never;
+
+    impl Host for Never {
+        fn call(&self, _call: HostCall) -> crate::host::HostFuture {
+            Box::pin(std::future::pending())
+        }
+
+        fn abort(
+            &self,
+            _scope: ScopeId,
+            _dispatch: crate::host::DispatchId,
+            _reason: crate::host::AbortReason,
+        ) -> crate::host::AbortFuture {
+            Box::pin(async {})
+        }
+    }
+
+    impl Model for Never {
+        fn complete<'a>(
+            &'a self,
+            _request: ModelRequest<'a>,
+            _on_text: crate::model::TextSink<'a>,
+        ) -> futures::future::BoxFuture<'a, Result<crate::model::ModelReply>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_summary_not_written_by_timeout_ms_fails_naming_the_deadline() {
+        let never = Arc::new(Never);
+        let writer = Writer {
+            host: never.clone(),
+            model: never,
+            system_prompt: None,
+            temperature: None,
+            max_output_tokens: None,
+            turn: 1,
+            scope: ScopeId::NONE,
+        };
+        let older = [user("go")];
+        for (function, expected) in [
+            (
+                Some(Callable(0)),
+                "summarize did not settle within 30ms (advanced.compaction.timeoutMs)",
+            ),
+            (
+                None,
+                "the model did not write the summary within 30ms (advanced.compaction.timeoutMs)",
+            ),
+        ] {
+            let compaction = Compaction {
+                threshold_tokens: 1,
+                keep_recent_turns: 0,
+                summarize: function,
+                timeout_ms: 30,
+            };
+            let failed = summarize(&compaction, &writer, &older).await.unwrap_err();
+            assert_eq!(failed.message, expected);
+        }
     }
 
     #[test]

@@ -226,6 +226,8 @@ impl Run {
     /// Runs to the end and publishes the outcome as the last event.
     pub async fn drive(mut self, start: Start) {
         let control = self.control.clone();
+        // A run is first polled on a turn of its own: its slice of the event loop starts now.
+        self.agent.dispatcher.pace().restart(std::time::Instant::now());
         if !control.is_admitted() {
             if let Err(refusal) = self.prepare(&start).await {
                 self.refuse(refusal).await;
@@ -458,6 +460,9 @@ impl Run {
             if self.turns >= self.max_turns {
                 return Ok((self.last_text.clone(), StopReason::MaxTurns));
             }
+            // A run whose every step answers at once still lets timers and aborts fire.
+            self.agent.dispatcher.pause_if_due().await;
+            self.checkpoint()?;
             self.turns += 1;
             self.emit(StreamEvent::TurnStart { turn: self.turns });
             if self.has(HookEvent::StepStart) {

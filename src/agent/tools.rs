@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::CallStatus;
 use crate::hooks::dispatch::{Caller, Dispatcher, HookError};
 use crate::hooks::pending::Owner;
-use crate::host::{Args, Callable, GeneratorId, Host, HostCall, Reply, Step, ThrownId};
+use crate::host::{Args, Callable, GeneratorId, Host, HostCall, Reply, ScopeId, Step, ThrownId};
 use crate::js_value::stringify;
 use crate::model::ToolSchema;
 
@@ -240,15 +240,35 @@ pub async fn execute(
             Returned::Generator(generator) => generator,
         },
     };
+    // Given up in any way but its own end (a timeout, an abort, the run dropped), the generator
+    // is finished with `return()`, so its `finally` blocks run.
+    let mut finish = Finish {
+        host: run.host,
+        scope,
+        generator,
+        armed: true,
+    };
     loop {
+        // A step that answers at once never waits: the deadline, the run's abort and the event
+        // loop are looked at here, between steps.
+        if let Err(error) = run.dispatcher.between_calls(&timeout, run.caller).await {
+            return Ok(hook_failure(error));
+        }
         let step = match guarded(run.host.step(scope, generator, Step::Next)).await {
+            Err(HookError::Thrown(error)) => {
+                // It threw: it is over, nothing is left to finish.
+                finish.armed = false;
+                return Ok(hook_failure(HookError::Thrown(error)));
+            }
             Err(error) => return Ok(hook_failure(error)),
             Ok(step) => step.unwrap_or_default(),
         };
         let done = step.get("done").and_then(Value::as_bool).unwrap_or(true);
+        finish.armed = !done;
         if let Some(what) = step.get("invalid").and_then(Value::as_str) {
             if !done {
                 // Let its `finally` blocks run; the call has failed whatever they do.
+                finish.armed = false;
                 let _ = run.host.step(scope, generator, Step::Return).await;
             }
             return Ok(not_json(what));
@@ -261,6 +281,22 @@ pub async fn execute(
             return Ok(model_output(value));
         }
         (run.progress)(value.unwrap_or(Value::Null));
+    }
+}
+
+/// Finishes a generator given up before its end with `return()` when dropped armed.
+struct Finish<'a> {
+    host: &'a Arc<dyn Host>,
+    scope: ScopeId,
+    generator: GeneratorId,
+    armed: bool,
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.host.step_detached(self.scope, self.generator, Step::Return);
+        }
     }
 }
 

@@ -174,7 +174,7 @@ pub fn complete_tool_call<'env>(
 // The wrapper's functions and the loaded session cross as arguments: one call makes the agent.
 #[allow(clippy::too_many_arguments)]
 #[napi(
-    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, reply: number, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, stepGenerator: (scope: number, generator: number, finish: boolean) => string | Promise<string>, environment: object, wake: () => void, stored?: NativeStored | undefined | null"
+    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, reply: number, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, stepGenerator: (scope: number, generator: number, finish: boolean) => string | Promise<string>, nextTurn: () => Promise<string>, environment: object, wake: () => void, stored?: NativeStored | undefined | null"
 )]
 pub fn create_session(
     env: &Env,
@@ -182,6 +182,7 @@ pub fn create_session(
     invoke: Function<InvokeArgs, Returned>,
     abort_dispatch: Function<AbortArgs, Returned>,
     step_generator: Function<StepArgs, Returned>,
+    next_turn: Function<(), Returned>,
     environment: Object,
     wake: Function<(), ()>,
     stored: Option<&NativeStored>,
@@ -206,6 +207,7 @@ pub fn create_session(
         invoke: invoke.create_ref()?,
         abort: abort_dispatch.create_ref()?,
         step: step_generator.create_ref()?,
+        next_turn: next_turn.create_ref()?,
     };
     let host = Arc::new(JsHost::new(env, functions)?);
     let session = match stored.and_then(NativeStored::take) {

@@ -1,7 +1,8 @@
 //! The core's `Host`: `index.js` hands over `invoke(fn, argsJson, scope, reply, signalArg,
 //! signalKey, dispatch, last, linked, errorJson) => reply | Promise<reply>`, which calls the user
 //! function `fn` names, `abortDispatch(scope, dispatch, event, timeoutMs)`, and
-//! `stepGenerator(scope, generator, finish)`, which advances a generator a tool returned. A session's
+//! `stepGenerator(scope, generator, finish)`, which advances a generator a tool returned, and
+//! `nextTurn()`, which resolves on a later turn of the event loop. A session's
 //! futures are polled on the JS thread (`local.rs`), so both are called directly.
 //! The arguments cross as JSON text: it is cheaper than building objects through napi, and the
 //! values land in the caller's own JS realm (Jest runs tests in a VM realm). The rest of a call
@@ -48,11 +49,15 @@ pub type AbortRef = FunctionRef<AbortArgs, Returned>;
 pub type StepArgs = FnArgs<(u32, u32, bool)>;
 pub type StepRef = FunctionRef<StepArgs, Returned>;
 
+/// `()`: a promise that resolves on a later turn of the event loop (`setImmediate`).
+pub type TurnRef = FunctionRef<(), Returned>;
+
 /// The wrapper's functions the host calls.
 pub struct Functions {
     pub invoke: InvokeRef,
     pub abort: AbortRef,
     pub step: StepRef,
+    pub next_turn: TurnRef,
 }
 
 /// `invoke` replies at once when the user function returned a plain value, and with a promise
@@ -89,6 +94,8 @@ enum Crossing {
         generator: GeneratorId,
         step: Step,
     },
+    /// A turn of the event loop.
+    Turn,
 }
 
 impl Crossing {
@@ -136,7 +143,24 @@ impl Crossing {
                 .step
                 .borrow_back(env)?
                 .call((scope.0, generator.0, step == Step::Return).into()),
+            Crossing::Turn => functions.next_turn.borrow_back(env)?.call(()),
         }
+    }
+
+    /// [`Crossing::make`] inside a handle scope of its own: a run polled synchronously makes
+    /// many crossings in one turn of the event loop, and without one the handles of every
+    /// call's arguments and reply (a scripted model's whole conversation, each turn) would be
+    /// kept until the turn ends. What comes back is already Rust's: a string, or a promise
+    /// read through callbacks that need no handle of this scope.
+    fn make_scoped(self, env: &Env, functions: &Functions) -> napi::Result<Returned> {
+        let mut scope = std::ptr::null_mut();
+        // SAFETY: on the JS thread with its live env; the scope is closed below, after
+        // everything made in it was converted.
+        napi::check_status!(unsafe { napi::sys::napi_open_handle_scope(env.raw(), &mut scope) })?;
+        let made = self.make(env, functions);
+        // SAFETY: the scope opened above, still the innermost: `make` closes what it opens.
+        unsafe { napi::sys::napi_close_handle_scope(env.raw(), scope) };
+        made
     }
 }
 
@@ -160,13 +184,13 @@ impl JsHost {
         let remote = self.remote.clone();
         Box::pin(async move {
             if let Some(env) = super::local::current_env() {
-                let returned = crossing.make(&Env::from_raw(env), &functions);
+                let returned = crossing.make_scoped(&Env::from_raw(env), &functions);
                 return reply(returned).await;
             }
             let (sender, receiver) = tokio::sync::oneshot::channel();
             remote.run(move |env| {
                 let _ = super::local::spawn(env, async move {
-                    let returned = crossing.make(&Env::from_raw(env), &functions);
+                    let returned = crossing.make_scoped(&Env::from_raw(env), &functions);
                     let _ = sender.send(reply(returned).await);
                 });
             });
@@ -228,20 +252,40 @@ impl Host for JsHost {
 
     /// On the JS thread the call is made now; elsewhere it hops there first.
     fn call_detached(&self, call: HostCall) {
-        let functions = self.functions.clone();
-        let crossing = Crossing::Call(call);
-        match super::local::current_env() {
-            Some(env) => {
-                // A promise it returns is dropped: nobody waits for a log line.
-                let _ = crossing.make(&Env::from_raw(env), &functions);
-            }
-            None => self.remote.run(move |env| {
-                let _ = crossing.make(&Env::from_raw(env), &functions);
-            }),
-        }
+        self.detached(Crossing::Call(call));
     }
 
     fn step(&self, scope: ScopeId, generator: GeneratorId, step: Step) -> HostFuture {
         self.request(Crossing::Step { scope, generator, step })
+    }
+
+    /// Made now on the JS thread (a generator given up while its run is polled: its scope is
+    /// still there); elsewhere it hops there first.
+    fn step_detached(&self, scope: ScopeId, generator: GeneratorId, step: Step) {
+        self.detached(Crossing::Step { scope, generator, step });
+    }
+
+    fn next_turn(&self) -> AbortFuture {
+        let request = self.request(Crossing::Turn);
+        Box::pin(async move {
+            if let Err(error) = request.await {
+                tracing::warn!(error = %error.message, "could not give the event loop a turn");
+            }
+        })
+    }
+}
+
+impl JsHost {
+    /// Makes the crossing and lets it finish on its own: nobody waits for what it returns.
+    fn detached(&self, crossing: Crossing) {
+        let functions = self.functions.clone();
+        match super::local::current_env() {
+            Some(env) => {
+                let _ = crossing.make_scoped(&Env::from_raw(env), &functions);
+            }
+            None => self.remote.run(move |env| {
+                let _ = crossing.make_scoped(&Env::from_raw(env), &functions);
+            }),
+        }
     }
 }

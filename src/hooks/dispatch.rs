@@ -26,6 +26,7 @@ use crate::host::{
     ScopeId, SignalSlot, ThrownId,
 };
 use crate::log::Log;
+use crate::pace::Pace;
 use crate::store::outbox::{idempotency_key, Enqueue, Queued, Target};
 use crate::webhook::deliver::{deliver, ControlAnswer, Environment};
 use crate::webhook::payload;
@@ -168,6 +169,8 @@ pub struct Dispatcher {
     pending: Arc<Pending>,
     next_dispatch: AtomicU32,
     session_end_attempted: AtomicBool,
+    /// How long the session's runs have held the host's event loop.
+    pace: Pace,
 }
 
 impl Dispatcher {
@@ -187,6 +190,7 @@ impl Dispatcher {
             pending: Arc::new(Pending::default()),
             next_dispatch: AtomicU32::new(1),
             session_end_attempted: AtomicBool::new(false),
+            pace: Pace::default(),
         }
     }
 
@@ -543,6 +547,32 @@ impl Dispatcher {
                 Err(HookError::Cancelled)
             }
         }
+    }
+
+    /// How long the session's runs have held the host's event loop.
+    pub fn pace(&self) -> &Pace {
+        &self.pace
+    }
+
+    /// Gives the host's event loop a turn once the session's runs have held it for a slice
+    /// (`crate::pace`): between a run's synchronous steps, timers and aborts get to fire.
+    pub async fn pause_if_due(&self) {
+        self.pace.step(self.host.as_ref()).await;
+    }
+
+    /// Between two calls under one budget (a generator's steps): gives the host a turn when
+    /// due, then fails as [`Dispatcher::call_guarded`] would have, had a call been waiting: past
+    /// the deadline, or cancelled. Steps that each answer at once never wait, so without this
+    /// neither would ever be seen.
+    pub async fn between_calls(&self, timeout: &Timeout, caller: Caller<'_>) -> Result<(), HookError> {
+        self.pause_if_due().await;
+        if caller.cancelled() {
+            return Err(HookError::Cancelled);
+        }
+        if Instant::now() >= timeout.deadline {
+            return Err(HookError::Timeout(self.time_out(timeout, caller.scope).await));
+        }
+        Ok(())
     }
 
     /// Aborts the dispatch's signal with `HookTimeoutError(event, ms)` (a tool's: with the
