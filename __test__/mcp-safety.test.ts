@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ConfigError, createAgent, defineTool, scriptedModel, type JsonObject, type LogEntry } from '../index.js'
 import { startMcpHttpServer, type McpHttpServer } from './helpers/mcp-http-server.js'
+import { until } from './helpers/server.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const hostile = (env: Record<string, string> = {}) => ({
@@ -26,6 +27,15 @@ function calling(...calls: Array<{ name: string; input?: JsonObject }>) {
     if (!next) return { text: 'done' }
     return { toolCalls: [{ id: `c${made}`, name: next.name, input: next.input ?? {} }] }
   })
+}
+
+function alive(pid: number) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
 }
 
 const LITERAL = 'literal-header-secret-4711'
@@ -130,12 +140,20 @@ describe('MCP header values never appear in errors', () => {
 describe('stdio MCP results are bounded', () => {
   it('a 20 MB result fails its call at once with the size named; the run goes on and the server still answers', async () => {
     const big = 20 * 1024 * 1024
+    const started: number[] = []
+    const failed: number[] = []
     const agent = await createAgent({
       model: calling({ name: 'mcp__h__big', input: { bytes: big } }, { name: 'mcp__h__big', input: { bytes: 1_000_000 } }, { name: 'mcp__h__ok' }),
-      advanced: { mcpServers: { h: hostile() }, toolTimeoutMs: 10_000 },
+      advanced: {
+        mcpServers: { h: hostile() },
+        toolTimeoutMs: 15_000,
+        hooks: {
+          PreToolUse: [() => (started.push(Date.now()), { action: 'continue' })],
+          PostToolUseFailure: [() => (failed.push(Date.now()), { action: 'continue' })],
+        },
+      },
     })
     try {
-      const started = Date.now()
       const result = await (await agent.send('go')).result()
       const [over, under, ok] = result.toolCalls
       expect(over).toMatchObject({ name: 'mcp__h__big', isError: true })
@@ -148,13 +166,14 @@ describe('stdio MCP results are bounded', () => {
       expect(under!.output).toHaveLength(1_000_000)
       expect(ok).toMatchObject({ status: 'success', output: 'called ok' })
       expect(result.content).toBe('done')
-      // Far below toolTimeoutMs: nothing waited for it.
-      expect(Date.now() - started).toBeLessThan(5000)
+      // The failed call took far less than toolTimeoutMs: nothing waited for it.
+      expect(failed).toHaveLength(1)
+      expect(failed[0]! - started[0]!).toBeLessThan(7500)
       expect(await agent.mcpServerStatus()).toEqual([{ name: 'h', status: 'connected', toolCount: 3 }])
     } finally {
       await agent.close()
     }
-  })
+  }, 40_000)
 })
 
 describe('stdio MCP servers get a small environment', () => {
@@ -241,9 +260,12 @@ describe('MCP tool names stand for one tool each', () => {
   })
 
   it('a tool of your own named like an MCP tool is a ConfigError, and the server is stopped', async () => {
+    const pidFile = join(mkdtempSync(join(tmpdir(), 'arh-mcp-')), 'pid')
     const shadow = defineTool({ name: 'mcp__h__ok', description: 'mine', execute: () => 'mine' })
-    const created = createAgent({ model: scriptedModel([{ text: 'x' }]), tools: [shadow], advanced: { mcpServers: { h: hostile() } } })
+    const created = createAgent({ model: scriptedModel([{ text: 'x' }]), tools: [shadow], advanced: { mcpServers: { h: hostile({ MCP_PID_FILE: pidFile }) } } })
     await expect(created).rejects.toThrow(ConfigError)
     await expect(created).rejects.toThrow('a tool is named "mcp__h__ok", the name of a tool of advanced.mcpServers.h: rename it')
+    const pid = Number(readFileSync(pidFile, 'utf8'))
+    await until(() => !alive(pid), 10_000)
   })
 })

@@ -1,12 +1,14 @@
 // A stdio MCP server that misbehaves, for the tests: it lists the tool names in MCP_TOOL_NAMES
 // (a JSON array; by default `big`, `env` and `ok`), `big` answers with `bytes` bytes of text
 // (20 MB by default), `env` answers with its whole environment as JSON, any other tool answers
-// `called <name>`. With MCP_CALLS_FILE set, it appends each call's name there.
-import { appendFileSync } from 'node:fs'
+// `called <name>`. With MCP_CALLS_FILE set, it appends each call's name there; with MCP_PID_FILE,
+// it writes its pid there.
+import { appendFileSync, writeFileSync } from 'node:fs'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 
+if (process.env.MCP_PID_FILE) writeFileSync(process.env.MCP_PID_FILE, String(process.pid))
 const names = process.env.MCP_TOOL_NAMES ? JSON.parse(process.env.MCP_TOOL_NAMES) : ['big', 'env', 'ok']
 const server = new Server({ name: 'hostile-server', version: '1.0.0' }, { capabilities: { tools: {} } })
 const schema = { type: 'object', properties: { bytes: { type: 'number' } } }
