@@ -564,7 +564,7 @@ export interface AgentAdvancedOptions {
   agents?: Record<string, SubagentDefinition>
   /** How deep sub-agents may delegate (children of this agent are at depth 1); default 3. */
   maxSubagentDepth?: number
-  /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Stdio (`command`) or streamable HTTP (`url`). */
+  /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Stdio (`command`) or streamable HTTP (`url`). A server's name is letters, digits, `_` and `-`, without `__` and not starting or ending with `_`. */
   mcpServers?: Record<string, McpServerConfig>
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
@@ -720,7 +720,7 @@ export declare class AgentResponse {
   readonly isSettled: boolean
 }
 
-/** A stdio MCP server: `command` started with `args`, `env` (added to this process's) and `cwd`. */
+/** A stdio MCP server: `command` started with `args`, `cwd` and an environment of only `env` and this process's `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM` and `USER` (Windows: the MCP SDKs' list), so API keys and tokens are not inherited. */
 export interface McpStdioServerConfig {
   command: string
   args?: string[]

@@ -1,5 +1,6 @@
 // A streamable-HTTP MCP server for the tests, on 127.0.0.1: `ok` answers, `slow` answers after
-// 30 s unless cancelled. It keeps the headers of every request and the reason of each cancelled call.
+// 30 s unless cancelled, `echo-headers` fails with the request's headers in its text (as a hostile
+// server would). It keeps the headers of every request and the reason of each cancelled call.
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -22,10 +23,14 @@ function mcpServer(recorded: Pick<McpHttpServer, 'calls' | 'cancelled'>) {
     tools: [
       { name: 'ok', description: 'Answers ok over HTTP', inputSchema: { type: 'object' as const, properties: { who: { type: 'string' } } } },
       { name: 'slow', description: 'Answers after 30 s', inputSchema: empty },
+      { name: 'echo-headers', description: 'Fails, quoting the request headers', inputSchema: empty },
     ],
   }))
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     recorded.calls.push(request.params.name)
+    if (request.params.name === 'echo-headers') {
+      return { content: [{ type: 'text', text: `bad request: ${JSON.stringify(extra.requestInfo?.headers)}` }], isError: true }
+    }
     if (request.params.name === 'ok') return { content: [{ type: 'text', text: `ok ${String(request.params.arguments?.who ?? '')}`.trim() }] }
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve({ content: [{ type: 'text', text: 'slow done' }] }), 30_000)

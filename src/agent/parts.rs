@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::config::AgentConfig;
 use super::tools::{Runner, SideEffect, ToolKind, ToolSpec};
-use crate::error::Result;
+use crate::error::{Result, SdkError};
 use crate::hooks::dispatch::Dispatcher;
 use crate::host::Host;
 use crate::ids;
@@ -63,6 +63,21 @@ impl Toolset {
     }
 }
 
+/// A tool of the agent's own may not take an MCP tool's name: calls, matchers and permission
+/// rules written for one would govern the other.
+fn no_tool_shadows(tools: &[ToolSpec], servers: &Servers) -> Result<()> {
+    for tool in tools {
+        if let Some(mcp) = servers.tools.iter().find(|mcp| mcp.name == tool.schema.name) {
+            return Err(SdkError::config(format!(
+                "a tool is named \"{}\", the name of a tool of advanced.mcpServers.{}: rename it",
+                tool.schema.name,
+                servers.server_name(mcp)
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Agent {
     /// `id`: the session's, when it is resumed; else a new one.
     pub fn new(mut config: AgentConfig, host: Arc<dyn Host>, id: Option<String>) -> Self {
@@ -94,6 +109,13 @@ impl Agent {
             return Ok(());
         }
         let servers = Servers::start(self.config.mcp_servers.clone()).await?;
+        if let Err(error) = no_tool_shadows(&self.config.tools, &servers) {
+            servers.stop().await;
+            return Err(error);
+        }
+        for skipped in &servers.skipped {
+            self.log().warn(skipped, serde_json::json!({}));
+        }
         let toolset = Toolset::of(self.config.tools.clone(), Some(servers), &self.config);
         if let Err(toolset) = self.tools.set(toolset) {
             // Started twice at once: the other's servers won.

@@ -18,6 +18,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Sse, SseStream};
 
+use crate::model::Secrets;
+
 type Failure = StreamableHttpError<reqwest::Error>;
 
 /// How much of a failed answer's body is kept for its message.
@@ -26,14 +28,15 @@ const ERROR_BODY_CHARS: usize = 512;
 const MAX_JSON_BODY: usize = 16 * 1024 * 1024;
 
 /// One server's client: no redirects (like the webhook and model clients), the configured
-/// headers on every request.
+/// headers on every request, and their values masked in what a failed answer quotes.
 #[derive(Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
+    secrets: Arc<Secrets>,
 }
 
 impl HttpClient {
-    pub fn new(headers: HeaderMap) -> std::result::Result<HttpClient, String> {
+    pub fn new(headers: HeaderMap, secrets: Secrets) -> std::result::Result<HttpClient, String> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
@@ -41,7 +44,10 @@ impl HttpClient {
             .default_headers(headers)
             .build()
             .map_err(|error| error.to_string())?;
-        Ok(HttpClient { client })
+        Ok(HttpClient {
+            client,
+            secrets: Arc::new(secrets),
+        })
     }
 }
 
@@ -151,7 +157,8 @@ impl StreamableHttpClient for HttpClient {
                     ));
                 }
             }
-            let body: String = body.chars().take(ERROR_BODY_CHARS).collect();
+            // Masked before it is cut, so no half of a secret is left.
+            let body = self.secrets.excerpt(&body, ERROR_BODY_CHARS);
             return Err(Failure::UnexpectedServerResponse(Cow::Owned(format!(
                 "HTTP {status}: {body}"
             ))));

@@ -3,22 +3,26 @@
 //! thread, which must not do I/O). The agent offers the tools as `mcp__<server>__<tool>`.
 
 mod http;
+mod lines;
+pub mod names;
+mod stdio;
 
-use std::collections::HashMap;
-use std::process::Stdio;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Result, SdkError};
+use crate::model::Secrets;
 use crate::offload::offload;
 use crate::options::OptionsObject;
+use crate::text::excerpt;
 use crate::webhook::config::{header_templates, parse_url, HeaderTemplates};
 use crate::webhook::deliver::resolve_templates;
 
@@ -59,11 +63,9 @@ pub fn read(advanced: &OptionsObject) -> Result<Vec<ServerConfig>> {
     let mut configs = Vec::new();
     for (name, value) in servers.map() {
         let path = format!("advanced.mcpServers.{name}");
-        // The name is part of every tool name, which models accept only in this alphabet.
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(SdkError::config(format!(
-                "{path}: a server name must be letters, digits, '_' or '-'"
-            )));
+        // The name is part of every tool name (`names.rs`).
+        if let Some(problem) = names::server_name_problem(name) {
+            return Err(SdkError::config(format!("{path}: a server name {problem}")));
         }
         let server = OptionsObject::of(value, &path, "an object ({ command } or { url })")?;
         if server.get("url").is_some() && server.get("command").is_some() {
@@ -128,10 +130,7 @@ pub fn read(advanced: &OptionsObject) -> Result<Vec<ServerConfig>> {
     Ok(configs)
 }
 
-/// The name a server's tool is offered as.
-pub fn tool_name(server: &str, tool: &str) -> String {
-    format!("mcp__{server}__{tool}")
-}
+pub use names::tool_name;
 
 /// A tool one of the servers offers.
 #[derive(Debug, Clone)]
@@ -150,6 +149,8 @@ pub struct Tool {
 
 struct Server {
     name: String,
+    /// Its header values and URL query values (a `url` server's), masked in its errors.
+    secrets: Secrets,
     peer: Peer<RoleClient>,
     /// Taken by `close`.
     service: Mutex<Option<RunningService<RoleClient, ()>>>,
@@ -159,6 +160,8 @@ struct Server {
 pub struct Servers {
     servers: Vec<Server>,
     pub tools: Vec<Tool>,
+    /// Tools the servers listed that are not offered, and why: for the agent to log.
+    pub skipped: Vec<String>,
 }
 
 /// How an MCP call ended, when it did not return a result.
@@ -183,29 +186,47 @@ impl Servers {
             let mut started = Servers {
                 servers: Vec::new(),
                 tools: Vec::new(),
+                skipped: Vec::new(),
             };
             for config in configs {
                 let name = config.name.clone();
-                match tokio::time::timeout(START_TIMEOUT, start_one(&config)).await {
+                let mut secrets = Secrets::default();
+                match tokio::time::timeout(START_TIMEOUT, start_one(&config, &mut secrets)).await {
                     Ok(Ok((service, tools))) => {
                         let server = started.servers.len();
-                        started.tools.extend(tools.into_iter().map(|tool| Tool {
-                            server,
-                            name: tool_name(&name, &tool.name),
-                            api_name: tool.name.to_string(),
-                            description: tool.description.as_deref().unwrap_or_default().to_string(),
-                            input_schema: Value::Object((*tool.input_schema).clone()),
-                            read_only: tool.annotations.as_ref().and_then(|hints| hints.read_only_hint) == Some(true),
-                        }));
+                        let mut seen = HashSet::new();
+                        for tool in tools {
+                            // The server is not ours: a tool it names badly is left out, not the server.
+                            let problem = names::tool_name_problem(&name, &tool.name).or_else(|| {
+                                (!seen.insert(tool.name.to_string())).then(|| "it is listed twice".to_string())
+                            });
+                            if let Some(problem) = problem {
+                                started.skipped.push(format!(
+                                    "MCP server \"{name}\" lists a tool that is not offered ({problem}): {:?}",
+                                    excerpt(&secrets.mask(&tool.name), 80)
+                                ));
+                                continue;
+                            }
+                            started.tools.push(Tool {
+                                server,
+                                name: tool_name(&name, &tool.name),
+                                api_name: tool.name.to_string(),
+                                description: tool.description.as_deref().unwrap_or_default().to_string(),
+                                input_schema: Value::Object((*tool.input_schema).clone()),
+                                read_only: tool.annotations.as_ref().and_then(|hints| hints.read_only_hint)
+                                    == Some(true),
+                            });
+                        }
                         started.servers.push(Server {
                             name,
+                            secrets,
                             peer: service.peer().clone(),
                             service: Mutex::new(Some(service)),
                         });
                     }
                     failed => {
                         let why = match failed {
-                            Ok(Err(why)) => why,
+                            Ok(Err(why)) => secrets.mask(&why).into_owned(),
                             _ => format!("it did not answer within {}s", START_TIMEOUT.as_secs()),
                         };
                         started.stop_all().await;
@@ -235,7 +256,8 @@ impl Servers {
     ) -> Outcome {
         let peer = self.servers[tool.server].peer.clone();
         let params = CallToolRequestParams::new(tool.api_name.clone()).with_arguments(input.clone());
-        let server = self.servers[tool.server].name.clone();
+        let secrets = &self.servers[tool.server].secrets;
+        let server = &self.servers[tool.server].name;
         // Dropping the offloaded call (timeout, abort) drops rmcp's request.
         let call = offload(async move { peer.call_tool(params).await });
         let timeout = tokio::time::sleep(Duration::from_millis(timeout_ms.into()));
@@ -250,8 +272,14 @@ impl Servers {
             _ = cancelled => Outcome::Cancelled,
             _ = timeout => Outcome::TimedOut,
             called = call => match called {
-                Ok(Ok(result)) => done(result),
-                Ok(Err(error)) => Outcome::Broken(format!("MCP server \"{server}\" failed: {error}")),
+                Ok(Ok(result)) => done(result, secrets),
+                // An answer over the line limit (`lines.rs`): its message says it all.
+                Ok(Err(ServiceError::McpError(error)))
+                    if error.data.as_ref().is_some_and(|data| data.get(lines::LIMIT_MARK).is_some()) =>
+                {
+                    Outcome::Broken(format!("MCP server \"{server}\" failed: {}", secrets.mask(&error.message)))
+                }
+                Ok(Err(error)) => Outcome::Broken(format!("MCP server \"{server}\" failed: {}", secrets.mask(&error.to_string()))),
                 Err(error) => Outcome::Broken(format!("MCP server \"{server}\" failed: {error}")),
             },
         }
@@ -330,8 +358,11 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Starts (or reaches) one server and lists its tools; `secrets` gets what it must never show,
+/// before anything can fail.
 async fn start_one(
     config: &ServerConfig,
+    secrets: &mut Secrets,
 ) -> std::result::Result<(RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>), String> {
     let service = match &config.transport {
         Transport::Stdio {
@@ -340,15 +371,7 @@ async fn start_one(
             env,
             cwd,
         } => {
-            let mut process = tokio::process::Command::new(command);
-            process.args(args);
-            process.envs(env.iter().map(|(key, value)| (key, value)));
-            if let Some(cwd) = cwd {
-                process.current_dir(cwd);
-            }
-            let (transport, _) = TokioChildProcess::builder(process)
-                .stderr(Stdio::inherit())
-                .spawn()
+            let transport = stdio::StdioServer::spawn(command, args, env, cwd.as_deref())
                 .map_err(|error| format!("{command} ({error})"))?;
             ().serve(transport).await.map_err(|error| error.to_string())?
         }
@@ -362,9 +385,16 @@ async fn start_one(
                 .iter()
                 .filter_map(|name| std::env::var(name).ok().map(|value| (name.clone(), value)))
                 .collect();
+            secrets.add_url(url.as_str());
+            for value in environment.values() {
+                secrets.add(value);
+            }
             let headers = resolve_templates(headers, &environment)
                 .map_err(|_| "a header names an environment variable that is not set".to_string())?;
-            let client = http::HttpClient::new(headers)?;
+            for value in headers.values() {
+                add_header_value(secrets, &String::from_utf8_lossy(value.as_bytes()));
+            }
+            let client = http::HttpClient::new(headers, secrets.clone())?;
             let transport = StreamableHttpClientTransport::with_client(
                 client,
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()),
@@ -376,8 +406,20 @@ async fn start_one(
     Ok((service, tools))
 }
 
-/// Text content joined by newlines; other content is described by its JSON.
-fn done(result: CallToolResult) -> Outcome {
+/// A header value, and its credentials alone when it is `<scheme> <credentials>` (a server may
+/// echo just the token of `Bearer <token>`).
+fn add_header_value(secrets: &mut Secrets, value: &str) {
+    secrets.add(value);
+    if let Some((scheme, credentials)) = value.trim().split_once(' ') {
+        if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphabetic()) {
+            secrets.add(credentials);
+        }
+    }
+}
+
+/// Text content joined by newlines; other content is described by its JSON. An error's text has
+/// the server's secrets masked, as every error does; a result is the server's data, kept whole.
+fn done(result: CallToolResult, secrets: &Secrets) -> Outcome {
     let parts: Vec<String> = result
         .content
         .iter()
@@ -392,10 +434,13 @@ fn done(result: CallToolResult) -> Outcome {
             text = structured.to_string();
         }
     }
-    Outcome::Done {
-        text,
-        failed: result.is_error == Some(true),
+    let failed = result.is_error == Some(true);
+    if failed {
+        if let std::borrow::Cow::Owned(masked) = secrets.mask(&text) {
+            text = masked;
+        }
     }
+    Outcome::Done { text, failed }
 }
 
 #[cfg(test)]
@@ -500,11 +545,6 @@ mod tests {
     }
 
     #[test]
-    fn tools_are_named_after_their_server() {
-        assert_eq!(tool_name("everything", "echo"), "mcp__everything__echo");
-    }
-
-    #[test]
     fn results_join_their_text() {
         let result: CallToolResult = serde_json::from_value(json!({
             "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
@@ -512,7 +552,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            done(result),
+            done(result, &Secrets::default()),
             Outcome::Done {
                 text: "a\nb".into(),
                 failed: true
