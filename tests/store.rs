@@ -1536,11 +1536,18 @@ async fn only_what_is_given_is_written_to_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opening_a_write_locked_file_waits_the_busy_timeout() {
     {
-        let dir = TempDir::new().unwrap();
-        let path = db_path(&dir);
-        SqliteStore::open(&path).await.unwrap().close().await;
+        // A new file, created and write-locked by another application's connection (rollback
+        // journal: the store's switch to WAL needs the lock).
         for hold in [Duration::from_millis(1500), Duration::from_secs(8)] {
-            let holder = raw(&path).await;
+            let dir = TempDir::new().unwrap();
+            let path = db_path(&dir);
+            let holder = SqlitePool::connect_with(
+                sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(&path)
+                    .create_if_missing(true),
+            )
+            .await
+            .unwrap();
             let mut conn = holder.acquire().await.unwrap();
             sqlx::raw_sql(
                 "BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS other_app (x INTEGER); INSERT INTO other_app VALUES (1)",
