@@ -841,7 +841,10 @@ mod checks {
         for id in ["", "🦀 call ✓", long.as_str()] {
             let l = claim(&*f.store, id).await;
             let call = pending(id, "rm", json!({}), PendingReason::Ask, None);
-            f.store.save(&record(id, None), &[call.clone()], &l).await.unwrap();
+            f.store
+                .save(&record(id, None), std::slice::from_ref(&call), &l)
+                .await
+                .unwrap();
             assert_eq!(f.other.load(id).await.unwrap(), Some((record(id, None), vec![call])));
             assert!(f
                 .other
@@ -1629,10 +1632,7 @@ mod silent {
                     let (up_flag, up_notify) = (flag.clone(), notify.clone());
                     pumps.spawn(async move {
                         let mut buffer = vec![0u8; 64 * 1024];
-                        loop {
-                            let Ok(n) = client_read.read(&mut buffer).await else {
-                                break;
-                            };
+                        while let Ok(n) = client_read.read(&mut buffer).await {
                             if n == 0 {
                                 break;
                             }
@@ -1655,10 +1655,7 @@ mod silent {
                     let down_flag = flag.clone();
                     pumps.spawn(async move {
                         let mut buffer = vec![0u8; 64 * 1024];
-                        loop {
-                            let Ok(n) = server_read.read(&mut buffer).await else {
-                                break;
-                            };
+                        while let Ok(n) = server_read.read(&mut buffer).await {
                             if n == 0 {
                                 break;
                             }
