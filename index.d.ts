@@ -547,7 +547,8 @@ export interface AgentAdvancedOptions {
   /**
    * Where sessions are kept: absent = in memory (a pause lives as long as the process); `{ sqlite: path }`
    * survives restarts; `{ postgres: url }` (`postgres://user:password@host:5432/db?sslmode=verify-full`)
-   * is shared by many workers. One of the two.
+   * is shared by many workers. One of the two. A SQLite path names a file (`':memory:'` is refused).
+   * Ids longer than 1024 bytes or holding U+0000 are refused by every store (`STORE_ERROR`).
    */
   store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
   /**

@@ -4,6 +4,7 @@
 // it; with no server at ARH_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres)
 // it is skipped with a printed line.
 import { execFileSync } from 'node:child_process'
+import { createServer, connect, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, defineTool, resumeAgent, scriptedModel, SdkError, type AgentOptions } from '../index.js'
 
@@ -68,4 +69,83 @@ describe('PostgreSQL store', () => {
     expect(error.message).toContain('advanced.store.postgres')
     expect(error.message).not.toContain('hunter2')
   })
+
+  it("an agent's own release lost by a database crash is not another agent's claim: its next send is served", async (context) => {
+    if (!available) return context.skip()
+    const agent = await createAgent({ model: scriptedModel((request) => ({ text: `answer ${request.messages.length}` })), advanced: { store: { postgres: url() } } })
+    expect((await (await agent.send('one')).result()).content).toBe('answer 1')
+    const id = agent.sessionId
+    const lease = (sql: string) => psql(sql, url()).trim()
+    expect(lease(`SELECT token, released FROM agent_runtime_hooks.leases WHERE session_id = '${id}'`)).toBe('1|t')
+    // The release lost: the row as it was before it, live, this agent's owner and token.
+    lease(`UPDATE agent_runtime_hooks.leases SET released = FALSE, expires_at = expires_at + 60000 WHERE session_id = '${id}'`)
+    expect((await (await agent.send('two')).result()).content).toBe('answer 3')
+    expect(lease(`SELECT token, released FROM agent_runtime_hooks.leases WHERE session_id = '${id}'`)).toBe('2|t')
+    // Another agent's live lease still refuses it.
+    lease(`UPDATE agent_runtime_hooks.leases SET released = FALSE, owner = 'another', expires_at = expires_at + 60000 WHERE session_id = '${id}'`)
+    const refused = await agent.send('three').catch((failure) => failure)
+    expect(refused).toBeInstanceOf(SdkError)
+    expect(refused.code).toBe('SESSION_LEASED')
+    expect(refused.message).toMatch(/^Session .* is driven by another agent \(its lease expires in \d+ ms unless renewed\)/)
+    await agent.close()
+  })
+
+  it('a store that goes silent mid-run stops the run about one lease TTL after its last renewal', async (context) => {
+    if (!available) return context.skip()
+    // A proxy that, on cue, forwards nothing more either way and keeps its sockets open.
+    let silent = false
+    const sockets: Socket[] = []
+    const proxy = createServer((client) => {
+      const server = connect(Number(admin.port || 5432), admin.hostname)
+      sockets.push(client, server)
+      client.on('data', (chunk) => silent || server.write(chunk))
+      server.on('data', (chunk) => silent || client.write(chunk))
+      client.on('error', () => {})
+      server.on('error', () => {})
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    const through = new URL(url())
+    through.hostname = '127.0.0.1'
+    through.port = String((proxy.address() as { port: number }).port)
+    through.search = '?sslmode=disable'
+    let entered: () => void = () => {}
+    const inside = new Promise<void>((resolve) => (entered = resolve))
+    let runs = 0
+    const wait = defineTool({
+      name: 'wait',
+      kind: 'readonly',
+      execute: (_input, { signal }) =>
+        new Promise<string>((_resolve, reject) => {
+          runs++
+          entered()
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true })
+        }),
+    })
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'w1', name: 'wait', input: {} }] }]),
+      tools: [wait],
+      advanced: { leaseTtlMs: 3000, store: { postgres: through.toString() } },
+    })
+    try {
+      const response = await agent.send('wait')
+      await inside
+      silent = true
+      const since = Date.now()
+      const failure = await response.result().catch((error) => error)
+      const took = Date.now() - since
+      expect(failure).toBeInstanceOf(SdkError)
+      expect(failure.code).toBe('SESSION_LEASED')
+      expect(failure.message).toBe(
+        `Session ${agent.sessionId} could not be kept: its lease expired while the store could not be reached to renew it: the run stopped`,
+      )
+      expect(runs).toBe(1)
+      // The last renewal answered at most a third of the TTL before the silence.
+      expect(took).toBeGreaterThanOrEqual(1900)
+      expect(took).toBeLessThan(4000)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      proxy.close()
+      await agent.close()
+    }
+  }, 30_000)
 })

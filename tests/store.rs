@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use agent_runtime_hooks::model::{AssistantToolCall, ContentPart, Message, UserContent};
 use agent_runtime_hooks::store::{
-    self, fingerprint, Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, MemoryStore, PendingCall,
+    self, fingerprint, Claim, Decision, Deferred, DeferredOutcome, Effect, Guarded, Lease, MemoryStore, PendingCall,
     PendingReason, PostgresStore, SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig, StoreError,
     StoreErrorKind, ToolResult,
 };
@@ -34,8 +34,14 @@ struct Fixture {
     _database: Option<pg::Database>,
 }
 
+/// Every back end as `store::open` gives it: behind the edge (ids checked, SQL operations under
+/// a deadline).
+fn guarded<S: Store + 'static>(store: S, deadline: Option<Duration>) -> Arc<dyn Store> {
+    Arc::new(Guarded::new(store, deadline))
+}
+
 async fn memory() -> Option<Fixture> {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let store = guarded(MemoryStore::new(), None);
     Some(Fixture {
         other: store.clone(),
         store,
@@ -48,8 +54,8 @@ async fn sqlite() -> Option<Fixture> {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("sessions.db");
     Some(Fixture {
-        store: Arc::new(SqliteStore::open(&path).await.unwrap()),
-        other: Arc::new(SqliteStore::open(&path).await.unwrap()),
+        store: guarded(SqliteStore::open(&path).await.unwrap(), Some(store::DEADLINE)),
+        other: guarded(SqliteStore::open(&path).await.unwrap(), Some(store::DEADLINE)),
         _dir: Some(dir),
         _database: None,
     })
@@ -58,8 +64,8 @@ async fn sqlite() -> Option<Fixture> {
 async fn postgres() -> Option<Fixture> {
     let database = pg::Database::create().await?;
     Some(Fixture {
-        store: Arc::new(PostgresStore::open(&database.url).await.unwrap()),
-        other: Arc::new(PostgresStore::open(&database.url).await.unwrap()),
+        store: guarded(PostgresStore::open(&database.url).await.unwrap(), Some(store::DEADLINE)),
+        other: guarded(PostgresStore::open(&database.url).await.unwrap(), Some(store::DEADLINE)),
         _dir: None,
         _database: Some(database),
     })
@@ -149,7 +155,8 @@ macro_rules! conformance {
             a_drain_tries_each_row_once_whatever_its_backoff,
             concurrent_deliverers_never_claim_one_row_twice,
             one_key_names_one_body,
-            a_run_that_lost_its_lease_queues_nothing
+            a_run_that_lost_its_lease_queues_nothing,
+            ids_are_kept_or_refused_by_one_rule_on_every_back_end
         );
     };
     ($backend:ident: $($check:ident),+) => {
@@ -872,6 +879,77 @@ mod checks {
         );
     }
 
+    /// Ids of any content and length: kept alike (empty, emoji, 1024 bytes) or refused alike,
+    /// before anything is written, naming the id and the rule (U+0000, which PostgreSQL text
+    /// cannot hold; over 1024 bytes, which its index cannot).
+    pub async fn ids_are_kept_or_refused_by_one_rule_on_every_back_end(f: Fixture) {
+        let long = "é".repeat(512);
+        for id in ["", "🦀 call ✓", long.as_str()] {
+            let l = claim(&*f.store, id).await;
+            let call = pending(id, "rm", json!({}), PendingReason::Ask, None);
+            f.store
+                .save(&record(id, None), std::slice::from_ref(&call), &l)
+                .await
+                .unwrap();
+            assert_eq!(f.other.load(id).await.unwrap(), Some((record(id, None), vec![call])));
+            assert!(f
+                .other
+                .decide(id, id, &Decision::Approve { updated_input: None })
+                .await
+                .unwrap());
+            f.store
+                .effect_started(&l, id, "rm", &Map::new(), "destructive")
+                .await
+                .unwrap();
+            assert_eq!(f.other.effect(id, id).await.unwrap(), Some(Effect::Started));
+            let mut row = queued(&format!("q-{}", id.len()), 8);
+            (row.session_id, row.hook_id) = (id.to_owned(), id.to_owned());
+            f.store.enqueue(&[row], Some(&l)).await.unwrap();
+            f.store.release(&l).await.unwrap();
+        }
+        assert_eq!(f.other.queued().await.unwrap(), 3);
+
+        const RULE: &str = "must be at most 1024 bytes of UTF-8 without U+0000";
+        let megabyte = "y".repeat(1 << 20);
+        let over = "é".repeat(513);
+        let refused = [
+            ("call\0x", "the tool call id", "(got U+0000 at byte 4)"),
+            (megabyte.as_str(), "the tool call id", "(got 1048576 bytes)"),
+            (over.as_str(), "the tool call id", "(got 1026 bytes)"),
+        ];
+        let l = claim(&*f.store, "s1").await;
+        for (id, name, got) in refused {
+            let cause = format!("{name} {RULE} {got}");
+            let call = pending(id, "rm", json!({}), PendingReason::Ask, None);
+            let error = f.store.save(&record("s1", None), &[call], &l).await.unwrap_err();
+            assert_eq!(error.to_string(), format!("store: save session s1 failed: {cause}"));
+            let error = f
+                .store
+                .effect_started(&l, id, "rm", &Map::new(), "destructive")
+                .await
+                .unwrap_err();
+            assert_eq!(error.cause, cause);
+            let error = f
+                .store
+                .decide("s1", id, &Decision::Approve { updated_input: None })
+                .await
+                .unwrap_err();
+            assert_eq!(error.cause, cause);
+            let as_session = format!("the session id {RULE} {got}");
+            let error = f.store.claim(id, "worker", Duration::from_secs(60)).await.unwrap_err();
+            assert_eq!(error.cause, as_session);
+            assert_eq!(f.store.load(id).await.unwrap_err().cause, as_session);
+            let mut row = queued("q-bad", 8);
+            row.hook_id = id.to_owned();
+            let error = f.store.enqueue(&[row], Some(&l)).await.unwrap_err();
+            assert_eq!(error.cause, format!("the hook id {RULE} {got}"));
+        }
+        // Nothing of it was written.
+        assert_eq!(f.other.load("s1").await.unwrap(), None);
+        assert_eq!(f.other.open_effects("s1").await.unwrap(), Vec::new());
+        assert_eq!(f.other.queued().await.unwrap(), 3);
+    }
+
     pub async fn concurrent_completions_have_one_winner(f: Fixture) {
         let outcomes = race(&f, PendingReason::Deferred, |store, id, first| async move {
             let result = ToolResult::new(if first { "A" } else { "B" }, !first);
@@ -1515,4 +1593,227 @@ async fn only_what_is_given_is_written_to_postgres() {
         "the template is stored as given"
     );
     assert!(!hooks.contains(SECRET));
+}
+
+/// A file whose write lock another connection holds (`BEGIN IMMEDIATE`, as another process
+/// writing): opening the store waits for it up to the busy timeout (5 s), as a write does —
+/// served once the lock is let go, refused only after about 5 s, not at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opening_a_write_locked_file_waits_the_busy_timeout() {
+    {
+        // A new file, created and write-locked by another application's connection (rollback
+        // journal: the store's switch to WAL needs the lock).
+        for hold in [Duration::from_millis(1500), Duration::from_secs(8)] {
+            let dir = TempDir::new().unwrap();
+            let path = db_path(&dir);
+            let holder = SqlitePool::connect_with(
+                sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(&path)
+                    .create_if_missing(true),
+            )
+            .await
+            .unwrap();
+            let mut conn = holder.acquire().await.unwrap();
+            sqlx::raw_sql(
+                "BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS other_app (x INTEGER); INSERT INTO other_app VALUES (1)",
+            )
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+            let started = std::time::Instant::now();
+            let let_go = tokio::spawn(async move {
+                tokio::time::sleep(hold).await;
+                sqlx::raw_sql("COMMIT").execute(&mut *conn).await.unwrap();
+                drop(conn);
+                holder.close().await;
+            });
+            let opened = SqliteStore::open(&path).await;
+            let took = started.elapsed();
+            let case = format!("lock held {hold:?}, open took {took:?}");
+            if hold < store::DEADLINE / 3 {
+                let store = opened.unwrap_or_else(|e| panic!("{case}: {e}"));
+                assert!(took >= hold - Duration::from_millis(100), "{case}");
+                store.close().await;
+            } else {
+                let error = opened.err().unwrap_or_else(|| panic!("{case}: opened"));
+                assert!(error.cause.contains("database is locked"), "{case}: {error}");
+                assert!(
+                    took >= Duration::from_millis(4900) && took < Duration::from_millis(7000),
+                    "{case}: {error}"
+                );
+            }
+            let_go.await.unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_in_memory_sqlite_database_is_refused_naming_what_to_use() {
+    let error = SqliteStore::open(Path::new(":memory:")).await.err().expect("refused");
+    assert_eq!(
+        error.to_string(),
+        "store: open sqlite store :memory: failed: the path must be a file path (got \":memory:\"): an in-memory SQLite database is private to one connection and the store uses several; for sessions kept in memory leave advanced.store out, or name a shared in-memory database (\"file::memory:?cache=shared\")"
+    );
+}
+
+/// A TCP proxy in front of the PostgreSQL server that, once a client sends `trigger`, forwards
+/// nothing more either way on any connection, and keeps every socket open: a database that went
+/// silent mid-transaction (the server does not learn that the client is gone).
+mod silent {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::Notify;
+    use tokio::task::JoinSet;
+
+    pub struct Proxy {
+        pub port: u16,
+        pub silenced: Arc<Notify>,
+        silent: Arc<AtomicBool>,
+        _tasks: JoinSet<()>,
+    }
+
+    impl Proxy {
+        pub async fn start(server: String, trigger: &'static [u8]) -> Proxy {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let (silent, silenced) = (Arc::new(AtomicBool::new(false)), Arc::new(Notify::new()));
+            let mut tasks = JoinSet::new();
+            let (flag, notify) = (silent.clone(), silenced.clone());
+            tasks.spawn(async move {
+                let mut pumps = JoinSet::new();
+                loop {
+                    let Ok((client, _)) = listener.accept().await else {
+                        return;
+                    };
+                    let upstream = TcpStream::connect(&server).await.unwrap();
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut server_read, mut server_write) = upstream.into_split();
+                    let (up_flag, up_notify) = (flag.clone(), notify.clone());
+                    pumps.spawn(async move {
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        while let Ok(n) = client_read.read(&mut buffer).await {
+                            if n == 0 {
+                                break;
+                            }
+                            let chunk = &buffer[..n];
+                            if chunk.windows(trigger.len()).any(|w| w == trigger) {
+                                up_flag.store(true, Ordering::SeqCst);
+                                up_notify.notify_waiters();
+                            }
+                            if up_flag.load(Ordering::SeqCst) {
+                                continue;
+                            }
+                            if server_write.write_all(chunk).await.is_err() {
+                                break;
+                            }
+                        }
+                        // Silent, not closed: the server keeps the session.
+                        std::future::pending::<()>().await;
+                        drop(server_write);
+                    });
+                    let down_flag = flag.clone();
+                    pumps.spawn(async move {
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        while let Ok(n) = server_read.read(&mut buffer).await {
+                            if n == 0 {
+                                break;
+                            }
+                            if down_flag.load(Ordering::SeqCst) {
+                                continue;
+                            }
+                            if client_write.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                        std::future::pending::<()>().await;
+                        drop(client_write);
+                    });
+                }
+            });
+            Proxy {
+                port,
+                silenced,
+                silent,
+                _tasks: tasks,
+            }
+        }
+
+        pub fn is_silent(&self) -> bool {
+            self.silent.load(Ordering::SeqCst)
+        }
+    }
+}
+
+/// A fenced write whose connection goes silent after its `BEGIN` and fence (the lease row held
+/// `FOR SHARE` on the server): the server ends that session (idle in transaction), so another
+/// worker's claim, once the lease has expired, is granted within seconds instead of waiting for
+/// the lock forever; the silent write itself fails at the store's deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_gone_silent_inside_a_fenced_write_holds_no_claim_forever() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let direct = reqwest::Url::parse(&database.url).unwrap();
+    let server = format!("{}:{}", direct.host_str().unwrap(), direct.port().unwrap_or(5432));
+    // The statement after the fence in a save with pending calls.
+    let proxy = silent::Proxy::start(
+        server,
+        b"INSERT INTO sessions (session_id, messages, hooks, paused) VALUES",
+    )
+    .await;
+    let mut through = direct.clone();
+    through.set_host(Some("127.0.0.1")).unwrap();
+    through.set_port(Some(proxy.port)).unwrap();
+    through.set_query(Some("sslmode=disable"));
+    let a = PostgresStore::shared(through.as_str()).await.unwrap();
+    let b = guarded(PostgresStore::open(&database.url).await.unwrap(), Some(store::DEADLINE));
+
+    let ttl = Duration::from_secs(3);
+    let Claim::Granted(lease) = a.claim("s1", "worker-a", ttl).await.unwrap() else {
+        panic!("granted")
+    };
+    let silenced = proxy.silenced.notified();
+    let writer = a.clone();
+    let save_started = std::time::Instant::now();
+    let save = tokio::spawn(async move {
+        let call = pending("c1", "rm", json!({}), PendingReason::Ask, None);
+        let saved = writer.save(&record("s1", None), &[call], &lease).await;
+        (saved, save_started.elapsed())
+    });
+    silenced.await;
+    assert!(proxy.is_silent());
+    // The lease expires (no renewal reaches the server), then another worker claims.
+    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+    let asked = std::time::Instant::now();
+    let claimed = tokio::time::timeout(
+        Duration::from_secs(20),
+        b.claim("s1", "worker-b", Duration::from_secs(30)),
+    )
+    .await
+    .expect("the claim of another worker answers");
+    let waited = asked.elapsed();
+    assert!(
+        matches!(claimed, Ok(Claim::Granted(ref l)) if l.token == 2),
+        "{claimed:?}"
+    );
+    assert!(waited < Duration::from_secs(5), "the claim waited {waited:?}");
+
+    let (saved, took) = tokio::time::timeout(Duration::from_secs(30), save)
+        .await
+        .expect("the save ends")
+        .unwrap();
+    let error = saved.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "store: save session s1 failed: the store did not answer within 15000 ms"
+    );
+    assert!(
+        took >= store::DEADLINE && took < store::DEADLINE + Duration::from_secs(2),
+        "{took:?}"
+    );
+    // Nothing of the silent write landed.
+    assert_eq!(b.load("s1").await.unwrap(), None);
 }

@@ -597,7 +597,10 @@ fn read_store(advanced: &OptionsObject) -> Result<StoreConfig> {
             return Ok(StoreConfig::Postgres(url));
         }
         return match store.string("sqlite")?.filter(|path| !path.trim().is_empty()) {
-            Some(path) => Ok(StoreConfig::Sqlite(path.into())),
+            Some(path) => {
+                crate::store::check_sqlite_path(&path).map_err(|problem| store.error("sqlite", problem))?;
+                Ok(StoreConfig::Sqlite(path.into()))
+            }
             None => Err(SdkError::config(
                 "advanced.store must name its database: { sqlite: path } or { postgres: url }",
             )),
@@ -1013,6 +1016,7 @@ mod tests {
             (json!({"postgres": "postgres://db/x", "sqlite": "s.db"}), "advanced.store takes one database: { sqlite: path } or { postgres: url }, not both"),
             (json!({"mysql": "x"}), "advanced.store.mysql is not a known option (known here: sqlite, postgres)"),
             (json!({}), "advanced.store must name its database: { sqlite: path } or { postgres: url }"),
+            (json!({"sqlite": ":memory:"}), "advanced.store.sqlite must be a file path (got \":memory:\"): an in-memory SQLite database is private to one connection and the store uses several; for sessions kept in memory leave advanced.store out, or name a shared in-memory database (\"file::memory:?cache=shared\")"),
         ];
         for (store, expected) in cases {
             let error = store_config(store.clone()).unwrap_err();

@@ -56,6 +56,9 @@ pub struct Durable {
     lease_ttl: Duration,
     /// The claim of the run in progress; every write of run state is fenced by it.
     lease: Mutex<Option<Lease>>,
+    /// When that claim expires unless renewed, as this agent last learnt it (from when it asked:
+    /// never later than the store's own). A fenced write must be answered by then.
+    expires: Mutex<Option<tokio::time::Instant>>,
     /// The token of the last claim whose writes this agent holds in memory: its own last
     /// lease, or the released one `resumeAgent` read. `None` when not known (a lease was live
     /// while the session was read). A claim that does not follow it means another agent drove
@@ -125,6 +128,30 @@ impl Enqueue for Unfenced {
 /// How long a claim in the memory store lasts: until released, in practice.
 const MEMORY_LEASE: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// A claim refused because this very agent holds the session: its last release was lost (a
+/// database crash undid it) and the lease came back live. When the lease is still the one this
+/// agent last held (its token), it is released and claimed again, as the continuation it is;
+/// otherwise the refusal stands.
+async fn continue_own(
+    store: &dyn Store,
+    session_id: &str,
+    owner: &str,
+    known: Option<i64>,
+    ttl: Duration,
+) -> std::result::Result<Claim, StoreError> {
+    let own = store.lease_state(session_id).await?;
+    if let (Some(state), Some(known)) = (own, known) {
+        if state.live && state.token == known {
+            let lease = Lease {
+                session_id: session_id.to_owned(),
+                token: known,
+            };
+            store.release(&lease).await?;
+        }
+    }
+    store.claim(session_id, owner, ttl).await
+}
+
 /// A run's claim, as `claim` got it.
 pub struct Claimed {
     /// Another agent drove the session since this one last held it (or read it while it was
@@ -151,6 +178,7 @@ impl Durable {
             owner: format!("{}/{}", std::process::id(), ids::uuid()),
             lease_ttl: Duration::from_millis(u64::from(lease_ttl_ms)),
             lease: Mutex::new(None),
+            expires: Mutex::new(None),
             // A new session: nobody has written it (tokens start at 1). `resumeAgent` says
             // otherwise with `set_known`.
             known: Mutex::new(Some(0)),
@@ -227,9 +255,17 @@ impl Durable {
             _ => self.lease_ttl,
         };
         let (session_id, owner) = (self.session_id.clone(), self.owner.clone());
+        let asked = tokio::time::Instant::now();
+        let known = *lock(&self.known);
+        let running = lock(&self.lease).is_some();
         let claim = self
             .hop("claim the session", async move {
-                store.claim(&session_id, &owner, ttl).await
+                match store.claim(&session_id, &owner, ttl).await? {
+                    Claim::Held { owner: holder, .. } if holder == owner && !running => {
+                        continue_own(&*store, &session_id, &owner, known, ttl).await
+                    }
+                    claim => Ok(claim),
+                }
             })
             .await?;
         match claim {
@@ -237,6 +273,7 @@ impl Durable {
                 let previous = lock(&self.known).replace(lease.token);
                 let stale = previous != Some(lease.token - 1);
                 *lock(&self.lease) = Some(lease);
+                *lock(&self.expires) = asked.checked_add(ttl);
                 Ok(Claimed { stale })
             }
             Claim::Held { remaining_ms, .. } => Err(session_leased(
@@ -248,15 +285,56 @@ impl Durable {
         }
     }
 
-    /// Extends this run's claim: `Ok(false)` once it is lost.
-    pub async fn renew(&self) -> Result<bool> {
+    /// Extends this run's claim: `Ok(false)` once it is lost. A renewal not answered within
+    /// `within` (its share of the TTL) fails: the store is not keeping the claim.
+    pub async fn renew(&self, within: Duration) -> Result<bool> {
         let Some(lease) = lock(&self.lease).clone() else {
             return Ok(false);
         };
         let store = self.store().await?;
         let ttl = self.lease_ttl;
-        self.hop("renew the lease", async move { store.renew(&lease, ttl).await })
-            .await
+        let asked = tokio::time::Instant::now();
+        let renewed = self
+            .hop("renew the lease", async move {
+                let operation = || format!("renew the lease on session {}", lease.session_id);
+                store::within(Some(within), operation, store.renew(&lease, ttl)).await
+            })
+            .await?;
+        if renewed {
+            *lock(&self.expires) = Some(asked + ttl);
+        }
+        Ok(renewed)
+    }
+
+    /// A fenced write of this run, on an SQL store: it must be answered while the claim lasts (a
+    /// write answered later would be refused anyway, and a silent store must not hold the run
+    /// past its claim); one whose claim this agent already knows expired is refused at once.
+    async fn fenced<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        lease: Lease,
+        work: impl std::future::Future<Output = std::result::Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T> {
+        let expires = *lock(&self.expires);
+        let Some(expires) = expires.filter(|_| self.survives()) else {
+            return self.hop(what, work).await;
+        };
+        let left = expires.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Err(store_error(StoreError::lease_lost(what, &lease)));
+        }
+        self.hop(what, async move {
+            match tokio::time::timeout(left, work).await {
+                Ok(done) => done,
+                Err(_) => Err(StoreError::lease_lost(what, &lease)),
+            }
+        })
+        .await
+    }
+
+    /// How long a claim outlives its last renewal.
+    pub fn lease_ttl(&self) -> Duration {
+        self.lease_ttl
     }
 
     /// How often a run renews its claim: a third of its TTL, so two renewals may fail before it
@@ -273,6 +351,12 @@ impl Durable {
         let store = self.store().await?;
         self.hop("release the lease", async move { store.release(&lease).await })
             .await
+    }
+
+    /// Lets go of a claim found lost without asking the store (whoever holds the session now
+    /// is not to be disturbed, and the store may not be answering).
+    pub fn forget_lease(&self) {
+        lock(&self.lease).take();
     }
 
     /// One transaction: the conversation, the paused turn (if any) and its pending calls.
@@ -300,7 +384,7 @@ impl Durable {
                 decision: call.decision.clone(),
             })
             .collect();
-        self.hop("save the session", async move {
+        self.fenced("save the session", lease.clone(), async move {
             store.save(&record, &pending, &lease).await
         })
         .await
@@ -323,7 +407,7 @@ impl Durable {
         let store = self.store().await?;
         let tool_call_id = tool_call_id.to_string();
         let (name, input, side_effect) = (tool.schema.name.clone(), input.clone(), tool.side_effect.as_str());
-        self.hop("record a tool call as started", async move {
+        self.fenced("record a tool call as started", lease.clone(), async move {
             store
                 .effect_started(&lease, &tool_call_id, &name, &input, side_effect)
                 .await
@@ -337,7 +421,7 @@ impl Durable {
         let store = self.store().await?;
         let tool_call_id = tool_call_id.to_string();
         let result = ToolResult::new(output.to_string(), is_error);
-        self.hop("record a tool call's result", async move {
+        self.fenced("record a tool call's result", lease.clone(), async move {
             store.effect_finished(&lease, &tool_call_id, &result).await
         })
         .await

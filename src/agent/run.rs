@@ -274,8 +274,12 @@ impl Run {
                 );
             }
         }
-        // Released before the result is published: whoever sees it may claim the session.
-        if let Err(error) = self.durable.release().await {
+        // Released before the result is published: whoever sees it may claim the session. A
+        // lost claim is no longer this run's to release (and a silent store would hold the
+        // result back for the release's deadline).
+        if lost {
+            self.durable.forget_lease();
+        } else if let Err(error) = self.durable.release().await {
             self.release_failed(&error);
         }
         match outcome {
@@ -1044,22 +1048,34 @@ fn stop(control: &RunControl, stopped: &std::sync::OnceLock<SdkError>, error: Sd
 
 /// Renews a run's claim on its session while the run lasts (dropped with it). A claim found lost
 /// — expired while renewals failed, or taken by another agent — aborts the run: its writes would
-/// be refused, and another agent may be driving the session. A renewal that fails is tried again
-/// until the claim's TTL has passed.
+/// be refused, and another agent may be driving the session. A renewal has a third of the TTL to
+/// answer; one that fails or does not answer is tried again soon (100 ms), until the TTL has passed
+/// since the last one that did: a silent store stops the run about one TTL after its last word.
 async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, stopped: Arc<std::sync::OnceLock<SdkError>>) {
     let every = durable.renew_every();
-    let mut renewed = tokio::time::Instant::now();
+    let mut expires = tokio::time::Instant::now() + durable.lease_ttl();
+    let mut wait = every;
     loop {
-        tokio::time::sleep(every).await;
-        let why = match durable.renew().await {
+        tokio::time::sleep(wait).await;
+        let left = expires.saturating_duration_since(tokio::time::Instant::now());
+        let asked = tokio::time::Instant::now();
+        let why = match durable
+            .renew(every.min(left).max(std::time::Duration::from_millis(1)))
+            .await
+        {
             Ok(true) => {
-                renewed = tokio::time::Instant::now();
+                expires = asked + durable.lease_ttl();
+                wait = every;
                 continue;
             }
             Ok(false) => {
                 "was taken over by another agent, or its lease expired, while this run drove it: the run stopped"
             }
-            Err(_) if renewed.elapsed() < every * 3 => continue,
+            Err(_) if tokio::time::Instant::now() < expires => {
+                // Again soon, not in a tight loop when the store refuses at once.
+                wait = every.min(std::time::Duration::from_millis(100));
+                continue;
+            }
             Err(_) => {
                 "could not be kept: its lease expired while the store could not be reached to renew it: the run stopped"
             }

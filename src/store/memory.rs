@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+use super::edge::Guarded;
 use super::outbox::CLAIM_MARGIN;
 use super::{
     Attempt, Claim, Claimed, Decision, Deferred, DeferredOutcome, Due, Effect, Lease, LeaseState, PendingCall,
@@ -64,9 +65,13 @@ impl MemoryStore {
     }
 
     /// The process's memory store.
-    pub fn process_wide() -> Arc<MemoryStore> {
-        static PROCESS: OnceLock<Arc<MemoryStore>> = OnceLock::new();
-        PROCESS.get_or_init(|| Arc::new(MemoryStore::new())).clone()
+    /// Behind the edge (its ids checked as every back end's are); no deadline: its operations
+    /// are a lock and a map, and never wait.
+    pub fn process_wide() -> Arc<Guarded<MemoryStore>> {
+        static PROCESS: OnceLock<Arc<Guarded<MemoryStore>>> = OnceLock::new();
+        PROCESS
+            .get_or_init(|| Arc::new(Guarded::new(MemoryStore::new(), None)))
+            .clone()
     }
 
     fn outbox(&self) -> MutexGuard<'_, Vec<OutboxRow>> {

@@ -9,6 +9,7 @@
 mod canonical;
 mod codec;
 pub mod delivery;
+mod edge;
 mod lease;
 mod memory;
 pub mod outbox;
@@ -30,11 +31,12 @@ use serde_json::{Map, Value};
 use crate::model::{display_url, Message};
 
 pub use canonical::{approval_token, canonical_json, fingerprint, verify_approval_token};
+pub use edge::{check_id, within, Guarded, DEADLINE, MAX_ID_BYTES};
 pub use lease::{Claim, Lease, LeaseState};
 pub use memory::MemoryStore;
 pub use outbox::{Attempt, Claimed, Due, Queued, Settled};
 pub use postgres::{check_postgres_url, PostgresStore};
-pub use sqlite::SqliteStore;
+pub use sqlite::{check_sqlite_path, SqliteStore};
 
 /// Where sessions live (`advanced.store`).
 #[derive(Clone, PartialEq, Eq)]
@@ -62,6 +64,9 @@ impl fmt::Debug for StoreConfig {
 /// Opens the configured store, migrated and ready. The memory store is one per process; SQL
 /// stores are shared per database within a process while any handle is alive (one pool per SQLite
 /// file, one per PostgreSQL URL).
+///
+/// Every back end is behind the edge (`edge.rs`): ids a store cannot keep are refused, and an
+/// SQL store's operations each have a deadline.
 ///
 /// Its outbox deliverer runs in this process from then on, while the store is open.
 pub async fn open(config: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {

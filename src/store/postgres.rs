@@ -24,9 +24,10 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, Postgres, Row};
+use sqlx::{ConnectOptions, Connection, Executor, Postgres, Row};
 
 use super::codec::{messages_to_text, parse, to_text};
+use super::edge::{within, Guarded, DEADLINE};
 use super::outbox;
 use super::rows;
 use super::shared::OpenStores;
@@ -61,6 +62,22 @@ const RELAXED_CONNECTIONS: u32 = 2;
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// An idle connection is closed after this long (a process that stopped working holds none).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Set on every pooled connection once it connects, as session settings (not startup
+/// parameters, which PgBouncer refuses): the server ends a statement running 10 s, a wait for a
+/// lock past 7 s, and a session idle inside a transaction for 5 s (a client gone silent there
+/// holds its row locks: a lease row held `FOR SHARE` by a fenced write would keep every claim of
+/// the session waiting). A lock wait outlasts the idle limit, so a claim behind a silent holder
+/// is served once the server has ended it. The store's own transactions never idle between
+/// statements.
+macro_rules! session_settings {
+    () => {
+        "SET statement_timeout = 10000; SET lock_timeout = 7000; SET idle_in_transaction_session_timeout = 5000"
+    };
+}
+const SESSION_SETTINGS: &str = session_settings!();
+/// The same, for connections whose commits need not wait for the disk (see `relaxed`).
+const RELAXED_SETTINGS: &str = concat!(session_settings!(), "; SET synchronous_commit = off");
 
 /// The database clock, in Unix milliseconds, for the `*_at` columns.
 macro_rules! now_ms {
@@ -216,8 +233,8 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, String> {
 pub struct PostgresStore {
     pool: PgPool,
     /// Connections whose commits do not wait for the WAL to reach the disk
-    /// (`synchronous_commit = off`), for writes a server crash may lose without harm: renewing or
-    /// releasing a lease (lost, it just expires sooner or later; fencing still holds), claiming a
+    /// (`synchronous_commit = off`), for writes a server crash may lose without harm: renewing a
+    /// lease (lost, it just expires sooner; fencing still holds), claiming a
     /// queued row or reporting an attempt (lost, the row is sent again, with the same
     /// `Idempotency-Key`). A claim of a session, the run state and outbox rows are always durable.
     relaxed: PgPool,
@@ -242,26 +259,34 @@ impl PostgresStore {
             .await
             .map_err(|e| failed(&e))?;
         conn.close().await.map_err(|e| failed(&e))?;
-        let pool = |connections: u32, options: PgConnectOptions| {
+        let pool = |connections: u32, settings: &'static str| {
             PgPoolOptions::new()
                 .max_connections(connections)
                 .min_connections(0)
                 .acquire_timeout(ACQUIRE_TIMEOUT)
                 .idle_timeout(IDLE_TIMEOUT)
-                .connect_lazy_with(options)
+                .after_connect(move |conn, _| Box::pin(async move { conn.execute(settings).await.map(drop) }))
+                .connect_lazy_with(options.clone())
         };
-        let relaxed = options.clone().options([("synchronous_commit", "off")]);
         Ok(PostgresStore {
-            pool: pool(MAX_CONNECTIONS, options),
-            relaxed: pool(RELAXED_CONNECTIONS, relaxed),
+            pool: pool(MAX_CONNECTIONS, SESSION_SETTINGS),
+            relaxed: pool(RELAXED_CONNECTIONS, RELAXED_SETTINGS),
         })
     }
 
     /// The process's store for `url`: one pool per URL while any handle to it lives, dropped
     /// with the last handle.
-    pub async fn shared(url: &str) -> Result<Arc<PostgresStore>, StoreError> {
-        static OPEN: OpenStores<String, PostgresStore> = OpenStores::new();
-        OPEN.get_or_open(url.to_owned(), || PostgresStore::open(url)).await
+    ///
+    /// Behind the edge: every operation, and the open, has `DEADLINE` (a server that stops
+    /// answering fails them with `STORE_ERROR`; the server ends what they left open).
+    pub async fn shared(url: &str) -> Result<Arc<Guarded<PostgresStore>>, StoreError> {
+        static OPEN: OpenStores<String, Guarded<PostgresStore>> = OpenStores::new();
+        OPEN.get_or_open(url.to_owned(), || async {
+            let operation = || format!("open postgres store {}", display_url(url));
+            let open = within(Some(DEADLINE), operation, PostgresStore::open(url)).await?;
+            Ok(Guarded::new(open, Some(DEADLINE)))
+        })
+        .await
     }
 
     /// Closes the pool, waiting for its connections.
@@ -491,8 +516,10 @@ impl Store for PostgresStore {
         sql::renew(&self.relaxed, &DIALECT, lease, ttl).await
     }
 
+    /// Durable, unlike a renewal: a release a server crash lost would bring the lease back live,
+    /// and the session would stay shut for its TTL.
     async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
-        sql::release(&self.relaxed, &DIALECT, lease).await
+        sql::release(&self.pool, &DIALECT, lease).await
     }
 
     async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {

@@ -16,8 +16,10 @@ use serde_json::{Map, Value};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, Transaction};
+use tokio::time::Instant;
 
 use super::codec::{messages_to_text, to_text};
+use super::edge::{within, Guarded, DEADLINE};
 use super::rows::{self, plain_output};
 use super::shared::OpenStores;
 use super::sql;
@@ -42,6 +44,22 @@ macro_rules! now_ms {
 static DIALECT: LazyLock<sql::Dialect> =
     LazyLock::new(|| sql::Dialect::new(now_ms!(), "e.rowid", ("", ""), str::to_owned, plain_output));
 
+/// `Ok` when `path` names a file the store can share between its connections; otherwise what is
+/// wrong, phrased to follow the option's name. `:memory:` (and an empty name) opens a database
+/// private to each connection, and the store holds several (its two pools): what one wrote,
+/// the next would not find (`no such table: leases`).
+pub fn check_sqlite_path(path: &str) -> Result<(), String> {
+    if path.trim().is_empty() || path == ":memory:" {
+        return Err(format!("must be a file path (got {path:?}): {PRIVATE_MEMORY}"));
+    }
+    Ok(())
+}
+
+/// Why `:memory:` is refused, and what to use instead.
+const PRIVATE_MEMORY: &str = "an in-memory SQLite database is private to one connection and the store \
+     uses several; for sessions kept in memory leave advanced.store out, or name a shared in-memory \
+     database (\"file::memory:?cache=shared\")";
+
 pub struct SqliteStore {
     pool: SqlitePool,
     /// Connections with `synchronous=NORMAL` (in WAL mode: a commit survives a process crash, not
@@ -58,6 +76,8 @@ impl SqliteStore {
     /// its own connection pool.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         let operation = format!("open sqlite store {}", path.display());
+        check_sqlite_path(&path.to_string_lossy())
+            .map_err(|problem| StoreError::new(&operation, format!("the path {problem}")))?;
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| StoreError::new(&operation, format!("cannot create {}: {e}", dir.display())))?;
@@ -72,8 +92,13 @@ impl SqliteStore {
         let relaxed = SqlitePoolOptions::new()
             .max_connections(2)
             .connect_lazy_with(options.clone().synchronous(SqliteSynchronous::Normal));
-        let pool = connect(options).await.map_err(|e| StoreError::new(&operation, e))?;
-        migrate(&pool).await.map_err(|e| StoreError::new(&operation, e))?;
+        let until = Instant::now() + BUSY_TIMEOUT;
+        let pool = connect(options, until)
+            .await
+            .map_err(|e| StoreError::new(&operation, e))?;
+        migrate(&pool, until)
+            .await
+            .map_err(|e| StoreError::new(&operation, e))?;
         Ok(SqliteStore {
             pool,
             relaxed,
@@ -83,10 +108,18 @@ impl SqliteStore {
 
     /// The process's store for `path`: one pool per file while any handle to it lives (each
     /// `resumeAgent` need not open and migrate again), dropped with the last handle.
-    pub async fn shared(path: &Path) -> Result<Arc<SqliteStore>, StoreError> {
-        static OPEN: OpenStores<PathBuf, SqliteStore> = OpenStores::new();
+    ///
+    /// Behind the edge: every operation has `DEADLINE` (a statement waits `busy_timeout` for the
+    /// file's write lock; the deadline bounds the whole operation).
+    pub async fn shared(path: &Path) -> Result<Arc<Guarded<SqliteStore>>, StoreError> {
+        static OPEN: OpenStores<PathBuf, Guarded<SqliteStore>> = OpenStores::new();
         let key = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-        OPEN.get_or_open(key, || SqliteStore::open(path)).await
+        OPEN.get_or_open(key, || async {
+            let operation = || format!("open sqlite store {}", path.display());
+            let open = within(Some(DEADLINE), operation, SqliteStore::open(path)).await?;
+            Ok(Guarded::new(open, Some(DEADLINE)))
+        })
+        .await
     }
 
     /// The file this store writes.
@@ -111,10 +144,11 @@ async fn begin_write(pool: &SqlitePool, operation: &str) -> Result<Transaction<'
         .map_err(|e| StoreError::new(operation, e))
 }
 
-/// A pool's first connection turns a new file to WAL, which takes the file's lock without
-/// waiting (`busy_timeout` does not cover it): two processes opening a new file at once can find it
-/// locked. Trying again a moment later finds it in WAL mode.
-async fn connect(options: SqliteConnectOptions) -> Result<SqlitePool, sqlx::Error> {
+/// Opening waits for the file as a write does, up to `BUSY_TIMEOUT`: a pool's first connection
+/// turns a new file to WAL, and the migrator reads (and may write) its table, and SQLite answers
+/// some of that with SQLITE_BUSY at once, whatever `busy_timeout` says (another process opening
+/// the file, or one holding its write lock). Tried again until the busy timeout has passed.
+async fn connect(options: SqliteConnectOptions, until: Instant) -> Result<SqlitePool, sqlx::Error> {
     let mut attempt = 0;
     loop {
         match SqlitePoolOptions::new()
@@ -122,13 +156,19 @@ async fn connect(options: SqliteConnectOptions) -> Result<SqlitePool, sqlx::Erro
             .connect_with(options.clone())
             .await
         {
-            Err(sqlx::Error::Database(e)) if attempt < 5 && busy(e.code().as_deref()) => {
+            Err(sqlx::Error::Database(e)) if busy(e.code().as_deref()) && Instant::now() < until => {
                 attempt += 1;
-                tokio::time::sleep(Duration::from_millis(20 * attempt)).await;
+                pause(attempt, until).await;
             }
             other => return other,
         }
     }
+}
+
+/// A growing pause between tries (20 ms more each time, at most 200 ms), never past `until`.
+async fn pause(attempt: u32, until: Instant) {
+    let wait = Duration::from_millis(20 * u64::from(attempt.min(10)));
+    tokio::time::sleep(wait.min(until.saturating_duration_since(Instant::now()))).await;
 }
 
 /// SQLITE_BUSY, or one of its extended codes.
@@ -137,13 +177,26 @@ fn busy(code: Option<&str>) -> bool {
         .is_some_and(|code| code & 0xff == 5)
 }
 
+/// Whether a migration failed because the file was locked (tried again until `BUSY_TIMEOUT`).
+fn busy_migration(error: &MigrateError) -> bool {
+    let cause = match error {
+        MigrateError::Execute(cause) | MigrateError::ExecuteMigration(cause, _) => cause,
+        _ => return false,
+    };
+    matches!(cause, sqlx::Error::Database(e) if busy(e.code().as_deref()))
+}
+
 /// Two processes opening a new file at once can race to apply the first migration; the loser's
 /// `CREATE TABLE` fails and rolls back. Trying again then finds it applied (checksums checked).
-async fn migrate(pool: &SqlitePool) -> Result<(), MigrateError> {
-    let mut attempt = 0;
+async fn migrate(pool: &SqlitePool, until: Instant) -> Result<(), MigrateError> {
+    let (mut raced, mut attempt) = (0, 0);
     loop {
         match MIGRATOR.run(pool).await {
-            Err(MigrateError::Execute(_) | MigrateError::ExecuteMigration(..)) if attempt < 2 => attempt += 1,
+            Err(error) if busy_migration(&error) && Instant::now() < until => {
+                attempt += 1;
+                pause(attempt, until).await;
+            }
+            Err(MigrateError::Execute(_) | MigrateError::ExecuteMigration(..)) if raced < 2 => raced += 1,
             other => return other,
         }
     }
