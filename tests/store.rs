@@ -1652,7 +1652,7 @@ async fn an_in_memory_sqlite_database_is_refused_naming_what_to_use() {
     let error = SqliteStore::open(Path::new(":memory:")).await.err().expect("refused");
     assert_eq!(
         error.to_string(),
-        "store: open sqlite store :memory: failed: the path must be a file path (got \":memory:\"): an in-memory SQLite database is private to one connection and the store uses several; for sessions kept in memory leave advanced.store out, or name a shared in-memory database (\"file::memory:?cache=shared\")"
+        "store: open sqlite store :memory: failed: the path must be a file path (got \":memory:\"): an in-memory SQLite database (\":memory:\", or its shared-cache form \"file::memory:?cache=shared\") cannot hold the store, which uses several connections; for sessions kept in memory leave advanced.store out"
     );
 }
 

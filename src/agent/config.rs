@@ -1016,7 +1016,7 @@ mod tests {
             (json!({"postgres": "postgres://db/x", "sqlite": "s.db"}), "advanced.store takes one database: { sqlite: path } or { postgres: url }, not both"),
             (json!({"mysql": "x"}), "advanced.store.mysql is not a known option (known here: sqlite, postgres)"),
             (json!({}), "advanced.store must name its database: { sqlite: path } or { postgres: url }"),
-            (json!({"sqlite": ":memory:"}), "advanced.store.sqlite must be a file path (got \":memory:\"): an in-memory SQLite database is private to one connection and the store uses several; for sessions kept in memory leave advanced.store out, or name a shared in-memory database (\"file::memory:?cache=shared\")"),
+            (json!({"sqlite": ":memory:"}), "advanced.store.sqlite must be a file path (got \":memory:\"): an in-memory SQLite database (\":memory:\", or its shared-cache form \"file::memory:?cache=shared\") cannot hold the store, which uses several connections; for sessions kept in memory leave advanced.store out"),
         ];
         for (store, expected) in cases {
             let error = store_config(store.clone()).unwrap_err();

@@ -49,16 +49,19 @@ static DIALECT: LazyLock<sql::Dialect> =
 /// private to each connection, and the store holds several (its two pools): what one wrote,
 /// the next would not find (`no such table: leases`).
 pub fn check_sqlite_path(path: &str) -> Result<(), String> {
-    if path.trim().is_empty() || path == ":memory:" {
-        return Err(format!("must be a file path (got {path:?}): {PRIVATE_MEMORY}"));
+    let in_memory = path == ":memory:" || path.starts_with("file::memory:") || path.contains("mode=memory");
+    if path.trim().is_empty() || in_memory {
+        return Err(format!("must be a file path (got {path:?}): {NOT_IN_MEMORY}"));
     }
     Ok(())
 }
 
-/// Why `:memory:` is refused, and what to use instead.
-const PRIVATE_MEMORY: &str = "an in-memory SQLite database is private to one connection and the store \
-     uses several; for sessions kept in memory leave advanced.store out, or name a shared in-memory \
-     database (\"file::memory:?cache=shared\")";
+/// Why an in-memory database is refused, and what to use instead. The store opens its file with
+/// several connections and in WAL mode, so neither `:memory:` (private to one connection) nor its
+/// shared-cache URI form (taken here as a file name) holds sessions.
+const NOT_IN_MEMORY: &str = "an in-memory SQLite database (\":memory:\", or its shared-cache form \
+     \"file::memory:?cache=shared\") cannot hold the store, which uses several connections; for \
+     sessions kept in memory leave advanced.store out";
 
 pub struct SqliteStore {
     pool: SqlitePool,
