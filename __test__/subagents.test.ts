@@ -392,11 +392,14 @@ describe('a tree that cannot crash the process, bounded by one budget', () => {
       const { createAgent, scriptedModel } = require(process.env.ENTRY)
       ;(async () => {
         let started = 0
-        // Every agent that may delegate fans out three ways, on every turn, whatever it is told.
-        const model = scriptedModel(({ tools }) =>
-          tools.some((tool) => tool.name === 'Task')
-            ? { toolCalls: [1, 2, 3].map(() => ({ name: 'Task', input: { subagent_type: 'fan', prompt: 'fan out' } })) }
-            : { text: 'leaf' })
+        // Every agent that may delegate fans out three ways at once, on every turn, whatever it
+        // is told; once refused it keeps trying, a turn every 50 ms.
+        const fanOut = { toolCalls: [1, 2, 3].map(() => ({ name: 'Task', input: { subagent_type: 'fan', prompt: 'fan out' } })) }
+        const model = scriptedModel(({ tools, messages }) => {
+          if (!tools.some((tool) => tool.name === 'Task')) return { text: 'leaf' }
+          const refused = messages.some((message) => message.role === 'tool' && String(message.content).includes('maxSubagentCalls'))
+          return refused ? new Promise((resolve) => setTimeout(() => resolve(fanOut), 50)) : fanOut
+        })
         const agent = await createAgent({
           model,
           advanced: {
@@ -441,8 +444,9 @@ describe('a tree that cannot crash the process, bounded by one budget', () => {
       { timeoutMs: 30_000 },
     )
     expect({ signal: result.signal, code: result.code, stderr: result.stderr }).toEqual({ signal: null, code: 0, stderr: '' })
-    // The root and 20 sub-agents each wrapped the answer of the one below.
-    expect(JSON.parse(result.stdout)).toBe('up('.repeat(21) + 'bottom' + ')'.repeat(21))
+    // The sub-agent at depth 20 (not offered Task) answered; the root and 19 sub-agents each
+    // wrapped the answer of the one below.
+    expect(JSON.parse(result.stdout)).toBe('up('.repeat(20) + 'bottom' + ')'.repeat(20))
   }, 40_000)
 
   it('advanced.maxSubagentCalls bounds the whole tree: the calls past it fail with a text the model sees, and the run succeeds', async () => {
@@ -464,7 +468,7 @@ describe('a tree that cannot crash the process, bounded by one budget', () => {
     expect(fired.filter((event) => event.type === 'SubagentStart')).toHaveLength(5)
     const refused = events.filter((event: any) => event.type === 'tool_result' && event.name === 'Task' && event.isError)
     expect(refused.map((event: any) => [event.output, event.agentPath])).toEqual(
-      Array(3).fill(['Tool execution failed: Task: this run has started 5 sub-agents, the most advanced.maxSubagentCalls allows; go on without delegating', ['manager']]),
+      Array(3).fill(['Tool execution failed: Task: the limit of 5 sub-agent calls for this run (advanced.maxSubagentCalls) is reached; go on without delegating', ['manager']]),
     )
     const worked = events.filter((event: any) => event.type === 'tool_result' && event.name === 'Task' && !event.isError)
     expect(worked).toHaveLength(5)

@@ -82,7 +82,8 @@ fn a_chain_of_sub_agents_twenty_deep_answers_on_a_small_stack() {
         .unwrap()
         .join()
         .unwrap();
-    assert_eq!(driven, format!("{}bottom{}", "up(".repeat(21), ")".repeat(21)));
+    // The sub-agent at depth 20 answered; the root and 19 sub-agents wrapped what it said.
+    assert_eq!(driven, format!("{}bottom{}", "up(".repeat(20), ")".repeat(20)));
 }
 
 #[tokio::test]
@@ -116,7 +117,11 @@ async fn the_tree_budget_refuses_task_calls_past_it_with_a_text_the_model_sees()
         .collect();
     let refused = "Tool execution failed: Task: the limit of 4 sub-agent calls for this run (advanced.maxSubagentCalls) is reached; go on without delegating";
     assert_eq!(outputs.iter().filter(|output| **output == ("worked", false)).count(), 4);
-    assert_eq!(outputs.iter().filter(|output| **output == (refused, true)).count(), 2, "{outputs:?}");
+    assert_eq!(
+        outputs.iter().filter(|output| **output == (refused, true)).count(),
+        2,
+        "{outputs:?}"
+    );
     // The next run of the session has a budget of its own.
     worked.store(0, Ordering::SeqCst);
     let again = run(&session, "again").await;
@@ -170,7 +175,11 @@ async fn aborting_the_root_stops_every_sub_agent_and_their_events_reached_its_st
     tokio::spawn(drive);
     let mut events = Vec::new();
     loop {
-        let event = handle.events.recv().await.expect("the run goes on until the worker's tool");
+        let event = handle
+            .events
+            .recv()
+            .await
+            .expect("the run goes on until the worker's tool");
         let deepest = matches!(&event, StreamEvent::ToolUse { name, .. } if name == "hang");
         events.push(event);
         if deepest {
@@ -183,7 +192,10 @@ async fn aborting_the_root_stops_every_sub_agent_and_their_events_reached_its_st
     }
     match events.last() {
         Some(StreamEvent::Error { error, .. }) => {
-            assert_eq!((error.code, error.message.as_str()), (ErrorCode::Abort, "stop the tree"))
+            assert_eq!(
+                (error.code, error.message.as_str()),
+                (ErrorCode::Abort, "stop the tree")
+            )
         }
         other => panic!("expected the abort, got {other:?}"),
     }

@@ -8,7 +8,7 @@ const entry = resolve(__dirname, '..', '..', 'index.js')
 export interface ChildResult {
   code: number | null
   /** The signal that killed the child (`SIGSEGV` for a crash), or null. */
-  signal: string | null
+  signal?: string | null
   stdout: string
   stderr: string
   timedOut: boolean
