@@ -563,8 +563,13 @@ export interface AgentAdvancedOptions {
   persistSession?: boolean
   /** Sub-agents the model may delegate to with the `Task` tool; every hook and policy of this agent applies inside them. */
   agents?: Record<string, SubagentDefinition>
-  /** How deep sub-agents may delegate (children of this agent are at depth 1); default 3. */
+  /** How deep sub-agents may delegate (children of this agent are at depth 1); default 3, at most 32. */
   maxSubagentDepth?: number
+  /**
+   * How many sub-agents one run's whole tree may start, at every depth together; default 100, at
+   * most 10000. A `Task` call past it fails (a tool error the model sees) and the run goes on.
+   */
+  maxSubagentCalls?: number
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Stdio (`command`) or streamable HTTP (`url`). A server's name is letters, digits, `_` and `-`, without `__` and not starting or ending with `_`. */
   mcpServers?: Record<string, McpServerConfig>
   // Blade options accepted for compatibility and not built here: each is warned about once

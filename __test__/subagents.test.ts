@@ -20,6 +20,7 @@ import {
   type ScriptedTurn,
   type StreamEvent,
 } from '../index.js'
+import { runScript } from './helpers/child.js'
 import { sleep, until, untilAborted } from './helpers/server.js'
 
 const ran: string[] = []
@@ -383,6 +384,97 @@ describe('sub-agent events, stream and tools', () => {
   })
 })
 
+describe('a tree that cannot crash the process, bounded by one budget', () => {
+  // In a child process: a stack overflow kills the process with SIGSEGV, which no test could catch.
+  it('every agent calls Task three times at once, maxSubagentDepth 20, aborted after 2 s: the process ends with the abort, not a signal', async () => {
+    const result = await runScript(
+      `
+      const { createAgent, scriptedModel } = require(process.env.ENTRY)
+      ;(async () => {
+        let started = 0
+        // Every agent that may delegate fans out three ways at once, on every turn, whatever it
+        // is told; once refused it keeps trying, a turn every 50 ms.
+        const fanOut = { toolCalls: [1, 2, 3].map(() => ({ name: 'Task', input: { subagent_type: 'fan', prompt: 'fan out' } })) }
+        const model = scriptedModel(({ tools, messages }) => {
+          if (!tools.some((tool) => tool.name === 'Task')) return { text: 'leaf' }
+          const refused = messages.some((message) => message.role === 'tool' && String(message.content).includes('maxSubagentCalls'))
+          return refused ? new Promise((resolve) => setTimeout(() => resolve(fanOut), 50)) : fanOut
+        })
+        const agent = await createAgent({
+          model,
+          advanced: {
+            agents: { fan: { description: 'Fans out' } },
+            maxSubagentDepth: 20,
+            hooks: { SubagentStart: [() => { started += 1 }] },
+          },
+        })
+        const response = await agent.send('go')
+        setTimeout(() => agent.abort('fan-out stopped'), 2000)
+        const outcome = await response.result().then(() => 'resolved', (error) => String(error))
+        await agent.close()
+        console.log(JSON.stringify({ outcome, started }))
+      })()
+    `,
+      { timeoutMs: 30_000 },
+    )
+    expect(result.stderr).toBe('')
+    expect({ signal: result.signal, code: result.code, timedOut: result.timedOut }).toEqual({ signal: null, code: 0, timedOut: false })
+    // The default budget (advanced.maxSubagentCalls, 100) started that many sub-agents, no more.
+    expect(JSON.parse(result.stdout)).toEqual({ outcome: 'fan-out stopped', started: 100 })
+  }, 40_000)
+
+  it('a chain of sub-agents 20 deep runs to its end and answers', async () => {
+    const result = await runScript(
+      `
+      const { createAgent, scriptedModel } = require(process.env.ENTRY)
+      ;(async () => {
+        // Each agent delegates once while it may, then answers with what its child said.
+        const model = scriptedModel(({ tools, messages }) => {
+          const answered = messages.filter((message) => message.role === 'tool').map((message) => message.content)
+          if (answered.length > 0) return { text: 'up(' + answered[0] + ')' }
+          if (tools.some((tool) => tool.name === 'Task')) return { toolCalls: [{ name: 'Task', input: { subagent_type: 'link', prompt: 'go on' } }] }
+          return { text: 'bottom' }
+        })
+        const agent = await createAgent({ model, advanced: { agents: { link: { description: 'Delegates once' } }, maxSubagentDepth: 20 } })
+        const result = await agent.send('go').then((response) => response.result())
+        await agent.close()
+        console.log(JSON.stringify(result.content))
+      })()
+    `,
+      { timeoutMs: 30_000 },
+    )
+    expect({ signal: result.signal, code: result.code, stderr: result.stderr }).toEqual({ signal: null, code: 0, stderr: '' })
+    // The sub-agent at depth 20 (not offered Task) answered; the root and 19 sub-agents each
+    // wrapped the answer of the one below.
+    expect(JSON.parse(result.stdout)).toBe('up('.repeat(20) + 'bottom' + ')'.repeat(20))
+  }, 40_000)
+
+  it('advanced.maxSubagentCalls bounds the whole tree: the calls past it fail with a text the model sees, and the run succeeds', async () => {
+    const { fired, hooks } = lifecycle()
+    // The root asks two managers, each manager three workers: eight Task calls, five allowed.
+    const { model } = tree({
+      root: (request) =>
+        request.messages.some((message) => message.role === 'tool')
+          ? { text: 'root done' }
+          : { toolCalls: [1, 2].map((n) => ({ id: `task-${n}`, name: 'Task', input: { subagent_type: 'manager', prompt: 'manage' } })) },
+      manager: (request) =>
+        request.messages.some((message) => message.role === 'tool')
+          ? { text: 'managed' }
+          : { toolCalls: [1, 2, 3].map((n) => ({ id: `m-${n}`, name: 'Task', input: { subagent_type: 'worker', prompt: 'work' } })) },
+      worker: () => ({ text: 'worked' }),
+    })
+    const { events } = await run({ model, advanced: { agents, maxSubagentCalls: 5, hooks } })
+    expect(resultOf(events).result.content).toBe('root done')
+    expect(fired.filter((event) => event.type === 'SubagentStart')).toHaveLength(5)
+    const refused = events.filter((event: any) => event.type === 'tool_result' && event.name === 'Task' && event.isError)
+    expect(refused.map((event: any) => [event.output, event.agentPath])).toEqual(
+      Array(3).fill(['Tool execution failed: Task: the limit of 5 sub-agent calls for this run (advanced.maxSubagentCalls) is reached; go on without delegating', ['manager']]),
+    )
+    const worked = events.filter((event: any) => event.type === 'tool_result' && event.name === 'Task' && !event.isError)
+    expect(worked).toHaveLength(5)
+  })
+})
+
 describe('abort and bad options', () => {
   it('aborting the parent aborts the child’s running tool', async () => {
     let started = false
@@ -421,6 +513,10 @@ describe('abort and bad options', () => {
       [{ agents: { a: { description: 'd', model: 'gpt-4o' } } }, 'advanced.agents.a.model is a model id, which needs the agent’s own model'.replace('’', "'")],
       [{ agents: { a: { description: 'd', maxTurns: 0 } } }, 'advanced.agents.a.maxTurns'],
       [{ agents: { a: { description: 'd' } }, maxSubagentDepth: 0 }, 'advanced.maxSubagentDepth'],
+      [{ agents: { a: { description: 'd' } }, maxSubagentDepth: 100 }, 'advanced.maxSubagentDepth must be a positive integer no greater than 32 (got 100)'],
+      [{ agents: { a: { description: 'd' } }, maxSubagentCalls: 0 }, 'advanced.maxSubagentCalls must be a positive integer no greater than 10000 (got 0)'],
+      [{ agents: { a: { description: 'd' } }, maxSubagentCalls: 10001 }, 'advanced.maxSubagentCalls must be a positive integer no greater than 10000 (got 10001)'],
+      [{ agents: { a: { description: 'd' } }, maxSubagentCalls: '5' }, 'advanced.maxSubagentCalls must be a positive integer no greater than 10000 (got "5")'],
     ]
     for (const [advanced, message] of cases) {
       const error = await createAgent({ model, advanced: advanced as any }).then(

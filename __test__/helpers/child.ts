@@ -7,6 +7,8 @@ const entry = resolve(__dirname, '..', '..', 'index.js')
 
 export interface ChildResult {
   code: number | null
+  /** The signal that killed the child (`SIGSEGV` for a crash), or null. */
+  signal?: string | null
   stdout: string
   stderr: string
   timedOut: boolean
@@ -24,7 +26,7 @@ export function runScript(source: string, { timeoutMs = 8000, env = {} }: { time
     const started = Date.now()
     execFile(process.execPath, ['-e', source], { timeout: timeoutMs, env: childEnv({ ...env, ENTRY: entry }) }, (error, stdout, stderr) => {
       const timedOut = Boolean(error && (error as any).killed) && Date.now() - started >= timeoutMs - 100
-      done({ code: error ? ((error as any).code ?? null) : 0, stdout, stderr, timedOut })
+      done({ code: error ? ((error as any).code ?? null) : 0, signal: error ? ((error as any).signal ?? null) : null, stdout, stderr, timedOut })
     })
   })
 }

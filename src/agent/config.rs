@@ -227,6 +227,7 @@ impl AgentConfig {
                 "compaction",
                 "agents",
                 "maxSubagentDepth",
+                "maxSubagentCalls",
                 "mcpServers",
                 "leaseTtlMs",
             ],
@@ -970,7 +971,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, mcpServers, leaseTtlMs)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, maxSubagentCalls, mcpServers, leaseTtlMs)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

@@ -20,6 +20,7 @@ pub mod session;
 pub mod settings;
 pub mod subagents;
 pub mod tools;
+mod tree;
 
 pub use config::AgentConfig;
 pub use control::{RunControl, SendOptions};

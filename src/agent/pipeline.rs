@@ -74,6 +74,9 @@ pub(crate) struct ChildRun {
 /// Starts sub-agents' runs, handed in by the run module: a run's tool call may start a run, and
 /// this module does not reach back into that one.
 pub(crate) trait Children: Sync {
+    /// Counts one more `Task` call against the tree's budget: `false` once it is spent.
+    fn claim(&self) -> bool;
+
     /// The child's run id, and its run to the end: its final text, or why it failed.
     /// With its outcome, the tokens it used.
     fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (crate::error::Result<String>, Usage)>);
@@ -615,6 +618,9 @@ impl Call<'_> {
         let Some(spec) = subagents.get(&task.subagent_type) else {
             return self.not_found();
         };
+        if !site.children.claim() {
+            return CallResult::failed(subagents::calls_spent(subagents.max_calls), None);
+        }
         let (agent_path, _) = subagents::lineage(site.settings.child.as_ref());
         let start = payloads::SubagentStart {
             event: HookEvent::SubagentStart.name(),

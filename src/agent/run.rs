@@ -25,6 +25,7 @@ use super::pipeline::{self, CallSite, ChildRun, Children, Ended};
 use super::reader::EventSender;
 use super::settings::RunSettings;
 use super::subagents::{self, Child};
+use super::tree::{Nursery, Tree};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatched, EventInput, HookContext, HookError};
@@ -74,6 +75,10 @@ pub(crate) struct Run {
     /// The root of the run's trace: model calls, tool calls and dispatches nest in it. A root
     /// even when `send` is called from inside another run's tool or hook.
     span: tracing::Span,
+    /// Where its `Task` calls start sub-agents: the tree of the root run it belongs to.
+    children: SubRuns,
+    /// A root run's sub-agents, polled beside it while it drives (a sub-agent's run has none).
+    nursery: Option<Nursery>,
 }
 
 type Finish = Result<(String, StopReason)>;
@@ -98,14 +103,22 @@ impl Run {
             queue: Some(parts.durable.clone()),
             environment: Arc::new(options.environment),
         };
-        let mut run = Run::child(parts, settings, control, events, options.scope, context);
+        let budget = parts
+            .agent
+            .config
+            .subagents
+            .as_ref()
+            .map_or(subagents::DEFAULT_MAX_CALLS, |subagents| subagents.max_calls);
+        let (tree, nursery) = Tree::new(budget);
+        let mut run = Run::child(parts, settings, control, events, options.scope, context, tree);
         run.max_turns = max_turns;
         run.setup_error = setup_error;
+        run.nursery = Some(nursery);
         run
     }
 
     /// A run under hooks already read: a sub-agent's, with its parent's `context` (the
-    /// environment hooks and snapshot the parent's run started with).
+    /// environment hooks and snapshot the parent's run started with), in its parent's `tree`.
     pub fn child(
         parts: RunParts,
         settings: RunSettings,
@@ -113,6 +126,7 @@ impl Run {
         events: EventSender,
         scope: ScopeId,
         context: HookContext,
+        tree: Arc<Tree>,
     ) -> Self {
         let RunParts {
             agent,
@@ -150,6 +164,8 @@ impl Run {
             reported: None,
             first_step: 0,
             span,
+            children: SubRuns(tree),
+            nursery: None,
         }
     }
 
@@ -256,7 +272,10 @@ impl Run {
                 }),
             )
         });
-        let mut outcome = self.conclude(start).await;
+        let mut outcome = match self.nursery.take() {
+            Some(nursery) => nursery.alongside(self.conclude(start)).await,
+            None => self.conclude(start).await,
+        };
         drop((renewal, watch));
         let aborted = matches!(&outcome, Err(error) if error.code == ErrorCode::Abort);
         if let (Some(stopped), Err(error)) = (stopped.get(), &mut outcome) {
@@ -822,7 +841,7 @@ impl Run {
             operation_id: &self.id,
             events: &self.events,
             durable: &self.durable,
-            children: &SubRuns,
+            children: &self.children,
         }
     }
 
@@ -1086,10 +1105,14 @@ async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, stopped: Ar
 }
 
 /// Starts sub-agents as runs of the same agent, with a conversation of their own kept in memory
-/// only (a sub-agent's run is not resumed on its own).
-struct SubRuns;
+/// only (a sub-agent's run is not resumed on its own), each a task of the root's tree.
+struct SubRuns(Arc<Tree>);
 
 impl Children for SubRuns {
+    fn claim(&self) -> bool {
+        self.0.claim()
+    }
+
     fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (Result<String>, Usage)>) {
         let ChildRun {
             agent,
@@ -1107,8 +1130,16 @@ impl Children for SubRuns {
             conversation: Arc::new(Conversation::default()),
             approvals,
         };
-        let run = Run::child(parts, settings, control, events, scope, context);
-        (run.id().to_string(), run.drive_child(prompt))
+        let run = Run::child(parts, settings, control.clone(), events, scope, context, self.0.clone());
+        let id = run.id().to_string();
+        // Stopped with its parent's run, or when the `Task` call lets go of it.
+        let joined = self.0.run(run.drive_child(prompt), control.token().clone());
+        let outcome = async move {
+            joined
+                .await
+                .unwrap_or_else(|| (Err(SdkError::new(ErrorCode::Abort, control.reason())), Usage::default()))
+        };
+        (id, Box::pin(outcome))
     }
 }
 

@@ -20,6 +20,12 @@ use crate::options::OptionsObject;
 /// The tool the model delegates with.
 pub const TASK_TOOL: &str = "Task";
 pub const DEFAULT_MAX_DEPTH: usize = 3;
+/// The deepest tree `maxSubagentDepth` allows. Depth no longer costs stack (each sub-agent is
+/// a task of its own), and `maxSubagentCalls` bounds the work; past this a setting is a mistake.
+pub const MAX_DEPTH: u64 = 32;
+/// `advanced.maxSubagentCalls`: the `Task` calls one root run's whole tree may make.
+pub const DEFAULT_MAX_CALLS: u32 = 100;
+pub const MAX_CALLS: u64 = 10_000;
 
 /// One entry of `advanced.agents`.
 #[derive(Debug, Clone)]
@@ -35,19 +41,24 @@ pub struct SubagentSpec {
     pub max_turns: Option<u32>,
 }
 
-/// `advanced.agents` and `advanced.maxSubagentDepth`.
+/// `advanced.agents`, `advanced.maxSubagentDepth` and `advanced.maxSubagentCalls`.
 #[derive(Debug, Clone)]
 pub struct Subagents {
     pub agents: Vec<SubagentSpec>,
     /// How deep the tree may grow: children of the root are at depth 1.
     pub max_depth: usize,
+    /// How many sub-agents one root run's tree may start, at every depth together.
+    pub max_calls: u32,
 }
 
 impl Subagents {
     pub fn read(advanced: &OptionsObject) -> Result<Option<Self>> {
         let max_depth = advanced
-            .positive_integer("maxSubagentDepth", 100)?
+            .positive_integer("maxSubagentDepth", MAX_DEPTH)?
             .map_or(DEFAULT_MAX_DEPTH, |n| n as usize);
+        let max_calls = advanced
+            .positive_integer("maxSubagentCalls", MAX_CALLS)?
+            .map_or(DEFAULT_MAX_CALLS, |n| n as u32);
         let Some(value) = advanced.get("agents") else {
             return Ok(None);
         };
@@ -105,7 +116,11 @@ impl Subagents {
         if agents.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Subagents { agents, max_depth }))
+        Ok(Some(Subagents {
+            agents,
+            max_depth,
+            max_calls,
+        }))
     }
 
     pub fn get(&self, name: &str) -> Option<&SubagentSpec> {
@@ -137,6 +152,13 @@ impl Subagents {
             }),
         }
     }
+}
+
+/// The failed `Task` call's text once the tree has started `max_calls` sub-agents.
+pub fn calls_spent(max_calls: u32) -> String {
+    format!(
+        "Task: the limit of {max_calls} sub-agent calls for this run (advanced.maxSubagentCalls) is reached; go on without delegating"
+    )
 }
 
 /// What a `Task` call asked for.
@@ -265,7 +287,7 @@ mod tests {
         let read = subagents(json!({"agents": {"researcher": {"name": "researcher", "description": "finds things", "allowedTools": ["search"], "maxTurns": 4}}}))
             .unwrap()
             .unwrap();
-        assert_eq!(read.max_depth, 3);
+        assert_eq!((read.max_depth, read.max_calls), (3, 100));
         let researcher = read.get("researcher").unwrap();
         assert_eq!(researcher.allowed_tools.as_deref(), Some(&["search".to_string()][..]));
         assert_eq!(researcher.max_turns, Some(4));
@@ -295,6 +317,22 @@ mod tests {
                 "advanced.agents.a.allowedTools must be an array of tool names",
             ),
             (json!({"maxSubagentDepth": 0}), "advanced.maxSubagentDepth"),
+            (
+                json!({"maxSubagentDepth": 33}),
+                "advanced.maxSubagentDepth must be a positive integer no greater than 32 (got 33)",
+            ),
+            (
+                json!({"maxSubagentCalls": 0}),
+                "advanced.maxSubagentCalls must be a positive integer no greater than 10000 (got 0)",
+            ),
+            (
+                json!({"maxSubagentCalls": 10_001}),
+                "advanced.maxSubagentCalls must be a positive integer no greater than 10000 (got 10001)",
+            ),
+            (
+                json!({"maxSubagentCalls": 2.5}),
+                "advanced.maxSubagentCalls must be a positive integer no greater than 10000 (got 2.5)",
+            ),
         ] {
             let error = subagents(value).unwrap_err();
             assert!(
