@@ -894,7 +894,14 @@ mod checks {
             assert_eq!(f.other.load(id).await.unwrap(), Some((record(id, None), vec![call])));
             assert!(f
                 .other
-                .decide(id, id, &Decision::Approve { updated_input: None })
+                .decide(
+                    id,
+                    id,
+                    &Decision::Approve {
+                        updated_input: None,
+                        token: None
+                    }
+                )
                 .await
                 .unwrap());
             f.store
@@ -931,7 +938,14 @@ mod checks {
             assert_eq!(error.cause, cause);
             let error = f
                 .store
-                .decide("s1", id, &Decision::Approve { updated_input: None })
+                .decide(
+                    "s1",
+                    id,
+                    &Decision::Approve {
+                        updated_input: None,
+                        token: None,
+                    },
+                )
                 .await
                 .unwrap_err();
             assert_eq!(error.cause, cause);
