@@ -147,8 +147,14 @@ struct Paused {
 /// Goes on with a call a person decided about (§8.1): approved, it continues from where it
 /// paused — before-controls on its final input, execute, after-controls, post hooks (PreToolUse
 /// and the permission are not asked again); rejected, it fails with Blade's text, and a
-/// rejection with `stop` ends the run with that text.
-pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, paused: &PausedCall) -> Ended {
+/// rejection with `stop` ends the run with that text. An approval that does not hold
+/// (`refusal`, from `approvals::approval_refusal`) runs nothing: the call fails, the model is told.
+pub(crate) async fn resume(
+    site: &CallSite<'_>,
+    request: &ToolCallRequest,
+    paused: &PausedCall,
+    refusal: Option<&str>,
+) -> Ended {
     let started = std::time::Instant::now();
     let call = Call {
         site,
@@ -156,46 +162,33 @@ pub(crate) async fn resume(site: &CallSite<'_>, request: &ToolCallRequest, pause
         index: paused.index,
         spent: Mutex::default(),
     };
-    let (result, input, interrupt) = match (&paused.decision, call.tool()) {
-        (Some(approvals::Decision::Approve { updated_input, .. }), Some(tool)) => {
+    let decision = refusal.map_or(Ok(&paused.decision), Err);
+    let (result, input, interrupt) = match (decision, call.tool()) {
+        (Err(why), _) => {
+            let refused = CallResult::aborted(format!("Approval refused: {why}"));
+            let (result, input, _) = call.finish(paused.input.clone(), refused, None).await;
+            (result, input, None)
+        }
+        (Ok(Some(approvals::Decision::Approve { updated_input, .. })), Some(tool)) => {
             let input = updated_input.clone().unwrap_or_else(|| paused.input.clone());
             match call.execute(tool, input).await {
                 Ok(outcome) => outcome,
                 Err(deferred) => return call.paused(deferred),
             }
         }
-        (Some(approvals::Decision::Approve { .. }), None) => {
+        (Ok(Some(approvals::Decision::Approve { .. })), None) => {
             let input = paused.input.clone();
             (call.post_hooks(&input, call.not_found()).await, input, None)
         }
         // No decision is never resumed; were it, it would be a rejection (fail closed).
-        (Some(approvals::Decision::Reject { reason, stop }), _) => {
+        (Ok(Some(approvals::Decision::Reject { reason, stop })), _) => {
             call.rejected(paused, reason.as_deref(), *stop).await
         }
-        (None, _) => call.rejected(paused, None, false).await,
+        (Ok(None), _) => call.rejected(paused, None, false).await,
     };
     Ended::Finished(Finished {
         record: record(request, input, result, started),
         interrupt,
-        spent: call.spent(),
-    })
-}
-
-/// Ends a call whose approval does not hold (`approvals::approval_refusal`): it fails without
-/// running, and the model is told so.
-pub(crate) async fn refuse(site: &CallSite<'_>, request: &ToolCallRequest, paused: &PausedCall, why: &str) -> Ended {
-    let started = std::time::Instant::now();
-    let call = Call {
-        site,
-        request,
-        index: paused.index,
-        spent: Mutex::default(),
-    };
-    let text = format!("Approval refused: {why}");
-    let (result, input, _) = call.finish(paused.input.clone(), CallResult::aborted(text), None).await;
-    Ended::Finished(Finished {
-        record: record(request, input, result, started),
-        interrupt: None,
         spent: call.spent(),
     })
 }

@@ -968,18 +968,19 @@ impl Run {
                 // pipeline, and may pause again.
                 let input = parse_arguments(&requests[call.index].arguments);
                 pipeline::run(&site, &requests[call.index], call.index, input).await
-            } else if let Some(why) = approvals::approval_refusal(
-                call,
-                &requests[call.index],
-                &self.agent.id,
-                self.agent.config.approval_secret.as_deref(),
-            ) {
-                // Nobody's decision is acted on: no HumanInterventionResult, nothing runs.
-                pipeline::refuse(&site, &requests[call.index], call, why).await
             } else {
-                self.intervention_result(&turn, call).await?;
+                let refusal = approvals::approval_refusal(
+                    call,
+                    &requests[call.index],
+                    &self.agent.id,
+                    self.agent.config.approval_secret.as_deref(),
+                );
+                // A refused approval is nobody's decision: no HumanInterventionResult for it.
+                if refusal.is_none() {
+                    self.intervention_result(&turn, call).await?;
+                }
                 self.checkpoint()?;
-                pipeline::resume(&site, &requests[call.index], call).await
+                pipeline::resume(&site, &requests[call.index], call, refusal).await
             };
             let finished = match ended {
                 Ended::Finished(finished) => finished,
