@@ -331,6 +331,90 @@ mod tests {
         assert_eq!(line, "{\"id\":5}\n");
     }
 
+    /// A reader that hands `data` over in pieces of the given sizes (then the rest at once).
+    struct Pieces {
+        data: Vec<u8>,
+        at: usize,
+        sizes: Vec<usize>,
+    }
+
+    impl AsyncRead for Pieces {
+        fn poll_read(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+            let this = &mut *self;
+            let size = if this.sizes.is_empty() {
+                usize::MAX
+            } else {
+                this.sizes.remove(0).max(1)
+            };
+            let end = this.data.len().min(this.at + size.min(buf.remaining()));
+            buf.put_slice(&this.data[this.at..end]);
+            this.at = end;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn pieced(data: Vec<u8>, sizes: Vec<usize>, limit: usize) -> Vec<u8> {
+        let mut output = Vec::new();
+        let reader = CappedLines::new(Pieces { data, at: 0, sizes }, limit);
+        futures::executor::block_on(tokio::io::BufReader::new(reader).read_to_end(&mut output)).unwrap();
+        output
+    }
+
+    proptest::proptest! {
+        /// However the server's output is cut into reads: every line within the limit passes
+        /// whole and in order, and every longer one with an id is replaced by one error for
+        /// that id (its size named when the end was seen with it), never by a part of itself.
+        #[test]
+        fn lines_pass_or_are_answered_wherever_reads_are_cut(
+            lines in proptest::collection::vec((0u32..1000, 0usize..200, proptest::bool::ANY), 0..12),
+            sizes in proptest::collection::vec(1usize..90, 0..40),
+        ) {
+            let limit = 100;
+            let mut input = Vec::new();
+            let mut expected = Vec::new();
+            for (id, len, id_first) in &lines {
+                let payload = "x".repeat(*len);
+                let line = if *id_first {
+                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":\"{payload}\"}}\n")
+                } else {
+                    format!("{{\"result\":\"{payload}\",\"jsonrpc\":\"2.0\",\"id\":{id}}}\n")
+                };
+                expected.push((*id, line.len(), (line.len() <= limit).then(|| line.clone())));
+                input.extend_from_slice(line.as_bytes());
+            }
+            let output = String::from_utf8(pieced(input, sizes, limit)).unwrap();
+            let got: Vec<&str> = output.lines().collect();
+            proptest::prop_assert_eq!(got.len(), expected.len());
+            for (line, (id, bytes, whole)) in got.iter().zip(&expected) {
+                match whole {
+                    Some(whole) => proptest::prop_assert_eq!(*line, whole.trim_end()),
+                    None => {
+                        let error: Value = serde_json::from_str(line).unwrap();
+                        proptest::prop_assert_eq!(&error["id"], &json!(id));
+                        let message = error["error"]["message"].as_str().unwrap().to_string();
+                        let sized = format!("its answer is {bytes} bytes, over the limit of {limit} bytes");
+                        let unsized_ = format!("its answer is over the limit of {limit} bytes");
+                        proptest::prop_assert!(message == sized || message == unsized_, "{}", message);
+                    }
+                }
+            }
+        }
+
+        /// Arbitrary bytes never panic, and nothing handed on is a line over the limit.
+        #[test]
+        fn any_bytes_are_read_without_a_line_over_the_limit(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+            sizes in proptest::collection::vec(1usize..90, 0..20),
+        ) {
+            let output = pieced(data, sizes, 64);
+            for line in output.split_inclusive(|byte| *byte == b'\n') {
+                let ours = serde_json::from_slice::<Value>(line)
+                    .is_ok_and(|error| error["error"]["data"][LIMIT_MARK] == json!(64));
+                proptest::prop_assert!(line.len() <= 64 || ours, "{} bytes", line.len());
+            }
+        }
+    }
+
     #[tokio::test]
     async fn a_line_cut_by_the_end_is_not_passed_on() {
         assert_eq!(read_all(b"{\"id\":1}\n{\"id\":2".to_vec(), 100).await, "{\"id\":1}\n");
