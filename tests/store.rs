@@ -1073,6 +1073,61 @@ async fn the_file_and_its_directory_are_created_on_first_use_in_wal_mode() {
     assert_eq!(mode, "wal");
 }
 
+/// Migration 0004 on a store that queued one key twice before it: the oldest row of each key
+/// stays, and the unique index is made.
+#[tokio::test]
+async fn the_outbox_key_migration_keeps_the_oldest_row_of_each_key() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let older = dir.path().join("migrations-0003");
+    std::fs::create_dir(&older).unwrap();
+    for name in ["0001_sessions.sql", "0002_leases.sql", "0003_outbox.sql"] {
+        std::fs::copy(Path::new("migrations/sqlite").join(name), older.join(name)).unwrap();
+    }
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let pool = SqlitePool::connect_with(options).await.unwrap();
+    let migrator = sqlx::migrate::Migrator::new(older.as_path()).await.unwrap();
+    migrator.run(&pool).await.unwrap();
+    for (id, key, body) in [("a", "k1", "first"), ("b", "k1", "second"), ("c", "k2", "other")] {
+        sqlx::query(
+            "INSERT INTO outbox (id, session_id, hook_id, event, idempotency_key, target, body, max_attempts, \
+             claim_ms, critical, status, available_at, created_at) \
+             VALUES (?, 's1', 'h', 'PreToolUse', ?, '{}', ?, 8, 1000, 0, 'queued', 0, 0)",
+        )
+        .bind(id)
+        .bind(key)
+        .bind(body)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+    let store = SqliteStore::open(&path).await.unwrap();
+    store.close().await;
+    let pool = raw(&path).await;
+    let rows: Vec<(String, String)> = sqlx::query_as("SELECT id, body FROM outbox ORDER BY seq")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        rows,
+        [
+            ("a".to_string(), "first".to_string()),
+            ("c".to_string(), "other".to_string())
+        ]
+    );
+    let again = sqlx::query(
+        "INSERT INTO outbox (id, session_id, hook_id, event, idempotency_key, target, body, max_attempts, \
+         claim_ms, critical, status, available_at, created_at) \
+         VALUES ('d', 's1', 'h', 'PreToolUse', 'k1', '{}', 'third', 8, 1000, 0, 'queued', 0, 0)",
+    )
+    .execute(&pool)
+    .await;
+    assert!(again.is_err(), "the key is unique now");
+}
+
 #[tokio::test]
 async fn migrations_are_applied_once_and_data_survives_reopening() {
     let dir = TempDir::new().unwrap();
@@ -1088,7 +1143,7 @@ async fn migrations_are_applied_once_and_data_survives_reopening() {
         .fetch_all(&pool)
         .await
         .unwrap();
-    assert_eq!(applied, [(1, true), (2, true), (3, true)]);
+    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
 }
 
 #[tokio::test]
@@ -1380,7 +1435,7 @@ async fn concurrent_first_opens_migrate_once() {
         .fetch_all(&raw)
         .await
         .unwrap();
-    assert_eq!(applied, [(1, true), (2, true), (3, true)]);
+    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
     // The store keeps to its own schema: the application's `public` has nothing of it.
     let public: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
         .fetch_one(&raw)
