@@ -26,11 +26,15 @@ fn who(request: &Value) -> String {
     }
 }
 
+/// The tool results the model was shown since the last user message (this run's).
 fn answered(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let since = messages
+        .iter()
+        .rposition(|message| message["role"] == "user")
+        .map_or(0, |last| last + 1);
+    messages[since..]
+        .iter()
         .filter(|message| message["role"] == "tool")
         .map(|message| message["content"].as_str().unwrap_or_default().to_string())
         .collect()
@@ -145,6 +149,8 @@ async fn aborting_the_root_stops_every_sub_agent_and_their_events_reached_its_st
     let let_go = dropped.clone();
     let completed = Arc::new(Mutex::new(Vec::new()));
     let seen = completed.clone();
+    let hung = Arc::new(AtomicUsize::new(0));
+    let called = hung.clone();
     let host = model_host(|request| match (who(request).as_str(), answered(request).len()) {
         ("manager", 0) => json!({"toolCalls": [task("m1", "worker")]}),
         ("worker", 0) => json!({"toolCalls": [{"id": "w1", "name": "hang", "input": {}}]}),
@@ -152,6 +158,7 @@ async fn aborting_the_root_stops_every_sub_agent_and_their_events_reached_its_st
         _ => json!({"text": "should not get here"}),
     })
     .with(1, move |_| {
+        called.fetch_add(1, Ordering::SeqCst);
         let guard = Dropped(let_go.clone());
         Box::pin(async move {
             let _guard = guard;
@@ -186,6 +193,15 @@ async fn aborting_the_root_stops_every_sub_agent_and_their_events_reached_its_st
             break;
         }
     }
+    // Aborted once the worker's tool is running (its ToolUse comes just before it starts).
+    let running = tokio::time::Instant::now();
+    while hung.load(Ordering::SeqCst) == 0 {
+        assert!(
+            running.elapsed() < std::time::Duration::from_secs(5),
+            "the worker's tool never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
     handle.control.abort("stop the tree".into());
     while let Some(event) = handle.events.recv().await {
         events.push(event);
@@ -199,8 +215,10 @@ async fn aborting_the_root_stops_every_sub_agent_and_their_events_reached_its_st
         }
         other => panic!("expected the abort, got {other:?}"),
     }
-    // The worker's hanging call was let go of by the time the run ended.
-    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    // The worker's tool was running when the tree was stopped; like any tool abandoned at an
+    // abort, it is left to settle on its own (tracked, not dropped), and nothing else started.
+    assert_eq!(hung.load(Ordering::SeqCst), 1);
+    assert_eq!(dropped.load(Ordering::SeqCst), 0);
     // The sub-agents' tool events reached the root's stream with their path.
     let paths: Vec<(String, Option<Vec<String>>)> = events
         .iter()
