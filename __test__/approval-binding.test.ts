@@ -119,7 +119,7 @@ describe('a relayed token binds the input that runs', () => {
   })
 
   it('approvalToken names what is wrong with its arguments', () => {
-    expect(() => approvalToken({ secret, sessionId: 's', toolCallId: 'c', toolName: 't', input: [] as unknown as JsonObject })).toThrow(/input must be an object \(got \[\]\)/)
+    expect(() => approvalToken({ secret, sessionId: 's', toolCallId: 'c', toolName: 't', input: [] as unknown as JsonObject })).toThrow(/input must be an object \(got an array\)/)
     expect(() => approvalToken({ secret: '', sessionId: 's', toolCallId: 'c', toolName: 't', input: {} })).toThrow(/secret must be a non-empty string/)
     expect(() => approvalToken({ secret, sessionId: 1 as unknown as string, toolCallId: 'c', toolName: 't', input: {} })).toThrow(/sessionId must be a string \(got number\)/)
   })

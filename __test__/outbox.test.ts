@@ -325,14 +325,15 @@ describe.each(backends)('a worker killed with queued notifications ($name)', (ba
       CALLS: JSON.stringify([{ id: 'call_write', name: 'Write', input: { file_path: 'a.txt', content: 'x' } }]),
       // Idempotent: after the crash it goes through the whole pipeline again, PreToolUse included.
       SIDE_EFFECT: 'idempotent',
-      HOOKS: JSON.stringify([queuedHook(path, {}, 'PreToolUse')]),
+      // A short timeout: a row the killed worker held mid-attempt is claimed again 0.5 s + 5 s later.
+      HOOKS: JSON.stringify([queuedHook(path, { timeout: 0.5 }, 'PreToolUse')]),
     }
     const allow = `options.advanced.permission = 'bypass-permissions';`
     const first = await childKilledAt(`${allow} await pause()`, { ...env, HANG_IN_TOOL: '1' }, 'STARTED')
     expect(first.killedAtMarker).toBe(true)
     const second = await child(`${allow} const agent = await open(); await go(agent); await agent.close()`, { ...env, SESSION: first.one('SESSION') })
     expect(second.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done' })
-    await settledIn(backend)
+    await settledIn(backend, 600)
     // The tool ran in both processes, each run firing PreToolUse with its own operationId …
     expect(effects(ledger).map((entry) => entry.name)).toEqual(['Write', 'Write'])
     // … and the receiver got one body under the call's one key, the first run's.
