@@ -332,9 +332,10 @@ impl Durable {
         .await
     }
 
-    /// How long a claim outlives its last renewal.
-    pub fn lease_ttl(&self) -> Duration {
-        self.lease_ttl
+    /// When this run's claim expires unless renewed, as this agent last learnt it (`None`
+    /// without a claim).
+    pub fn expires(&self) -> Option<tokio::time::Instant> {
+        *lock(&self.expires)
     }
 
     /// How often a run renews its claim: a third of its TTL, so two renewals may fail before it

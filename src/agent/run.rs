@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::{join_all, BoxFuture};
 use futures::FutureExt;
@@ -1073,27 +1074,28 @@ fn stop(control: &RunControl, stopped: &std::sync::OnceLock<SdkError>, error: Sd
 /// since the last one that did: a silent store stops the run about one TTL after its last word.
 async fn keep_claim(durable: Arc<Durable>, control: Arc<RunControl>, stopped: Arc<std::sync::OnceLock<SdkError>>) {
     let every = durable.renew_every();
-    let mut expires = tokio::time::Instant::now() + durable.lease_ttl();
     let mut wait = every;
     loop {
         tokio::time::sleep(wait).await;
-        let left = expires.saturating_duration_since(tokio::time::Instant::now());
-        let asked = tokio::time::Instant::now();
-        let why = match durable
-            .renew(every.min(left).max(std::time::Duration::from_millis(1)))
-            .await
-        {
+        let now = tokio::time::Instant::now();
+        let left = durable
+            .expires()
+            .map_or(Duration::ZERO, |expires| expires.saturating_duration_since(now));
+        let why = match durable.renew(every.min(left).max(Duration::from_millis(1))).await {
             Ok(true) => {
-                expires = asked + durable.lease_ttl();
                 wait = every;
                 continue;
             }
             Ok(false) => {
                 "was taken over by another agent, or its lease expired, while this run drove it: the run stopped"
             }
-            Err(_) if tokio::time::Instant::now() < expires => {
+            Err(_)
+                if durable
+                    .expires()
+                    .is_some_and(|expires| tokio::time::Instant::now() < expires) =>
+            {
                 // Again soon, not in a tight loop when the store refuses at once.
-                wait = every.min(std::time::Duration::from_millis(100));
+                wait = every.min(Duration::from_millis(100));
                 continue;
             }
             Err(_) => {

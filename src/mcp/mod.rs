@@ -392,7 +392,7 @@ async fn start_one(
             let headers = resolve_templates(headers, &environment)
                 .map_err(|_| "a header names an environment variable that is not set".to_string())?;
             for value in headers.values() {
-                add_header_value(secrets, &String::from_utf8_lossy(value.as_bytes()));
+                secrets.add_header(&String::from_utf8_lossy(value.as_bytes()));
             }
             let client = http::HttpClient::new(headers, secrets.clone())?;
             let transport = StreamableHttpClientTransport::with_client(
@@ -404,17 +404,6 @@ async fn start_one(
     };
     let tools = service.list_all_tools().await.map_err(|error| error.to_string())?;
     Ok((service, tools))
-}
-
-/// A header value, and its credentials alone when it is `<scheme> <credentials>` (a server may
-/// echo just the token of `Bearer <token>`).
-fn add_header_value(secrets: &mut Secrets, value: &str) {
-    secrets.add(value);
-    if let Some((scheme, credentials)) = value.trim().split_once(' ') {
-        if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphabetic()) {
-            secrets.add(credentials);
-        }
-    }
 }
 
 /// Text content joined by newlines; other content is described by its JSON. An error's text has

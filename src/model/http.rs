@@ -29,13 +29,10 @@ pub struct Connection {
 
 impl Connection {
     pub fn new(base_url: String, api_key: Option<String>, settings: HttpSettings) -> Self {
-        let secrets = Secrets::new(
-            Some(&base_url),
-            api_key
-                .iter()
-                .map(String::as_str)
-                .chain(settings.headers.iter().map(|(_, value)| value.as_str())),
-        );
+        let mut secrets = Secrets::new(Some(&base_url), api_key.iter().map(String::as_str));
+        for (_, value) in &settings.headers {
+            secrets.add_header(value);
+        }
         Connection {
             base_url,
             api_key,

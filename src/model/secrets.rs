@@ -41,6 +41,17 @@ impl Secrets {
         self.values.sort_by_key(|value| std::cmp::Reverse(value.len()));
     }
 
+    /// Adds a header's value, and its credentials alone when it is `<scheme> <credentials>`
+    /// (`Bearer <token>`): a server may echo just the token.
+    pub fn add_header(&mut self, value: &str) {
+        self.add(value);
+        if let Some((scheme, credentials)) = value.trim().split_once(' ') {
+            if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphabetic()) {
+                self.add(credentials);
+            }
+        }
+    }
+
     /// Adds the user name, password and query values of `url` (text, parsed or not).
     pub fn add_url(&mut self, url: &str) {
         let (before_query, query) = match url.split_once('?') {
@@ -163,6 +174,21 @@ mod tests {
         assert_eq!(display_url("collector@x:4318?k=v"), "x:4318");
         // An `@` after the authority is part of the path, not user-info.
         assert_eq!(display_url("http://h/a@b"), "http://h/a@b");
+    }
+
+    #[test]
+    fn a_header_value_is_masked_whole_and_by_its_credentials_alone() {
+        let mut secrets = Secrets::default();
+        secrets.add_header("Bearer tok-123456");
+        secrets.add_header("plain-value-42");
+        assert_eq!(
+            secrets.mask("auth Bearer tok-123456, echoed tok-123456, plain-value-42"),
+            "auth ***, echoed ***, ***"
+        );
+        // A value with spaces that is not `<scheme> <credentials>` is masked whole only.
+        let mut odd = Secrets::default();
+        odd.add_header("a-1 b-2345");
+        assert_eq!(odd.mask("a-1 b-2345 / b-2345"), "*** / b-2345");
     }
 
     #[test]

@@ -50,6 +50,11 @@ fn shown(id: &str) -> String {
     format!("{}…", start.escape_debug())
 }
 
+/// `<what> call <id> of session <id>`, the ids as an error may show them.
+fn of_call(what: &str, tool_call_id: &str, session_id: &str) -> String {
+    format!("{what} call {} of session {}", shown(tool_call_id), shown(session_id))
+}
+
 /// Refuses the first id of `ids` (its name, the id) that a store cannot keep.
 fn check(operation: impl FnOnce() -> String, ids: &[(&str, &str)]) -> Result<(), StoreError> {
     for (name, id) in ids {
@@ -138,7 +143,7 @@ impl<S: Store> Store for Guarded<S> {
     }
 
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
-        let operation = || format!("decide call {} of session {}", shown(tool_call_id), shown(session_id));
+        let operation = || of_call("decide", tool_call_id, session_id);
         let ids = [("session id", session_id), ("tool call id", tool_call_id)];
         self.run(operation, &ids, self.inner.decide(session_id, tool_call_id, decision))
             .await
@@ -153,13 +158,7 @@ impl<S: Store> Store for Guarded<S> {
         side_effect: &str,
     ) -> Result<(), StoreError> {
         let session_id = lease.session_id.as_str();
-        let operation = || {
-            format!(
-                "record start of call {} of session {}",
-                shown(tool_call_id),
-                shown(session_id)
-            )
-        };
+        let operation = || of_call("record start of", tool_call_id, session_id);
         let ids = [("session id", session_id), ("tool call id", tool_call_id)];
         let work = self
             .inner
@@ -169,26 +168,14 @@ impl<S: Store> Store for Guarded<S> {
 
     async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError> {
         let session_id = lease.session_id.as_str();
-        let operation = || {
-            format!(
-                "record result of call {} of session {}",
-                shown(tool_call_id),
-                shown(session_id)
-            )
-        };
+        let operation = || of_call("record result of", tool_call_id, session_id);
         let ids = [("session id", session_id), ("tool call id", tool_call_id)];
         self.run(operation, &ids, self.inner.effect_finished(lease, tool_call_id, result))
             .await
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
-        let operation = || {
-            format!(
-                "read effect of call {} of session {}",
-                shown(tool_call_id),
-                shown(session_id)
-            )
-        };
+        let operation = || of_call("read effect of", tool_call_id, session_id);
         let ids = [("session id", session_id), ("tool call id", tool_call_id)];
         self.run(operation, &ids, self.inner.effect(session_id, tool_call_id))
             .await
@@ -210,26 +197,14 @@ impl<S: Store> Store for Guarded<S> {
         tool_call_id: &str,
         result: &ToolResult,
     ) -> Result<DeferredOutcome, StoreError> {
-        let operation = || {
-            format!(
-                "complete deferred call {} of session {}",
-                shown(tool_call_id),
-                shown(session_id)
-            )
-        };
+        let operation = || of_call("complete deferred", tool_call_id, session_id);
         let ids = [("session id", session_id), ("tool call id", tool_call_id)];
         let work = self.inner.complete_deferred(session_id, tool_call_id, result);
         self.run(operation, &ids, work).await
     }
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
-        let operation = || {
-            format!(
-                "read deferred call {} of session {}",
-                shown(tool_call_id),
-                shown(session_id)
-            )
-        };
+        let operation = || of_call("read deferred", tool_call_id, session_id);
         let ids = [("session id", session_id), ("tool call id", tool_call_id)];
         self.run(operation, &ids, self.inner.deferred(session_id, tool_call_id))
             .await
