@@ -719,13 +719,13 @@ class Agent {
   /** Starts a run (`send`, `resume`): its abort plumbing and its response, once the run is accepted (it holds the session). */
   async #start(options, what, begin) {
     if (options !== undefined && options !== null && typeof options !== 'object') throw invalidInput(`${what} options must be an object (got ${typeof options})`)
-    const { signal, maxTurns } = options ?? {}
+    const { signal, maxTurns, toolChoice } = options ?? {}
     if (signal !== undefined && !isSignal(signal)) throw invalidInput(`options.signal must be an AbortSignal (got ${signal === null ? 'null' : typeof signal})`)
     signal?.throwIfAborted()
     const controller = new AbortController()
     const scopeId = this.#nextScope++
     const scope = new Scope(controller.signal)
-    const made = begin(scopeId, JSON.stringify(splitFunctions({ maxTurns }, `the ${what} options`, invalidInput).data))
+    const made = begin(scopeId, JSON.stringify(splitFunctions({ maxTurns, toolChoice }, `the ${what} options`, invalidInput).data))
     if (typeof made === 'string') throw toError(JSON.parse(made))
     this.#scopes.set(scopeId, scope)
     // Every abort of the run comes through here (the controller is never handed out), so the

@@ -514,3 +514,261 @@ async fn api_version_is_anthropics_header_and_an_openai_query_parameter() {
     let request = anthropic.requests.lock().unwrap()[0].to_ascii_lowercase();
     assert!(request.contains("anthropic-version: 2099-01-01\r\n"), "{request}");
 }
+
+/// A server that answers its requests in turn with `answers` (the last one again once they run
+/// out).
+async fn answering(answers: Vec<String>) -> Server {
+    let answers = Arc::new(answers);
+    let next = Arc::new(AtomicUsize::new(0));
+    serve(move |_, socket| {
+        let n = next.fetch_add(1, Ordering::SeqCst);
+        let text = answers[n.min(answers.len() - 1)].clone();
+        reply(socket, text)
+    })
+    .await
+}
+
+/// The JSON body of a request `read_request` kept.
+fn body_of(request: &str) -> Value {
+    serde_json::from_str(&request[request.find("\r\n\r\n").unwrap() + 4..]).unwrap()
+}
+
+fn sse_answer(datas: &[Value]) -> String {
+    let mut body = String::new();
+    for data in datas {
+        body += &format!("data: {data}\n\n");
+    }
+    body += "data: [DONE]\n\n";
+    answer("200 OK", "text/event-stream", &body)
+}
+
+fn with_tool(mut options: Value) -> Value {
+    options["tools"] = json!([common::tool("get_weather", 1)]);
+    options
+}
+
+#[tokio::test]
+async fn a_streamed_name_repeated_in_every_delta_names_the_tool_once() {
+    // As llama.cpp's server streams a call: the name again in every delta.
+    let delta = |arguments: &str| {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": arguments}}]}}]})
+    };
+    let server = answering(vec![
+        sse_answer(&[
+            delta("{\"city\""),
+            delta(":\"Paris\"}"),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        ]),
+        sse_answer(&[json!({"choices": [{"index": 0, "delta": {"content": "sunny"}, "finish_reason": "stop"}]})]),
+    ])
+    .await;
+    let host = FakeHost::default().returning(1, json!("18 C"));
+    let (session, host) = common::session(with_tool(model(&server.url, "openai-compatible", json!({}))), host);
+    let events = common::run(&session, "weather?").await;
+    let result = common::result(&events);
+    assert_eq!(result.tool_calls[0].name, "get_weather");
+    assert_eq!(result.tool_calls[0].output, "18 C");
+    assert_eq!(host.calls_of(1).len(), 1);
+    assert_eq!(result.content, "sunny");
+}
+
+#[tokio::test]
+async fn an_assistant_turn_with_tool_calls_and_no_text_is_sent_with_empty_content() {
+    // llama.cpp's server refuses `content: null` (it validates a string).
+    let call = json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+        "finish_reason": "tool_calls"}]});
+    let done = json!({"choices": [{"message": {"role": "assistant", "content": "sunny"}, "finish_reason": "stop"}]});
+    let server = answering(vec![
+        answer("200 OK", "application/json", &call.to_string()),
+        answer("200 OK", "application/json", &done.to_string()),
+    ])
+    .await;
+    let host = FakeHost::default().returning(1, json!("18 C"));
+    let options = with_tool(model(&server.url, "openai-compatible", json!({"stream": false})));
+    let (session, _) = common::session(options, host);
+    let events = common::run(&session, "weather?").await;
+    assert_eq!(common::result(&events).content, "sunny");
+    let second = body_of(&server.requests.lock().unwrap()[1]);
+    assert_eq!(
+        second["messages"][1],
+        json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]})
+    );
+    // What the user sees in the conversation is OpenAI's own shape.
+    let messages = serde_json::to_value(session.messages()).unwrap();
+    assert_eq!(messages[1]["content"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_json_answer_to_a_streamed_request_is_read_as_the_whole_answer() {
+    // LiteLLM's proxy answers a streamed Anthropic request with one message.
+    let message = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "hello there"}], "stop_reason": "end_turn",
+        "usage": {"input_tokens": 4, "output_tokens": 2}});
+    let server = answering(vec![answer("200 OK", "application/json", &message.to_string())]).await;
+    let events = run(model(&server.url, "anthropic", json!({}))).await;
+    let result = common::result(&events);
+    assert_eq!(result.content, "hello there");
+    assert_eq!((result.usage.input_tokens, result.usage.output_tokens), (4, 2));
+    assert!(events
+        .iter()
+        .any(|event| matches!(event, StreamEvent::Content { delta } if delta == "hello there")));
+    assert_eq!(body_of(&server.requests.lock().unwrap()[0])["stream"], true);
+}
+
+#[tokio::test]
+async fn tool_choice_reaches_both_wire_formats_and_a_forced_choice_is_spent_by_a_call() {
+    let openai_call = json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]}}]});
+    let openai_done = json!({"choices": [{"message": {"role": "assistant", "content": "ok"}}]});
+    let anthropic_call = json!({"content": [{"type": "tool_use", "id": "tu_1", "name": "get_weather", "input": {}}],
+        "stop_reason": "tool_use", "usage": {}});
+    let anthropic_done = json!({"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": {}});
+    let cases = [
+        (
+            "openai-compatible",
+            openai_call,
+            openai_done,
+            json!("required"),
+            json!("required"),
+            json!("auto"),
+        ),
+        (
+            "openai-compatible",
+            json!(null),
+            json!(null),
+            json!({"name": "get_weather"}),
+            json!({"type": "function", "function": {"name": "get_weather"}}),
+            json!("auto"),
+        ),
+        (
+            "anthropic",
+            anthropic_call,
+            anthropic_done,
+            json!("required"),
+            json!({"type": "any"}),
+            json!({"type": "auto"}),
+        ),
+        (
+            "anthropic",
+            json!(null),
+            json!(null),
+            json!("none"),
+            json!({"type": "none"}),
+            json!({"type": "none"}),
+        ),
+    ];
+    let mut previous = (json!(null), json!(null));
+    for (provider, call, done, choice, first, second) in cases {
+        let (call, done) = if call.is_null() { previous.clone() } else { (call, done) };
+        previous = (call.clone(), done.clone());
+        let server = answering(vec![
+            answer("200 OK", "application/json", &call.to_string()),
+            answer("200 OK", "application/json", &done.to_string()),
+        ])
+        .await;
+        let mut options = with_tool(model(&server.url, provider, json!({"stream": false})));
+        options["toolChoice"] = choice.clone();
+        let (session, _) = common::session(options, FakeHost::default().returning(1, json!("18 C")));
+        let events = common::run(&session, "weather?").await;
+        assert_eq!(common::result(&events).content, "ok", "{provider} {choice}");
+        let requests = server.requests.lock().unwrap();
+        assert_eq!(body_of(&requests[0])["tool_choice"], first, "{provider} {choice}");
+        assert_eq!(body_of(&requests[1])["tool_choice"], second, "{provider} {choice}");
+    }
+}
+
+#[tokio::test]
+async fn a_send_chooses_its_own_tool_choice_and_without_tools_none_is_sent() {
+    let done = json!({"choices": [{"message": {"role": "assistant", "content": "ok"}}]});
+    let server = answering(vec![answer("200 OK", "application/json", &done.to_string())]).await;
+    let mut options = with_tool(model(&server.url, "openai-compatible", json!({"stream": false})));
+    options["toolChoice"] = json!("auto");
+    let (session, _) = common::session(options, FakeHost::default());
+    let send = SendOptions {
+        tool_choice: Some(agent_runtime_hooks::model::ToolChoice::None),
+        ..SendOptions::default()
+    };
+    let (handle, drive) = session.send(&json!("hi"), send).unwrap();
+    tokio::spawn(drive);
+    while handle.events.recv().await.is_some() {}
+    assert_eq!(body_of(&server.requests.lock().unwrap()[0])["tool_choice"], "none");
+
+    let bare = answering(vec![answer("200 OK", "application/json", &done.to_string())]).await;
+    let mut options = model(&bare.url, "openai-compatible", json!({"stream": false}));
+    options["toolChoice"] = json!("required");
+    run(options).await;
+    assert!(body_of(&bare.requests.lock().unwrap()[0]).get("tool_choice").is_none());
+}
+
+#[tokio::test]
+async fn a_tool_choice_naming_a_tool_not_offered_fails_the_run_naming_both() {
+    let server = answering(vec![answer("500 Internal Server Error", "text/plain", "unreached")]).await;
+    let mut options = with_tool(model(&server.url, "openai-compatible", json!({})));
+    options["toolChoice"] = json!({"name": "get_wether"});
+    let events = run(options).await;
+    assert_eq!(
+        failure(&events).message,
+        "toolChoice names the tool \"get_wether\", which the model is not offered (offered: get_weather)"
+    );
+    assert!(server.requests.lock().unwrap().is_empty());
+}
+
+#[test]
+fn bad_tool_choices_are_config_errors_naming_the_field() {
+    for (choice, message) in [
+        (
+            json!("any"),
+            "toolChoice must be 'auto', 'none', 'required' or { name: string } (got \"any\")",
+        ),
+        (
+            json!(3),
+            "toolChoice must be 'auto', 'none', 'required' or { name: string } (got 3)",
+        ),
+        (json!({"name": ""}), "toolChoice.name must be a tool's name (got \"\")"),
+        (
+            json!({"tool": "x"}),
+            "toolChoice.tool is not a known option (known here: name)",
+        ),
+    ] {
+        let options = json!({"model": "m", "apiKey": "k", "toolChoice": choice});
+        let error = agent_runtime_hooks::agent::AgentConfig::from_options(&options, &Default::default()).unwrap_err();
+        assert_eq!(error.code, ErrorCode::Config, "{choice}");
+        assert_eq!(error.message, message);
+    }
+}
+
+#[tokio::test]
+async fn an_answer_cut_by_the_output_limit_ends_with_max_tokens_on_either_wire_format() {
+    let openai = answering(vec![sse_answer(&[
+        json!({"choices": [{"index": 0, "delta": {"content": "The weather in"}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}], "usage": {"prompt_tokens": 9, "completion_tokens": 3}}),
+    ])])
+    .await;
+    let message = json!({"content": [{"type": "text", "text": "The weather in"}], "stop_reason": "max_tokens",
+        "usage": {"input_tokens": 9, "output_tokens": 3}});
+    let anthropic = answering(vec![answer("200 OK", "application/json", &message.to_string())]).await;
+    for (server, provider, connection) in [
+        (&openai, "openai-compatible", json!({})),
+        (&anthropic, "anthropic", json!({"stream": false})),
+    ] {
+        let mut options = model(&server.url, provider, connection);
+        options["maxOutputTokens"] = json!(3);
+        let events = run(options).await;
+        let result = common::result(&events);
+        assert_eq!(result.content, "The weather in", "{provider}");
+        assert_eq!(result.stop_reason.name(), "max_tokens", "{provider}");
+        let ends: Vec<Value> = events
+            .iter()
+            .filter(|event| matches!(event, StreamEvent::TurnEnd { .. }))
+            .map(|event| serde_json::to_value(event).unwrap())
+            .collect();
+        assert_eq!(
+            ends,
+            [json!({"type": "turn_end", "turn": 1, "finishReason": "length"})],
+            "{provider}"
+        );
+    }
+}

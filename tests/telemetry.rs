@@ -91,6 +91,8 @@ struct Span {
     id: String,
     parent: String,
     attributes: HashMap<String, String>,
+    /// Each attribute's OTLP value kind (`stringValue`, `intValue`, `doubleValue`, `boolValue`).
+    kinds: HashMap<String, String>,
     status: Value,
 }
 
@@ -104,6 +106,17 @@ fn spans_of(requests: &[Received]) -> (Vec<Value>, Vec<Span>) {
             for scope in resource_spans["scopeSpans"].as_array().unwrap() {
                 assert_eq!(scope["scope"]["name"], "agent-runtime-hooks");
                 for span in scope["spans"].as_array().unwrap() {
+                    let kinds = span["attributes"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|attribute| {
+                            let kind = attribute["value"]
+                                .as_object()
+                                .and_then(|value| value.keys().next().cloned());
+                            (attribute["key"].as_str().unwrap().to_string(), kind.unwrap_or_default())
+                        })
+                        .collect();
                     let attributes = span["attributes"]
                         .as_array()
                         .unwrap()
@@ -123,6 +136,7 @@ fn spans_of(requests: &[Received]) -> (Vec<Value>, Vec<Span>) {
                         id: span["spanId"].as_str().unwrap().into(),
                         parent: span["parentSpanId"].as_str().unwrap_or_default().into(),
                         attributes,
+                        kinds,
                         status: span["status"].clone(),
                     });
                 }
@@ -217,7 +231,12 @@ async fn a_run_is_one_trace_of_model_calls_tool_calls_dispatches_and_hooks() {
     for span in spans.iter().filter(|span| span.name.starts_with("hook")) {
         let elapsed: u64 = span.attributes["elapsed_us"].parse().unwrap();
         assert!(elapsed < 10_000_000, "{span:?}");
+        assert_eq!(span.kinds["elapsed_us"], "intValue", "{span:?}");
     }
+    // Numbers arrive as numbers, text as text.
+    assert_eq!(root.kinds["turns"], "intValue");
+    assert_eq!(find("model_call", "turn", "1").kinds["turn"], "intValue");
+    assert_eq!(root.kinds["stop_reason"], "stringValue");
 }
 
 #[tokio::test]

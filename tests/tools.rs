@@ -183,7 +183,7 @@ fn shape(events: &[StreamEvent]) -> Vec<String> {
         .iter()
         .map(|event| match event {
             StreamEvent::TurnStart { turn } => format!("turn_start {turn}"),
-            StreamEvent::TurnEnd { turn } => format!("turn_end {turn}"),
+            StreamEvent::TurnEnd { turn, .. } => format!("turn_end {turn}"),
             StreamEvent::Content { delta } => format!("content {delta}"),
             StreamEvent::ToolUse { id, .. } => format!("tool_use {id}"),
             StreamEvent::ToolProgress { id, progress, .. } => format!("tool_progress {id} {progress}"),

@@ -190,6 +190,7 @@ async fn write_summary(compaction: &Compaction, writer: &Writer, older: &[Arc<Me
         tools: &[],
         temperature: *temperature,
         max_output_tokens: *max_output_tokens,
+        tool_choice: None,
         turn,
         scope,
     };

@@ -20,7 +20,7 @@ use crate::mcp;
 use crate::model::anthropic::AnthropicClient;
 use crate::model::openai::OpenAiClient;
 use crate::model::scripted::{parse_turns, Script, ScriptedModel};
-use crate::model::{display_url, Connection, HttpSettings, Model, ToolSchema};
+use crate::model::{display_url, Connection, HttpSettings, Model, ToolChoice, ToolSchema};
 use crate::options::OptionsObject;
 use crate::store::StoreConfig;
 
@@ -134,6 +134,8 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u32>,
+    /// `toolChoice`: what the model is told about calling tools, each run (a send may change it).
+    pub tool_choice: Option<ToolChoice>,
     pub max_turns: u32,
     pub tools: Vec<ToolSpec>,
     pub hook_timeout_ms: u32,
@@ -193,6 +195,7 @@ impl AgentConfig {
                 "systemPrompt",
                 "temperature",
                 "maxOutputTokens",
+                "toolChoice",
                 "maxTurns",
                 "tools",
                 "advanced",
@@ -287,6 +290,7 @@ impl AgentConfig {
             max_output_tokens: options
                 .positive_integer("maxOutputTokens", u32::MAX as u64)?
                 .map(|n| n as u32),
+            tool_choice: read_tool_choice(&options)?,
             max_turns: options
                 .positive_integer("maxTurns", MAX_TIMER_MS)?
                 .map_or(DEFAULT_MAX_TURNS, |n| n as u32),
@@ -522,6 +526,33 @@ impl ModelChoice {
     pub fn build(&self, host: Arc<dyn Host>) -> Arc<dyn Model> {
         build_model(self, host)
     }
+}
+
+/// `toolChoice`: `'auto'`, `'none'`, `'required'` or `{ name }`; absent or `null` is nothing
+/// (the server's default).
+pub(crate) fn read_tool_choice(options: &OptionsObject<'_>) -> Result<Option<ToolChoice>> {
+    const EXPECTED: &str = "'auto', 'none', 'required' or { name: string }";
+    let Some(value) = options.get("toolChoice") else {
+        return Ok(None);
+    };
+    let choice = match value {
+        Value::String(word) => match word.as_str() {
+            "auto" => ToolChoice::Auto,
+            "none" => ToolChoice::None,
+            "required" => ToolChoice::Required,
+            _ => return Err(options.invalid("toolChoice", EXPECTED, value)),
+        },
+        Value::Object(_) => {
+            let named = OptionsObject::of(value, "toolChoice", EXPECTED)?;
+            named.only(&["name"], &[])?;
+            match named.str("name")? {
+                Some(name) if !name.is_empty() => ToolChoice::Tool(name.to_string()),
+                _ => return Err(named.invalid("name", "a tool's name", named.get("name").unwrap_or(&Value::Null))),
+            }
+        }
+        _ => return Err(options.invalid("toolChoice", EXPECTED, value)),
+    };
+    Ok(Some(choice))
 }
 
 /// `advanced.defaultContext` (`{ environment?, metadata?, capabilities? }`), with the top-level

@@ -6,9 +6,11 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::config::read_tool_choice;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::host::ScopeId;
 use crate::js_value::MAX_TIMER_MS;
+use crate::model::ToolChoice;
 use crate::options::OptionsObject;
 use crate::webhook::Environment;
 
@@ -102,6 +104,8 @@ impl RunControl {
 #[derive(Debug, Clone, Default)]
 pub struct SendOptions {
     pub max_turns: Option<u32>,
+    /// `toolChoice` for this run (the agent's own otherwise).
+    pub tool_choice: Option<ToolChoice>,
     /// The host scope whose signal tools and callbacks of this run receive.
     pub scope: ScopeId,
     /// The environment variables the session reads, read when the run started.
@@ -114,13 +118,22 @@ impl SendOptions {
     pub fn max_turns(options: &Value) -> Result<Option<u32>> {
         let read = OptionsObject::of(options, "options", "an object")
             .and_then(|options| options.positive_integer("maxTurns", MAX_TIMER_MS));
-        match read {
-            Ok(turns) => Ok(turns.map(|n| n as u32)),
-            Err(error) => Err(SdkError {
-                code: ErrorCode::InvalidInput,
-                ..error
-            }),
-        }
+        read.map(|turns| turns.map(|n| n as u32)).map_err(invalid_input)
+    }
+
+    /// `toolChoice` of a `send`'s options, read as `createAgent` reads its own.
+    pub fn tool_choice(options: &Value) -> Result<Option<ToolChoice>> {
+        OptionsObject::of(options, "options", "an object")
+            .and_then(|options| read_tool_choice(&options))
+            .map_err(invalid_input)
+    }
+}
+
+/// A send's bad option is the caller's input, not the agent's configuration.
+fn invalid_input(error: SdkError) -> SdkError {
+    SdkError {
+        code: ErrorCode::InvalidInput,
+        ..error
     }
 }
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::SdkError;
-use crate::model::Usage;
+use crate::model::{FinishReason, Usage};
 pub use crate::store::PendingReason;
 
 /// Blade's `StreamMessage` variants and fields, in Blade's order; fields after Blade's are
@@ -21,6 +21,9 @@ pub enum StreamEvent {
     /// The turn's text, tool calls and results are all published.
     TurnEnd {
         turn: u32,
+        /// Why the model's answer ended (`'length'`: the output limit cut it).
+        #[serde(rename = "finishReason")]
+        finish_reason: FinishReason,
     },
     Content {
         delta: String,
@@ -146,6 +149,8 @@ impl CallStatus {
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     Done,
+    /// The last answer was cut by the output limit (`maxOutputTokens` or the model's own).
+    MaxTokens,
     MaxTurns,
     Aborted,
     Interrupted,
@@ -157,6 +162,7 @@ impl StopReason {
     pub fn name(self) -> &'static str {
         match self {
             StopReason::Done => "done",
+            StopReason::MaxTokens => "max_tokens",
             StopReason::MaxTurns => "max_turns",
             StopReason::Aborted => "aborted",
             StopReason::Interrupted => "interrupted",

@@ -196,6 +196,7 @@ impl EventReader {
 mod tests {
     use super::*;
     use crate::error::SdkError;
+    use crate::model::FinishReason;
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -254,7 +255,10 @@ mod tests {
     #[tokio::test]
     async fn a_text_reader_sleeps_through_tool_events_and_gets_them_with_the_next_text() {
         let (sender, _reader, waiting) = a_text_reader_waiting_after_a_turn().await;
-        sender.send(StreamEvent::TurnEnd { turn: 1 });
+        sender.send(StreamEvent::TurnEnd {
+            turn: 1,
+            finish_reason: FinishReason::Stop,
+        });
         sender.send(StreamEvent::TurnStart { turn: 2 });
         sender.send(content("hi"));
         let batch = waiting.await.unwrap().unwrap();
@@ -262,7 +266,10 @@ mod tests {
             batch,
             vec![
                 StreamEvent::TurnStart { turn: 1 },
-                StreamEvent::TurnEnd { turn: 1 },
+                StreamEvent::TurnEnd {
+                    turn: 1,
+                    finish_reason: FinishReason::Stop,
+                },
                 StreamEvent::TurnStart { turn: 2 },
                 content("hi")
             ]

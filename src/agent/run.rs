@@ -37,7 +37,10 @@ use crate::hooks::{EventFields, HookEvent};
 use crate::host::ScopeId;
 use crate::ids;
 use crate::js_value::describe;
-use crate::model::{AssistantToolCall, Message, Model, ModelReply, ModelRequest, ToolCallRequest, Usage, UserContent};
+use crate::model::{
+    AssistantToolCall, FinishReason, Message, Model, ModelReply, ModelRequest, ToolCallRequest, ToolChoice, Usage,
+    UserContent,
+};
 use crate::offload::offload;
 use crate::store;
 
@@ -59,6 +62,10 @@ pub(crate) struct Run {
     id: String,
     max_turns: u32,
     turns: u32,
+    /// `toolChoice` for this run's model calls (a sub-agent's runs have none).
+    tool_choice: Option<ToolChoice>,
+    /// The model has called a tool in this run: a forced choice is spent.
+    called_a_tool: bool,
     usage: Usage,
     tool_calls: Vec<ToolCallRecord>,
     /// The environment's hooks for this run and the variables webhooks may use.
@@ -113,6 +120,7 @@ impl Run {
         let (tree, nursery) = Tree::new(budget);
         let mut run = Run::child(parts, settings, control, events, options.scope, context, tree);
         run.max_turns = max_turns;
+        run.tool_choice = options.tool_choice.or_else(|| run.agent.config.tool_choice.clone());
         run.setup_error = setup_error;
         run.nursery = Some(nursery);
         run
@@ -156,6 +164,8 @@ impl Run {
             scope,
             id: ids::uuid(),
             turns: 0,
+            tool_choice: None,
+            called_a_tool: false,
             usage: Usage::default(),
             tool_calls: Vec::new(),
             context,
@@ -457,7 +467,8 @@ impl Run {
         };
         self.conversation.finish(&control, aborted);
         // How the run ended; a failure (not an abort) marks its span as an error.
-        self.span.record("turns", self.turns);
+        // Numbers as i64: tracing-opentelemetry exports an unsigned field as text.
+        self.span.record("turns", i64::from(self.turns));
         self.span.record("stop_reason", reason(&outcome));
         if let Err(error) = &outcome {
             if error.code != ErrorCode::Abort {
@@ -507,7 +518,13 @@ impl Run {
             self.checkpoint()?;
             self.usage.add(reply.usage);
             self.reported = (reply.usage.input_tokens > 0).then_some((reply.usage.input_tokens, sent));
-            let ModelReply { text, tool_calls, .. } = reply;
+            let ModelReply {
+                text,
+                tool_calls,
+                finish_reason,
+                ..
+            } = reply;
+            self.called_a_tool |= !tool_calls.is_empty();
             self.conversation.push(Message::Assistant {
                 content: (!text.is_empty() || tool_calls.is_empty()).then(|| text.clone()),
                 tool_calls: tool_calls
@@ -518,9 +535,17 @@ impl Run {
             self.last_text = text.clone();
             self.boundary().await?;
             if tool_calls.is_empty() {
-                self.emit(StreamEvent::TurnEnd { turn: self.turns });
+                self.emit(StreamEvent::TurnEnd {
+                    turn: self.turns,
+                    finish_reason,
+                });
                 self.step_end(&text, &tool_calls, &[], false).await?;
-                return Ok((text, StopReason::Done));
+                // An answer the output limit cut says so.
+                let stop = match finish_reason {
+                    FinishReason::Length => StopReason::MaxTokens,
+                    _ => StopReason::Done,
+                };
+                return Ok((text, stop));
             }
             let ended = self.run_tool_calls(&tool_calls).await;
             self.checkpoint()?;
@@ -541,7 +566,10 @@ impl Run {
                 self.emit_result(record);
             }
             self.boundary().await?;
-            self.emit(StreamEvent::TurnEnd { turn: self.turns });
+            self.emit(StreamEvent::TurnEnd {
+                turn: self.turns,
+                finish_reason,
+            });
             let more = interrupt.is_none() && self.turns < self.max_turns;
             let first = self.tool_calls.len();
             self.tool_calls.extend(records);
@@ -609,7 +637,7 @@ impl Run {
         };
         let by_model = compaction.summarize.is_none();
         let summary = async move { compaction::summarize(&compaction, &writer, &older).await }
-            .instrument(tracing::info_span!("compaction", messages = split));
+            .instrument(tracing::info_span!("compaction", messages = split as i64));
         let summarized = where_models_run(by_model && self.settings.model.is_remote(), summary).await;
         self.checkpoint()?;
         match summarized {
@@ -689,7 +717,11 @@ impl Run {
             return outcome;
         }
         let (success, summary) = match &outcome {
-            Ok((content, stop)) => (*stop == StopReason::Done, content.clone()),
+            // A cut answer is still the run's answer: the reason says it was cut.
+            Ok((content, stop)) => (
+                matches!(stop, StopReason::Done | StopReason::MaxTokens),
+                content.clone(),
+            ),
             Err(error) => (false, error.message.clone()),
         };
         let payload = EventFields::of(&payloads::TaskCompleted {
@@ -781,17 +813,28 @@ impl Run {
         }
     }
 
+    /// What this model call is told about tools: a forced call (`'required'`, `{ name }`) is
+    /// asked for until the model has made one, then `'auto'`, or the loop would never end.
+    fn tool_choice(&self) -> Option<ToolChoice> {
+        match &self.tool_choice {
+            Some(choice) if choice.forces_a_call() && self.called_a_tool => Some(ToolChoice::Auto),
+            other => other.clone(),
+        }
+    }
+
     async fn call_model(&self) -> Result<ModelReply> {
-        let turn = model_turn(
-            self.agent.clone(),
-            self.settings.model.clone(),
-            self.conversation.messages(),
-            self.turns,
-            self.scope,
-            self.events.clone(),
-            self.settings.child.clone(),
-        );
-        let span = tracing::info_span!("model_call", turn = self.turns);
+        let turn = ModelTurn {
+            agent: self.agent.clone(),
+            model: self.settings.model.clone(),
+            messages: self.conversation.messages(),
+            turn: self.turns,
+            scope: self.scope,
+            events: self.events.clone(),
+            child: self.settings.child.clone(),
+            tool_choice: self.tool_choice(),
+        }
+        .call();
+        let span = tracing::info_span!("model_call", turn = i64::from(self.turns));
         where_models_run(self.settings.model.is_remote(), turn.instrument(span)).await
     }
 
@@ -939,6 +982,8 @@ impl Run {
             ));
         };
         self.first_step = turn.step_index + 1;
+        // The paused turn's calls were the model's: a forced `toolChoice` is spent.
+        self.called_a_tool = true;
         let requests: Vec<ToolCallRequest> = turn.calls.iter().map(TurnCall::request).collect();
         let mut results = turn.results.clone();
         let mut resumed = Vec::with_capacity(turn.pending.len());
@@ -1176,7 +1221,7 @@ async fn where_models_run<T: Send + 'static>(
 }
 
 /// One model call over the conversation `messages`; content deltas are published as they come.
-async fn model_turn(
+struct ModelTurn {
     agent: Arc<Agent>,
     model: Arc<dyn Model>,
     messages: Arc<Vec<Arc<Message>>>,
@@ -1184,32 +1229,61 @@ async fn model_turn(
     scope: ScopeId,
     events: EventSender,
     child: Option<Arc<Child>>,
-) -> Result<ModelReply> {
-    let config = &agent.config;
-    // A sub-agent has its own prompt and tools, and its text is its answer to the parent, not
-    // part of the parent's stream.
-    let (system_prompt, tools) = match &child {
-        Some(child) => (child.system_prompt.as_deref(), child.tool_schemas.as_slice()),
-        None => (config.system_prompt.as_deref(), agent.tool_schemas()),
-    };
-    let request = ModelRequest {
-        system_prompt,
-        messages: &messages,
-        tools,
-        temperature: config.temperature,
-        max_output_tokens: config.max_output_tokens,
-        turn,
-        scope,
-    };
-    let streams = child.is_none();
-    let mut on_text = move |delta: &str| {
-        if streams {
-            events.send(StreamEvent::Content {
-                delta: delta.to_string(),
-            });
+    tool_choice: Option<ToolChoice>,
+}
+
+impl ModelTurn {
+    async fn call(self) -> Result<ModelReply> {
+        let ModelTurn {
+            agent,
+            model,
+            messages,
+            turn,
+            scope,
+            events,
+            child,
+            tool_choice,
+        } = self;
+        let config = &agent.config;
+        // A sub-agent has its own prompt and tools, and its text is its answer to the parent, not
+        // part of the parent's stream.
+        let (system_prompt, tools) = match &child {
+            Some(child) => (child.system_prompt.as_deref(), child.tool_schemas.as_slice()),
+            None => (config.system_prompt.as_deref(), agent.tool_schemas()),
+        };
+        if let Some(ToolChoice::Tool(name)) = &tool_choice {
+            if !tools.iter().any(|tool| &tool.name == name) {
+                let offered: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+                return Err(SdkError::config(format!(
+                    "toolChoice names the tool \"{name}\", which the model is not offered (offered: {})",
+                    if offered.is_empty() {
+                        "none".to_string()
+                    } else {
+                        offered.join(", ")
+                    }
+                )));
+            }
         }
-    };
-    model.complete(request, &mut on_text).await
+        let request = ModelRequest {
+            system_prompt,
+            messages: &messages,
+            tools,
+            temperature: config.temperature,
+            max_output_tokens: config.max_output_tokens,
+            tool_choice: tool_choice.as_ref(),
+            turn,
+            scope,
+        };
+        let streams = child.is_none();
+        let mut on_text = move |delta: &str| {
+            if streams {
+                events.send(StreamEvent::Content {
+                    delta: delta.to_string(),
+                });
+            }
+        };
+        model.complete(request, &mut on_text).await
+    }
 }
 
 /// How a run ended, as TaskCompleted's `reason` and the run span's `stop_reason` say it.

@@ -419,7 +419,9 @@ impl NativeAgent {
         };
         let message = message.map(|message| read("message", message)).transpose()?;
         // Options are JSON as `createAgent`'s are: NaN, bigints and functions arrive marked.
-        let max_turns = SendOptions::max_turns(&read("send options", options)?)?;
+        let options = read("send options", options)?;
+        let max_turns = SendOptions::max_turns(&options)?;
+        let tool_choice = SendOptions::tool_choice(&options)?;
         let not_started = |error: napi::Error| {
             SdkError::new(
                 ErrorCode::Plain,
@@ -433,6 +435,7 @@ impl NativeAgent {
         let environment = read_environment(environment, &self.environment_names).map_err(not_started)?;
         let options = SendOptions {
             max_turns,
+            tool_choice,
             scope,
             environment,
         };

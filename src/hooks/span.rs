@@ -10,7 +10,11 @@ use tracing::Span;
 /// Records how a span ended and its duration so far.
 pub(crate) fn finish_span(span: &Span, started: Instant, outcome: &str) {
     span.record("outcome", outcome);
-    span.record("elapsed_us", started.elapsed().as_micros() as u64);
+    // As i64: tracing-opentelemetry exports an unsigned field as text.
+    span.record(
+        "elapsed_us",
+        i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX),
+    );
 }
 
 /// One hook's span. A hook object can run in parts (its handler, then its webhook): the first

@@ -2,11 +2,11 @@
 //! events put together by the wire format's `Assembler`. Above `http.rs` (the request) and
 //! `sse.rs` (the event stream), which it joins.
 
-use super::http::{read_body, Connection, Opened};
+use super::http::{error_message, read_body, Connection, Opened};
 use super::secrets::Secrets;
-use super::sse::SseReader;
+use super::sse::{Opening, SseReader};
 use super::{ModelReply, TextSink};
-use crate::error::{Detail, Result};
+use crate::error::{Detail, Result, SdkError};
 
 /// Puts a streamed reply together from its events (one per wire format).
 pub(crate) trait Assembler: Sized {
@@ -31,13 +31,22 @@ pub(crate) async fn read_answer<A: Assembler>(
     let read = async {
         if !connection.settings.stream {
             let bytes = read_body(opened, max, secrets, false).await?;
-            let reply = parse(&bytes, secrets)?;
-            if !reply.text.is_empty() {
-                on_text(&reply.text);
-            }
-            return Ok(reply);
+            return whole(parse(&bytes, secrets)?, on_text);
         }
-        let mut reader = SseReader::open(opened, max, secrets).await?;
+        let mut reader = match SseReader::open(opened, max, secrets).await? {
+            Opening::Stream(reader) => reader,
+            // The whole reply at once: read as the unstreamed answer it is. A body that is not
+            // one (an error object under 200) is quoted.
+            Opening::Json { body, kind } => {
+                return match parse(&body, secrets) {
+                    Ok(reply) => whole(reply, on_text),
+                    Err(_) => Err(SdkError::model(format!(
+                        "Model answer is not the event stream that was asked for ({kind}): {}",
+                        error_message(&body, secrets)
+                    ))),
+                }
+            }
+        };
         reader.idle_timeout(connection.settings.stream_idle_timeout);
         let mut assembler = A::new(max);
         while let Some(data) = reader.next().await? {
@@ -51,4 +60,12 @@ pub(crate) async fn read_answer<A: Assembler>(
         Detail::None => error.with_status(status),
         _ => error,
     })
+}
+
+/// A reply read whole: its text reaches the stream in one piece.
+fn whole(reply: ModelReply, on_text: TextSink<'_>) -> Result<ModelReply> {
+    if !reply.text.is_empty() {
+        on_text(&reply.text);
+    }
+    Ok(reply)
 }

@@ -13,7 +13,10 @@ use super::fragments::{decode, finish_text, push_string, push_text, Fragments};
 use super::http::{self, Connection};
 use super::secrets::Secrets;
 use super::sse::parse_data;
-use super::{ContentPart, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage, UserContent};
+use super::{
+    ContentPart, FinishReason, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolChoice, Usage,
+    UserContent,
+};
 use crate::error::{Result, SdkError};
 use crate::ids;
 
@@ -105,10 +108,12 @@ struct WireUsage {
 
 #[derive(Deserialize)]
 struct MessageResponse<'a> {
-    #[serde(default, borrow)]
+    /// Required: a body without it (an error object answered with 200) is not a message.
+    #[serde(borrow)]
     content: Vec<Block<'a>>,
     #[serde(default)]
     usage: WireUsage,
+    stop_reason: Option<String>,
 }
 
 /// A content block, its text read raw (see `Fragments`).
@@ -147,6 +152,8 @@ struct EventDelta<'a> {
     text: Option<&'a RawValue>,
     #[serde(borrow)]
     partial_json: Option<&'a RawValue>,
+    /// `message_delta`'s.
+    stop_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -162,6 +169,7 @@ pub(crate) struct StreamAssembler {
     input_tokens: u64,
     output_tokens: u64,
     tool_calls: BTreeMap<usize, (ToolCallRequest, Fragments)>,
+    stop_reason: Option<String>,
     stopped: bool,
     max: usize,
 }
@@ -174,6 +182,7 @@ impl Assembler for StreamAssembler {
             input_tokens: 0,
             output_tokens: 0,
             tool_calls: BTreeMap::new(),
+            stop_reason: None,
             stopped: false,
             max,
         }
@@ -226,6 +235,9 @@ impl Assembler for StreamAssembler {
                 }
             }
             "message_delta" => {
+                if let Some(reason) = event.delta.and_then(|delta| delta.stop_reason) {
+                    self.stop_reason = Some(reason);
+                }
                 let usage = event.usage.unwrap_or_default();
                 if let Some(tokens) = usage.output_tokens {
                     self.output_tokens = tokens;
@@ -270,6 +282,7 @@ impl Assembler for StreamAssembler {
                 call
             })
             .collect();
+        self.reply.finish_reason = FinishReason::read(self.stop_reason.as_deref(), !self.reply.tool_calls.is_empty());
         Ok(self.reply)
     }
 }
@@ -309,6 +322,15 @@ impl AnthropicClient {
                 })
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(choice) = request.tool_choice.filter(|_| !request.tools.is_empty()) {
+            let wire = match choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+            };
+            body.insert("tool_choice".into(), wire);
         }
         if let Some(temperature) = request.temperature {
             body.insert("temperature".into(), json!(temperature));
@@ -366,6 +388,7 @@ fn parse_message(bytes: &[u8], secrets: &Secrets) -> Result<ModelReply> {
             _ => {}
         }
     }
+    reply.finish_reason = FinishReason::read(response.stop_reason.as_deref(), !reply.tool_calls.is_empty());
     Ok(reply)
 }
 

@@ -64,6 +64,8 @@ pub struct ModelRequest<'a> {
     pub tools: &'a [ToolSchema],
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u32>,
+    /// Whether and which tool the model must call; `None` sends nothing (the server's default).
+    pub tool_choice: Option<&'a ToolChoice>,
     /// 1 for the first model call of a run.
     pub turn: u32,
     /// The host scope of the run, for models that call user functions.
@@ -78,12 +80,60 @@ pub struct ToolCallRequest {
     pub arguments: String,
 }
 
+/// `toolChoice`: what the model is told about calling tools (each wire format has its words).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    Auto,
+    None,
+    /// Some tool, the model picks which.
+    Required,
+    /// This tool.
+    Tool(String),
+}
+
+impl ToolChoice {
+    /// Forces a call: once the model has called a tool in a run, the run's later calls are
+    /// `Auto`, or the loop would never end.
+    pub fn forces_a_call(&self) -> bool {
+        matches!(self, ToolChoice::Required | ToolChoice::Tool(_))
+    }
+}
+
+/// Why the model stopped, in one vocabulary for both wire formats (OpenAI's words).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A natural end (a stop sequence included).
+    #[default]
+    Stop,
+    /// To run the tool calls it asked for.
+    ToolCalls,
+    /// The output limit (`maxOutputTokens` or the model's own) cut the answer.
+    Length,
+    /// The provider withheld the rest (a filter, a refusal).
+    ContentFilter,
+}
+
+impl FinishReason {
+    /// The server's word (either wire format's); an unknown or missing one is read from what
+    /// the answer holds.
+    pub fn read(word: Option<&str>, has_tool_calls: bool) -> Self {
+        match word {
+            Some("length" | "max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
+            Some("content_filter" | "refusal") => FinishReason::ContentFilter,
+            _ if has_tool_calls => FinishReason::ToolCalls,
+            _ => FinishReason::Stop,
+        }
+    }
+}
+
 /// One assistant turn.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelReply {
     pub text: String,
     pub tool_calls: Vec<ToolCallRequest>,
     pub usage: Usage,
+    pub finish_reason: FinishReason,
 }
 
 /// Receives text deltas as they stream.

@@ -11,9 +11,12 @@ use serde_json::value::RawValue;
 use super::answer::{read_answer, Assembler};
 use super::fragments::{decode, finish_text, push_string, push_text, Fragments};
 use super::http::{self, Connection};
+use super::messages::AssistantToolCall;
 use super::secrets::Secrets;
 use super::sse::parse_data;
-use super::{Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolSchema, Usage};
+use super::{
+    FinishReason, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolChoice, ToolSchema, Usage,
+};
 use crate::error::{Result, SdkError};
 use crate::ids;
 
@@ -29,8 +32,67 @@ pub struct OpenAiClient {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum WireMessage<'a> {
-    System { role: &'static str, content: &'a str },
+    System {
+        role: &'static str,
+        content: &'a str,
+    },
+    /// An assistant turn with tool calls and no text goes with `content: ""`: OpenAI accepts it,
+    /// and servers that validate `content` as a string (llama.cpp's) refuse the `null` that
+    /// `agent.messages` shows.
+    Assistant {
+        role: &'static str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        tool_calls: &'a [AssistantToolCall],
+    },
     Chat(&'a Message),
+}
+
+impl<'a> WireMessage<'a> {
+    fn of(message: &'a Message) -> Self {
+        match message {
+            Message::Assistant {
+                content: None,
+                tool_calls,
+            } => WireMessage::Assistant {
+                role: "assistant",
+                content: "",
+                tool_calls,
+            },
+            other => WireMessage::Chat(other),
+        }
+    }
+}
+
+/// `tool_choice` as Chat Completions spells it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireToolChoice<'a> {
+    Word(&'static str),
+    Function {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: FunctionName<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct FunctionName<'a> {
+    name: &'a str,
+}
+
+impl<'a> WireToolChoice<'a> {
+    fn of(choice: &'a ToolChoice) -> Self {
+        match choice {
+            ToolChoice::Auto => WireToolChoice::Word("auto"),
+            ToolChoice::None => WireToolChoice::Word("none"),
+            ToolChoice::Required => WireToolChoice::Word("required"),
+            ToolChoice::Tool(name) => WireToolChoice::Function {
+                kind: "function",
+                function: FunctionName { name },
+            },
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -51,6 +113,8 @@ struct Body<'a> {
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireToolChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -89,6 +153,7 @@ struct Completion<'a> {
 struct CompletionChoice<'a> {
     #[serde(borrow)]
     message: CompletionMessage<'a>,
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -180,8 +245,10 @@ impl ToolCallAssembler {
             call.id = id;
         }
         if let Some(function) = fragment.function {
-            if let Some(name) = function.name {
-                call.name.push_str(&name);
+            // Set, not appended, as the OpenAI SDKs do: servers repeat the name in every
+            // delta (llama.cpp), none known sends it in pieces.
+            if let Some(name) = function.name.filter(|name| !name.is_empty()) {
+                call.name = name;
             }
             push_string(arguments, function.arguments, &mut call.arguments)?;
             if call.arguments.len() > self.max {
@@ -211,6 +278,7 @@ pub(crate) struct StreamAssembler {
     text: Fragments,
     tool_calls: ToolCallAssembler,
     finished: bool,
+    finish_reason: Option<String>,
 }
 
 impl Assembler for StreamAssembler {
@@ -220,6 +288,7 @@ impl Assembler for StreamAssembler {
             text: Fragments::default(),
             tool_calls: ToolCallAssembler::new(max),
             finished: false,
+            finish_reason: None,
         }
     }
 
@@ -248,6 +317,7 @@ impl Assembler for StreamAssembler {
         for choice in chunk.choices {
             if choice.finish_reason.is_some() {
                 self.finished = true;
+                self.finish_reason = choice.finish_reason;
             }
             let Some(delta) = choice.delta else { continue };
             push_text(&mut self.text, delta.content, &mut self.reply.text, on_text)?;
@@ -264,6 +334,7 @@ impl Assembler for StreamAssembler {
         }
         finish_text(&mut self.text, &mut self.reply.text, on_text);
         self.reply.tool_calls = self.tool_calls.finish();
+        self.reply.finish_reason = FinishReason::read(self.finish_reason.as_deref(), !self.reply.tool_calls.is_empty());
         Ok(self.reply)
     }
 }
@@ -278,7 +349,7 @@ impl OpenAiClient {
                 content: system,
             });
         }
-        messages.extend(request.messages.iter().map(|message| WireMessage::Chat(message)));
+        messages.extend(request.messages.iter().map(|message| WireMessage::of(message)));
         let (max_tokens, max_completion_tokens) = if self.completion_tokens_field {
             (None, request.max_output_tokens)
         } else {
@@ -295,6 +366,11 @@ impl OpenAiClient {
                     function,
                 })
                 .collect(),
+            // Without tools there is nothing to choose (OpenAI refuses the field then).
+            tool_choice: request
+                .tool_choice
+                .filter(|_| !request.tools.is_empty())
+                .map(WireToolChoice::of),
             temperature: request.temperature,
             max_tokens,
             max_completion_tokens,
@@ -364,6 +440,7 @@ fn parse_completion(bytes: &[u8], secrets: &Secrets) -> Result<ModelReply> {
     }
     Ok(ModelReply {
         text: text(choice.message.content)?,
+        finish_reason: FinishReason::read(choice.finish_reason.as_deref(), !tool_calls.is_empty()),
         tool_calls,
         usage,
     })

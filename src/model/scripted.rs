@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::{Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, Usage};
+use super::{FinishReason, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolChoice, Usage};
 use crate::error::{Result, SdkError};
 use crate::host::{Args, Callable, Host, HostCall, Reply};
 use crate::ids;
@@ -76,6 +76,7 @@ impl ScriptedModel {
         }
         Ok(ModelReply {
             text: turn.text,
+            finish_reason: FinishReason::read(None, !turn.tool_calls.is_empty()),
             tool_calls: turn
                 .tool_calls
                 .into_iter()
@@ -110,11 +111,20 @@ fn request_value(request: &ModelRequest<'_>) -> Value {
             .iter()
             .map(|message| serde_json::to_value(message.as_ref()).unwrap_or(Value::Null)),
     );
-    json!({
+    let mut value = json!({
         "turn": request.turn,
         "messages": messages,
         "tools": request.tools,
-    })
+    });
+    if let Some(choice) = request.tool_choice {
+        value["toolChoice"] = match choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Tool(name) => json!({ "name": name }),
+        };
+    }
+    value
 }
 
 /// Reads `{ text?, toolCalls?: [{ id?, name, input?, arguments? }], usage? }`; the error names

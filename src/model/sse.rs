@@ -156,10 +156,22 @@ pub(crate) struct SseReader<'a> {
     secrets: &'a Secrets,
 }
 
+/// What a request that asked for a stream was answered with.
+pub(crate) enum Opening<'a> {
+    Stream(SseReader<'a>),
+    /// A JSON body (at most `max` bytes), and the content type it came under: some servers
+    /// answer a streamed request with the whole reply (LiteLLM's proxy on its Anthropic route).
+    Json {
+        body: Vec<u8>,
+        kind: String,
+    },
+}
+
 impl<'a> SseReader<'a> {
-    /// Starts reading an answer to a request that asked for a stream; an answer that is not one
-    /// (an HTML page, a JSON body) is a `MODEL_ERROR` quoting it (`read_answer` adds the status).
-    pub async fn open(opened: Opened, max: usize, secrets: &'a Secrets) -> Result<SseReader<'a>> {
+    /// Starts reading an answer to a request that asked for a stream. A JSON body is read whole
+    /// for the caller to parse; an HTML page is a `MODEL_ERROR` quoting it (`read_answer` adds
+    /// the status).
+    pub async fn open(opened: Opened, max: usize, secrets: &'a Secrets) -> Result<Opening<'a>> {
         let mut reader = SseReader {
             response: opened.response,
             parser: SseParser::new(max),
@@ -178,7 +190,7 @@ impl<'a> SseReader<'a> {
             .and_then(|value| value.to_str().ok())
             .map(|value| value.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
         if content_type.as_deref() == Some("text/event-stream") {
-            return Ok(reader);
+            return Ok(Opening::Stream(reader));
         }
         // Without the header, or with another (servers that stream under a wrong one exist),
         // the first bytes decide: a page or a JSON body starts with `<`, `{` or `[`, which no
@@ -191,7 +203,17 @@ impl<'a> SseReader<'a> {
             }
         }
         let first = head.iter().find(|byte| !byte.is_ascii_whitespace());
-        if matches!(first, Some(b'<' | b'{' | b'[')) {
+        let kind = content_type.as_deref().unwrap_or("no content-type").to_string();
+        if matches!(first, Some(b'{' | b'[')) {
+            while let Some(chunk) = reader.chunk().await? {
+                if head.len() + chunk.len() > max {
+                    return Err(too_large("the response body", max));
+                }
+                head.extend_from_slice(&chunk);
+            }
+            return Ok(Opening::Json { body: head, kind });
+        }
+        if first == Some(&b'<') {
             // Enough of the body to quote: what came, and a little more if it is quick.
             const QUOTED: usize = 64 * 1024;
             while head.len() < QUOTED {
@@ -200,14 +222,13 @@ impl<'a> SseReader<'a> {
                     _ => break,
                 }
             }
-            let kind = content_type.as_deref().unwrap_or("no content-type");
             let detail = super::http::error_message(&head, reader.secrets);
             return Err(SdkError::model(format!(
                 "Model answer is not the event stream that was asked for ({kind}): {detail}"
             )));
         }
         reader.chunk = Bytes::from(head);
-        Ok(reader)
+        Ok(Opening::Stream(reader))
     }
 
     /// From now on, waiting longer than `idle` for the next bytes fails the answer.
