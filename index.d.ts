@@ -92,6 +92,8 @@ export interface ScriptRequest {
   /** The conversation, system prompt first (when set). */
   messages: Array<{ role: 'system'; content: string } | Message>
   tools: Array<{ name: string; description?: string; parameters: JsonSchemaObject }>
+  /** The run's `toolChoice` for this call, when one is set. */
+  toolChoice?: ToolChoice
 }
 export type ScriptFn = (request: ScriptRequest) => ScriptedTurn | Promise<ScriptedTurn>
 
@@ -264,7 +266,7 @@ export interface TaskCompletedInput extends HookInputBase {
   /** The final text, or the error's message. */
   resultSummary: string
   success: boolean
-  reason: 'done' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
+  reason: 'done' | 'max_tokens' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
   operationId: string
   lastAssistantContent: string
   steps: number
@@ -607,7 +609,14 @@ export interface AgentOptions {
   baseURL?: string
   systemPrompt?: string
   temperature?: number
+  /** An answer this limit cuts ends the run with stopReason 'max_tokens'. */
   maxOutputTokens?: number
+  /**
+   * Whether the model must call a tool: `'required'` (some tool) or `{ name }` (that one) holds
+   * until the model has called a tool in the run, then the run's later calls are `'auto'`.
+   * Default: nothing is sent (the server's own default, `'auto'` where tools are offered).
+   */
+  toolChoice?: ToolChoice
   /** Default 200; reaching it ends the run with stopReason 'max_turns'. */
   maxTurns?: number
   tools?: readonly ToolDefinition<any>[]
@@ -656,7 +665,8 @@ export interface PromptResult {
   content: string
   /** = `turnsCount`. */
   turns: number
-  stopReason: 'done' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
+  /** `'max_tokens'`: the last answer was cut by the output limit (its text is what came). */
+  stopReason: 'done' | 'max_tokens' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
   /** The calls a run paused on (`stopReason: 'interrupted'` by an `'ask'` nobody answered). */
   pendingApprovals?: PendingApproval[]
 }
@@ -677,7 +687,7 @@ export interface PendingApproval {
 /** Blade's `StreamMessage` variants and fields (ours after Blade's); every event has `sessionId`. */
 export type StreamEvent = { sessionId: string } & (
   | { type: 'turn_start'; turn: number }
-  | { type: 'turn_end'; turn: number }
+  | { type: 'turn_end'; turn: number; finishReason: FinishReason }
   | { type: 'content'; delta: string }
   | { type: 'thinking'; delta: string }
   /** The model's arguments, before hooks. */
@@ -707,7 +717,19 @@ export type StreamEventType = StreamEvent['type']
 export interface SendOptions {
   signal?: AbortSignal
   maxTurns?: number
+  /** This run's `toolChoice` (default: the agent's). */
+  toolChoice?: ToolChoice
 }
+
+/** `toolChoice`: OpenAI's words, sent to Anthropic as `auto` / `none` / `any` / `tool`. */
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string }
+
+/**
+ * Why a model answer ended, in one vocabulary for both wire formats: `'length'` is the output
+ * limit (`finish_reason: "length"`, Anthropic's `max_tokens`), `'content_filter'` the provider
+ * withholding the rest (a filter, a refusal).
+ */
+export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter'
 
 /** One `send`'s run: its text, events and result. */
 export declare class AgentResponse {

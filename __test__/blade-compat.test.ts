@@ -337,7 +337,7 @@ describe('a docs-style Blade program runs unchanged (__test__/blade/docs-agent.t
     expect(second.body.messages.slice(2)).toEqual([
       {
         role: 'assistant',
-        content: null,
+        content: '',
         tool_calls: [
           { id: 'call_read', type: 'function', function: { name: 'read_file', arguments: '{"path":"notes.txt"}' } },
           { id: 'call_time', type: 'function', function: { name: 'current_time', arguments: '{}' } },

@@ -33,10 +33,10 @@ describe('a run', () => {
       { type: 'content', delta: 'let me check', sessionId },
       { type: 'tool_use', id: 'c1', name: 'echo', input: { text: 'hi' }, sessionId },
       { type: 'tool_result', id: 'c1', name: 'echo', output: 'echo:hi', isError: false, status: 'success', sessionId },
-      { type: 'turn_end', turn: 1, sessionId },
+      { type: 'turn_end', turn: 1, finishReason: 'tool_calls', sessionId },
       { type: 'turn_start', turn: 2, sessionId },
       { type: 'content', delta: 'done', sessionId },
-      { type: 'turn_end', turn: 2, sessionId },
+      { type: 'turn_end', turn: 2, finishReason: 'stop', sessionId },
       { type: 'usage', usage, sessionId },
       {
         type: 'result',

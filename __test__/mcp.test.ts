@@ -289,6 +289,44 @@ describe('MCP stdio servers', () => {
     expect(await agent.mcpListTools()).toEqual([])
     await agent.close()
   })
+
+  it('a server’s input schema reaches the model as the server wrote it, key order included', async () => {
+    const { model, requests } = caller('mcp__ours__ordered', { zeta: 'z', alpha: 1 })
+    const events = await run({ model, advanced: { mcpServers: { ours: ours({ MCP_EXTRA: '1' }) }, allowedTools: ['mcp__ours__ordered'] } })
+    const written = {
+      type: 'object',
+      required: ['zeta'],
+      properties: { zeta: { type: 'string', description: 'last letter' }, alpha: { type: 'number', minimum: 0 }, mid: { type: 'boolean' } },
+      additionalProperties: false,
+    }
+    // Compared as text: the order of keys is what is checked.
+    expect(JSON.stringify(requests[0]!.tools[0]!.parameters)).toBe(JSON.stringify(written))
+    expect(resultOf(events).result.toolCalls[0]!.output).toBe('{"zeta":"z","alpha":1}')
+  })
+
+  it('a 17 MiB result from a server on the official SDK fails its call at once, naming the size and the limit', async () => {
+    const bytes = 17 * 1024 * 1024
+    const calls: number[] = []
+    const agent = await createAgent({
+      model: caller('mcp__ours__big', { bytes }).model,
+      advanced: {
+        mcpServers: { ours: ours({ MCP_EXTRA: '1' }) },
+        hooks: { PreToolUse: [() => (calls.push(Date.now()), { action: 'continue' })], PostToolUseFailure: [() => (calls.push(Date.now()), { action: 'continue' })] },
+      },
+    })
+    try {
+      const result = await (await agent.send('go')).result()
+      const output = result.toolCalls[0]!.output
+      const size = /^Tool execution failed: MCP server "ours" failed: its answer is (\d+) bytes, over the limit of 16777216 bytes$/.exec(output)
+      expect(size, output.slice(0, 200)).not.toBeNull()
+      expect(Number(size![1])).toBeGreaterThan(bytes)
+      // Not the default toolTimeoutMs (10 minutes): the call failed as soon as the answer was read.
+      expect(calls[1]! - calls[0]!).toBeLessThan(10_000)
+      expect(result.content).toMatch(/^tool said: Tool execution failed: MCP server "ours" failed: its answer is/)
+    } finally {
+      await agent.close()
+    }
+  })
 })
 
 describe('MCP streamable-HTTP servers', () => {
@@ -298,6 +336,29 @@ describe('MCP streamable-HTTP servers', () => {
   })
   afterEach(async () => {
     await server.close()
+  })
+
+  it('a 17 MiB answer fails its call at once naming the limit, and the server still answers', async () => {
+    const bytes = 17 * 1024 * 1024
+    const model = scriptedModel((request) => {
+      const made = request.messages.filter((message) => message.role === 'tool').length
+      if (made === 0) return { toolCalls: [{ id: 'c1', name: 'mcp__web__big', input: { bytes } }] }
+      if (made === 1) return { toolCalls: [{ id: 'c2', name: 'mcp__web__ok', input: { who: 'after' } }] }
+      return { text: 'done' }
+    })
+    const agent = await createAgent({ model, advanced: { mcpServers: { web: { url: server.url } } } })
+    try {
+      const started = Date.now()
+      const result = await (await agent.send('go')).result()
+      expect(result.toolCalls.map((call) => [call.name, call.isError, call.output])).toEqual([
+        ['mcp__web__big', true, 'Tool execution failed: MCP server "web" failed: its answer is over the limit of 16777216 bytes'],
+        ['mcp__web__ok', false, 'ok after'],
+      ])
+      // Not the default toolTimeoutMs (10 minutes).
+      expect(Date.now() - started).toBeLessThan(15_000)
+    } finally {
+      await agent.close()
+    }
   })
 
   it('offers the server’s tools as mcp__<server>__<tool>, and a call’s result reaches the model', async () => {

@@ -64,8 +64,9 @@ describe('streaming (SSE)', () => {
       stream: true,
       stream_options: { include_usage: true },
     })
+    // `content: ""`, not null: servers that check for a string (llama.cpp's) refuse null.
     expect(second.body.messages.slice(2)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } }] },
+      { role: 'assistant', content: '', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } }] },
       { role: 'tool', tool_call_id: 'call_1', content: 'contents of a.txt' },
     ])
     await agent.close()
@@ -132,6 +133,43 @@ describe('non-streaming', () => {
     const events: string[] = []
     for await (const event of response.stream()) events.push(event.type)
     expect(events).toEqual(['turn_start', 'tool_use', 'tool_result', 'turn_end', 'turn_start', 'content', 'turn_end', 'usage', 'result'])
+    await agent.close()
+  })
+})
+
+describe('toolChoice and the output limit', () => {
+  it('toolChoice goes as tool_choice until the model has called a tool; a send may choose its own', async () => {
+    server.reply(
+      json(completion(null, [{ id: 'c1', name: 'read_file', arguments: '{"path":"a"}' }])),
+      json(completion('read it')),
+      json(completion('no tools then')),
+    )
+    const agent = await createAgent(options({ tools: [readFile], toolChoice: { name: 'read_file' }, advanced: { connection: { stream: false } } }))
+    expect(await (await agent.send('read a')).text()).toBe('read it')
+    expect(await (await agent.send('just talk', { toolChoice: 'none' })).text()).toBe('no tools then')
+    expect(server.requests.map((request) => request.body.tool_choice)).toEqual([{ type: 'function', function: { name: 'read_file' } }, 'auto', 'none'])
+    await expect(agent.send('x', { toolChoice: 'any' as never })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      message: "toolChoice must be 'auto', 'none', 'required' or { name: string } (got \"any\")",
+    })
+    await agent.close()
+  })
+
+  it('an answer cut by maxOutputTokens ends stopReason max_tokens; turn_end says finishReason length', async () => {
+    const cut = openaiChunks('The weather in')
+    ;(cut.at(-2) as { choices: [{ finish_reason: string }] }).choices[0].finish_reason = 'length'
+    server.reply(rawStream([sse(cut)]))
+    const agent = await createAgent(options({ maxOutputTokens: 3 }))
+    const response = await agent.send('weather?')
+    const result = await response.result()
+    expect(result).toMatchObject({ content: 'The weather in', stopReason: 'max_tokens' })
+    const ends = []
+    for await (const event of response.stream()) if (event.type === 'turn_end' || event.type === 'result') ends.push(event)
+    expect(ends).toMatchObject([
+      { type: 'turn_end', turn: 1, finishReason: 'length' },
+      { type: 'result', subtype: 'success', result: { stopReason: 'max_tokens' } },
+    ])
+    expect(server.requests[0]!.body.max_completion_tokens).toBe(3)
     await agent.close()
   })
 })

@@ -1,6 +1,6 @@
 // Compile-time checks of index.d.ts (run by `tsc` in `npm test`): the types accept what the
 // contract allows and reject what it does not.
-import { createAgent, defineTool, scriptedModel, type AgentHook, type AgentOptions, type HookCallback, type HookInput, type HookOutput, type PromptResult, type StreamEvent } from '../index.js'
+import { createAgent, defineTool, scriptedModel, type Agent, type AgentHook, type AgentOptions, type FinishReason, type HookCallback, type HookInput, type HookOutput, type PromptResult, type StreamEvent } from '../index.js'
 
 export const allowed: AgentOptions[] = [
   { model: 'gpt-4o-mini', provider: 'deepseek' },
@@ -19,7 +19,7 @@ export const badKind = defineTool({ name: 't', kind: 'admin', execute: () => 'x'
 // @ts-expect-error — not a hook type
 export const badHookType: AgentHook = { id: 'x', type: 'beforeEverything', handler: () => undefined }
 
-export function stopReasons(result: PromptResult): 'done' | 'max_turns' | 'aborted' | 'interrupted' | 'error' {
+export function stopReasons(result: PromptResult): 'done' | 'max_tokens' | 'max_turns' | 'aborted' | 'interrupted' | 'error' {
   // @ts-expect-error — not a stop reason
   const impossible: PromptResult['stopReason'] = 'paused'
   void impossible
@@ -62,3 +62,16 @@ export function fieldsOf(input: HookInput): string {
 // A callback written against the whole union fits every event.
 export const anyEvent: HookCallback = (input) => ({ action: input.event === 'SessionEnd' && input.reason === 'other' ? 'continue' : 'continue' })
 export const everywhere: AgentOptions['advanced'] = { hooks: { PreToolUse: [anyEvent], SessionEnd: [anyEvent] } }
+
+export async function toolChoices(agent: Agent): Promise<void> {
+  await agent.send('x', { toolChoice: 'required' })
+  await agent.send('x', { toolChoice: { name: 'get_weather' } })
+  // @ts-expect-error — not a tool choice
+  await agent.send('x', { toolChoice: 'any' })
+  const options: AgentOptions = { model: 'm', toolChoice: 'none' }
+  void options
+}
+
+export function finishReasons(event: StreamEvent): FinishReason | undefined {
+  return event.type === 'turn_end' ? event.finishReason : undefined
+}

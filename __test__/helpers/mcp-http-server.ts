@@ -24,6 +24,7 @@ function mcpServer(recorded: Pick<McpHttpServer, 'calls' | 'cancelled'>) {
       { name: 'ok', description: 'Answers ok over HTTP', inputSchema: { type: 'object' as const, properties: { who: { type: 'string' } } } },
       { name: 'slow', description: 'Answers after 30 s', inputSchema: empty },
       { name: 'echo-headers', description: 'Fails, quoting the request headers', inputSchema: empty },
+      { name: 'big', description: 'Answers `bytes` characters', inputSchema: { type: 'object' as const, properties: { bytes: { type: 'number' } } } },
     ],
   }))
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -31,6 +32,7 @@ function mcpServer(recorded: Pick<McpHttpServer, 'calls' | 'cancelled'>) {
     if (request.params.name === 'echo-headers') {
       return { content: [{ type: 'text', text: `bad request: ${JSON.stringify(extra.requestInfo?.headers)}` }], isError: true }
     }
+    if (request.params.name === 'big') return { content: [{ type: 'text', text: 'x'.repeat(Number(request.params.arguments?.bytes)) }] }
     if (request.params.name === 'ok') return { content: [{ type: 'text', text: `ok ${String(request.params.arguments?.who ?? '')}`.trim() }] }
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve({ content: [{ type: 'text', text: 'slow done' }] }), 30_000)

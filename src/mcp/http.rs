@@ -96,8 +96,10 @@ async fn bounded_body(response: Response, max: usize) -> Result<Vec<u8>, Failure
     Ok(body)
 }
 
-fn sse(response: Response) -> BoxStream<'static, Result<Sse, SseError>> {
-    SseStream::from_bytes_stream(response.bytes_stream()).boxed()
+/// The events of `response`, none over the stdio cap; `answers`: the request it answers.
+fn sse(response: Response, answers: Option<serde_json::Value>) -> BoxStream<'static, Result<Sse, SseError>> {
+    let body = super::events::capped(response.bytes_stream(), answers, super::lines::MAX_LINE_BYTES);
+    SseStream::from_bytes_stream(body).boxed()
 }
 
 fn session_of(response: &Response) -> Option<String> {
@@ -164,7 +166,11 @@ impl StreamableHttpClient for HttpClient {
             ))));
         }
         if is(kind.as_deref(), EVENT_STREAM_MIME_TYPE) {
-            return Ok(StreamableHttpPostResponse::Sse(sse(response), session));
+            let answers = match &message {
+                JsonRpcMessage::Request(request) => serde_json::to_value(&request.id).ok(),
+                _ => None,
+            };
+            return Ok(StreamableHttpPostResponse::Sse(sse(response, answers), session));
         }
         if is(kind.as_deref(), JSON_MIME_TYPE) {
             let body = bounded_body(response, MAX_JSON_BODY).await?;
@@ -226,6 +232,6 @@ impl StreamableHttpClient for HttpClient {
         if !is(kind.as_deref(), EVENT_STREAM_MIME_TYPE) && !is(kind.as_deref(), JSON_MIME_TYPE) {
             return Err(Failure::UnexpectedContentType(kind));
         }
-        Ok(sse(response))
+        Ok(sse(response, None))
     }
 }

@@ -107,7 +107,7 @@ impl<R> CappedLines<R> {
 }
 
 /// The JSON-RPC error line that answers request `id` in place of its over-long answer.
-fn too_long(id: Value, bytes: Option<usize>, limit: usize) -> String {
+pub(crate) fn too_long(id: Value, bytes: Option<usize>, limit: usize) -> String {
     let message = match bytes {
         Some(bytes) => format!("its answer is {bytes} bytes, over the limit of {limit} bytes"),
         None => format!("its answer is over the limit of {limit} bytes"),

@@ -2,6 +2,7 @@
 //! through `rmcp`, their tools listed once at creation, their calls sent on the tokio workers (a run is polled on the JS
 //! thread, which must not do I/O). The agent offers the tools as `mcp__<server>__<tool>`.
 
+mod events;
 mod http;
 mod lines;
 pub mod names;
