@@ -37,6 +37,8 @@ interface ExportedSpan {
   spanId: string
   parentSpanId: string
   attributes: Record<string, string>
+  /** Each attribute's OTLP value kind: `stringValue`, `intValue`, `doubleValue`, `boolValue`. */
+  kinds: Record<string, string>
 }
 
 function exportedSpans(): ExportedSpan[] {
@@ -49,6 +51,7 @@ function exportedSpans(): ExportedSpan[] {
           spanId: span.spanId,
           parentSpanId: span.parentSpanId ?? '',
           attributes: Object.fromEntries(span.attributes.map((attribute: any) => [attribute.key, String(Object.values(attribute.value)[0])])),
+          kinds: Object.fromEntries(span.attributes.map((attribute: any) => [attribute.key, Object.keys(attribute.value)[0]])),
         })),
       ),
     ),
@@ -95,6 +98,10 @@ describe('OpenTelemetry export', () => {
     expect(pre).toMatchObject({ parentSpanId: tool.spanId, attributes: { outcome: 'ok' } })
     expect(audit.attributes.outcome).toBe('ok')
     expect(Number(audit.attributes.elapsed_us)).toBeGreaterThanOrEqual(0)
+    // Numbers are OTLP integers (JSON encodes an int64 as a string), text is text.
+    expect(run.kinds).toMatchObject({ turns: 'intValue', stop_reason: 'stringValue', session_id: 'stringValue' })
+    expect(audit.kinds.elapsed_us).toBe('intValue')
+    expect(spans.find((span) => span.name === 'model_call')!.kinds.turn).toBe('intValue')
     // The session's own spans carry the same session id as its run, are roots, and hold the
     // SessionStart and SessionEnd dispatches.
     const start = spans.find((span) => span.name === 'agent_start')!
