@@ -158,7 +158,7 @@ pub(crate) struct SseReader<'a> {
 
 /// What a request that asked for a stream was answered with.
 pub(crate) enum Opening<'a> {
-    Stream(SseReader<'a>),
+    Stream(Box<SseReader<'a>>),
     /// A JSON body (at most `max` bytes), and the content type it came under: some servers
     /// answer a streamed request with the whole reply (LiteLLM's proxy on its Anthropic route).
     Json {
@@ -190,7 +190,7 @@ impl<'a> SseReader<'a> {
             .and_then(|value| value.to_str().ok())
             .map(|value| value.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
         if content_type.as_deref() == Some("text/event-stream") {
-            return Ok(Opening::Stream(reader));
+            return Ok(Opening::Stream(Box::new(reader)));
         }
         // Without the header, or with another (servers that stream under a wrong one exist),
         // the first bytes decide: a page or a JSON body starts with `<`, `{` or `[`, which no
@@ -228,7 +228,7 @@ impl<'a> SseReader<'a> {
             )));
         }
         reader.chunk = Bytes::from(head);
-        Ok(Opening::Stream(reader))
+        Ok(Opening::Stream(Box::new(reader)))
     }
 
     /// From now on, waiting longer than `idle` for the next bytes fails the answer.
