@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAgent, defineTool, type AgentOptions, type PromptResult, type StreamEvent } from '../../index.js'
+import { createAgent, defineTool, type AgentOptions, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
 import { LLAMA_MODEL, freePort, litellmSetup, llamaSetup, recordingProxy, sseData, startLlama, startServer, type RecordingProxy, type RunningServer } from './servers.js'
 
 const litellm = litellmSetup()
@@ -19,6 +19,7 @@ else if ('reason' in llama) console.warn(`[real-servers] litellm.test.ts: the te
 type ToolChoice = 'auto' | 'none' | 'required' | { name: string }
 /** `toolChoice` is new; typed here until index.d.ts has it. */
 type Options = AgentOptions & { toolChoice?: ToolChoice }
+type Send = SendOptions & { toolChoice?: ToolChoice }
 
 const MOCK_TEXT = "Hello from LiteLLM's mock."
 const MASTER_KEY = 'sk-arh-' + randomBytes(24).toString('hex')
@@ -26,6 +27,8 @@ const MASTER_KEY = 'sk-arh-' + randomBytes(24).toString('hex')
 let server: RunningServer | undefined
 let llamaServer: RunningServer | undefined
 let proxy: RecordingProxy
+/** Between LiteLLM and llama.cpp: what LiteLLM forwarded. */
+let upstream: RecordingProxy | undefined
 let scratch: string
 
 const weatherCalls: Array<{ city: string }> = []
@@ -91,11 +94,15 @@ describe.skipIf('reason' in litellm)("LiteLLM's proxy", () => {
     ]
     if (!('reason' in llama)) {
       llamaServer = await startLlama(llama)
-      models.push({ model_name: LLAMA_MODEL, litellm_params: { model: `openai/${LLAMA_MODEL}`, api_base: llamaServer.url + '/v1', api_key: 'none' } })
+      upstream = await recordingProxy(llamaServer.url)
+      models.push({ model_name: LLAMA_MODEL, litellm_params: { model: `openai/${LLAMA_MODEL}`, api_base: upstream.url + '/v1', api_key: 'none' } })
     }
-    // JSON is YAML.
+    // JSON is YAML. use_chat_completions_url_for_anthropic_messages: on /v1/messages LiteLLM
+    // otherwise sends an openai/ model's requests to the Responses API (/v1/responses), which
+    // llama-cpp-python does not have (404).
     const config = join(scratch, 'litellm.yaml')
-    writeFileSync(config, JSON.stringify({ model_list: models, general_settings: { master_key: MASTER_KEY } }, null, 2))
+    const settings = { model_list: models, general_settings: { master_key: MASTER_KEY }, litellm_settings: { use_chat_completions_url_for_anthropic_messages: true } }
+    writeFileSync(config, JSON.stringify(settings, null, 2))
     const port = await freePort()
     const { bin } = litellm as { bin: string }
     server = await startServer(bin, ['--config', config, '--host', '127.0.0.1', '--port', String(port)], {
@@ -111,6 +118,7 @@ describe.skipIf('reason' in litellm)("LiteLLM's proxy", () => {
   afterAll(async () => {
     await proxy?.close()
     await server?.stop()
+    await upstream?.close()
     await llamaServer?.stop()
     if (scratch) rmSync(scratch, { recursive: true, force: true })
   }, 30_000)
@@ -222,31 +230,53 @@ describe.skipIf('reason' in litellm)("LiteLLM's proxy", () => {
   })
 
   describe.skipIf('reason' in llama)('LiteLLM in front of llama.cpp (model openai/smollm2 with api_base)', () => {
-    it('a tool round trip through /v1/chat/completions: the forced call runs, its result goes back, the run ends', async () => {
+    // llama-cpp-python shows the model tools only when a tool_choice names one or says 'auto', and
+    // SmolLM2 then calls again whenever it may (see llama-cpp.test.ts): a forced run of one turn,
+    // then a run with toolChoice 'none' that sends the result back and ends with text.
+    it.each([
+      ['unstreamed', unstreamed],
+      ['streamed', {}],
+    ])('a tool round trip through /v1/chat/completions (%s): the forced call runs, its result reaches llama.cpp, the text ends the run', async (_label, extra) => {
       weatherCalls.length = 0
-      const before = modelCalls().length
-      const { result, events } = await run(
-        openai({ ...unstreamed, model: LLAMA_MODEL, tools: [getWeather], toolChoice: { name: 'get_weather' }, maxOutputTokens: 40 }),
-        'What is the weather in Paris?',
-      )
-      const calls = modelCalls().slice(before)
-      expect(calls).toHaveLength(2)
-      expect(calls[0].body.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } })
-      const sent = JSON.parse(calls[0].response).choices[0].message.tool_calls[0]
-      expect(sent.function.name).toBe('get_weather')
-      expect(weatherCalls).toEqual([JSON.parse(sent.function.arguments)])
-      expect(result.toolCalls).toMatchObject([{ id: sent.id, name: 'get_weather', input: JSON.parse(sent.function.arguments), status: 'success' }])
-      // After the forced call the next request goes back to auto, so the model may answer.
-      expect(calls[1].body.tool_choice).toBe('auto')
-      expect(calls[1].body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: sent.id, content: `Sunny, 21 degrees in ${weatherCalls[0].city}` })
-      expect(result.stopReason).toBe('done')
-      expect(finishReasons(events)[0]).toBe('tool_calls')
+      const agent = await createAgent(openai({ ...extra, model: LLAMA_MODEL, tools: [getWeather], maxTurns: 1, maxOutputTokens: 40 }))
+      try {
+        let ours = modelCalls().length
+        let theirs = upstream!.exchanges.length
+        const first = await (await agent.send('What is the weather in Paris?', { toolChoice: { name: 'get_weather' } } as Send)).result()
+        expect(modelCalls()[ours].body.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } })
+        const forwarded = upstream!.exchanges.slice(theirs)
+        expect(forwarded).toHaveLength(1)
+        expect(forwarded[0].body.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } })
+        expect(weatherCalls).toEqual([{ city: 'Paris' }])
+        expect(first.toolCalls).toMatchObject([{ name: 'get_weather', input: { city: 'Paris' }, output: 'Sunny, 21 degrees in Paris', status: 'success' }])
+        expect(first.stopReason).toBe('max_turns')
+
+        ours = modelCalls().length
+        theirs = upstream!.exchanges.length
+        const second = await (await agent.send('Thanks. Tell me in one sentence.', { toolChoice: 'none' } as Send)).result()
+        const sent = modelCalls()[ours].body
+        expect(sent.tool_choice).toBe('none')
+        expect(sent.messages.slice(1, 3)).toMatchObject([
+          { role: 'assistant', tool_calls: [{ id: first.toolCalls[0].id, function: { name: 'get_weather' } }] },
+          { role: 'tool', tool_call_id: first.toolCalls[0].id, content: 'Sunny, 21 degrees in Paris' },
+        ])
+        const reached = upstream!.exchanges.slice(theirs)
+        expect(reached).toHaveLength(1)
+        expect(reached[0].body.messages).toContainEqual(expect.objectContaining({ role: 'tool', content: 'Sunny, 21 degrees in Paris' }))
+        expect(second.content.length).toBeGreaterThan(0)
+        expect(['done', 'max_tokens']).toContain(second.stopReason)
+        expect(weatherCalls).toHaveLength(1)
+      } finally {
+        await agent.close()
+      }
     }, 240_000)
 
     it('our Anthropic client through /v1/messages, streamed: LiteLLM translates llama.cpp into Anthropic events', async () => {
       const before = modelCalls().length
+      const theirs = upstream!.exchanges.length
       const { result, deltas } = await run(anthropic({ model: LLAMA_MODEL, maxOutputTokens: 16 }), 'Say hello')
       const [call] = modelCalls().slice(before)
+      expect(upstream!.exchanges.slice(theirs).map((exchange) => exchange.url)).toEqual(['/v1/chat/completions'])
       expect(call.responseHeaders!['content-type']).toMatch(/^text\/event-stream/)
       const reported = sseData(call.response)
       const text = reported

@@ -169,7 +169,9 @@ export async function recordingProxy(target: string): Promise<RecordingProxy> {
     }
     exchanges.push(exchange)
     const forward = request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
+      // A connection of its own per request: a server that dropped a kept-alive one after a
+      // failed stream would otherwise fail the next request with "socket hang up".
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host }, agent: false },
       (answer) => {
         exchange.status = answer.statusCode
         exchange.responseHeaders = answer.headers
@@ -241,7 +243,10 @@ export async function startLlama(setup: { python: string; gguf: string }): Promi
   const args = [
     '-m', 'llama_cpp.server', '--model', setup.gguf, '--model_alias', LLAMA_MODEL,
     '--host', '127.0.0.1', '--port', String(port),
-    '--chat_format', 'chatml-function-calling', '--seed', '42', '--n_ctx', '4096', '--n_threads', '2', '--verbose', 'False',
+    '--chat_format', 'chatml-function-calling', '--seed', '42', '--n_ctx', '4096',
+    // One thread: with the other test files (or a build) busy on the 2 cores, llama.cpp's two
+    // OpenMP threads wait on each other and generate 4-6x slower than one.
+    '--n_threads', '1', '--n_threads_batch', '1', '--verbose', 'False',
   ]
   return startServer(setup.python, args, { url: `http://127.0.0.1:${port}`, readyPath: '/v1/models', timeoutMs: 90_000 })
 }

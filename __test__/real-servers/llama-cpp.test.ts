@@ -1,0 +1,309 @@
+// llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`, set up by
+// scripts/real-servers/setup.py) with SmolLM2-135M-Instruct, in its documented function-calling
+// chat format `chatml-function-calling`, seed fixed and temperature 0. A recording proxy
+// between us and the server shows what we sent and what it answered. Skips (saying why) when
+// the setup did not make the server and its model file available.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createAgent, defineTool, type AgentOptions, type AgentResponse, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
+import { LLAMA_MODEL, llamaSetup, recordingProxy, sseData, startLlama, type Exchange, type RecordingProxy, type RunningServer } from './servers.js'
+
+const setup = llamaSetup()
+if ('reason' in setup) console.warn(`[real-servers] llama-cpp.test.ts skipped: ${setup.reason}`)
+
+type ToolChoice = 'auto' | 'none' | 'required' | { name: string }
+/** `toolChoice` is new; typed here until index.d.ts has it. */
+type Options = AgentOptions & { toolChoice?: ToolChoice }
+type Send = SendOptions & { toolChoice?: ToolChoice }
+
+let server: RunningServer | undefined
+let proxy: RecordingProxy
+
+const weatherCalls: Array<{ city: string }> = []
+const getWeather = defineTool<{ city: string }>({
+  name: 'get_weather',
+  description: 'Gets the current weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  execute: (input) => {
+    weatherCalls.push(input)
+    return `Sunny, 21 degrees in ${input.city}`
+  },
+})
+const TOOL_WIRE = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Gets the current weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+}
+
+function options(extra: Partial<Options> = {}): Options {
+  return {
+    model: LLAMA_MODEL,
+    provider: 'openai-compatible',
+    baseUrl: proxy.url + '/v1',
+    temperature: 0,
+    maxOutputTokens: 48,
+    // A 5xx from this server is an error it will give again: no retries.
+    advanced: { connection: { maxRetries: 0 } },
+    ...extra,
+  }
+}
+const unstreamed = { advanced: { connection: { stream: false, maxRetries: 0 } } }
+
+interface Run {
+  result: PromptResult
+  events: StreamEvent[]
+  deltas: string[]
+  calls: Exchange[]
+}
+
+function modelCalls(from: number): Exchange[] {
+  return proxy.exchanges.slice(from).filter((exchange) => exchange.url === '/v1/chat/completions')
+}
+
+async function collect(response: AgentResponse): Promise<Omit<Run, 'calls'>> {
+  const deltas: string[] = []
+  for await (const delta of response.textStream()) deltas.push(delta)
+  const result = await response.result()
+  const events: StreamEvent[] = []
+  for await (const event of response.stream()) events.push(event)
+  return { result, events, deltas }
+}
+
+async function run(agentOptions: Options, message: string, send?: Send): Promise<Run> {
+  const before = proxy.exchanges.length
+  const agent = await createAgent(agentOptions)
+  try {
+    return { ...(await collect(await agent.send(message, send))), calls: modelCalls(before) }
+  } finally {
+    await agent.close()
+  }
+}
+
+/** The text a streamed answer carried. */
+function streamedText(call: Exchange): string {
+  return sseData(call.response)
+    .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
+    .join('')
+}
+
+/** `finishReason` of each `turn_end` event (new: read untyped until index.d.ts has it). */
+function finishReasons(events: StreamEvent[]): unknown[] {
+  return events.filter((event) => event.type === 'turn_end').map((event) => (event as Record<string, unknown>).finishReason)
+}
+
+/** The tool call a streamed answer carried: its id, name and arguments as the deltas spelled them. */
+function streamedToolCall(call: Exchange) {
+  const deltas = sseData(call.response).flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? [])
+  return {
+    deltas,
+    id: deltas.find((delta: any) => delta.id)?.id as string,
+    names: deltas.map((delta: any) => delta.function?.name),
+    arguments: deltas.map((delta: any) => delta.function?.arguments ?? '').join(''),
+  }
+}
+
+describe.skipIf('reason' in setup)('llama.cpp (llama-cpp-python server, SmolLM2-135M)', () => {
+  beforeAll(async () => {
+    server = await startLlama(setup as { python: string; gguf: string })
+    proxy = await recordingProxy(server.url)
+  }, 120_000)
+
+  afterAll(async () => {
+    await proxy?.close()
+    await server?.stop()
+  }, 30_000)
+
+  // What this server does with tools, read in llama_cpp/llama_chat_format.py (0.3.36): without a
+  // tool_choice it shows the model no tools; with { type: 'function' } it forces that call, and
+  // when streaming repeats the name in every delta; with 'auto' it lets the model choose, but
+  // cannot stream a call it chose (the stream ends empty); 'required' it refuses. Its prompt
+  // template drops `tool` messages, so SmolLM2 never sees a result and calls again whenever it
+  // may. Hence each round trip below is a forced run of one turn, then a run that sends the
+  // result back with toolChoice 'none' and ends with the model's text.
+
+  it("streamed tool round trip: a forced call whose deltas each repeat the name runs once; its result goes back with toolChoice 'none' and the text ends the run", async () => {
+    weatherCalls.length = 0
+    const agent = await createAgent(options({ tools: [getWeather], maxTurns: 1 }))
+    try {
+      let before = proxy.exchanges.length
+      const first = await collect(await agent.send('What is the weather in Paris?', { toolChoice: { name: 'get_weather' } } as Send))
+      const [call] = modelCalls(before)
+      expect(call.body).toMatchObject({ stream: true, tools: [TOOL_WIRE], tool_choice: { type: 'function', function: { name: 'get_weather' } } })
+      const sent = streamedToolCall(call)
+      // What the server does: every delta carries the whole name again.
+      expect(sent.deltas.length).toBeGreaterThan(1)
+      expect(sent.names.every((name) => name === 'get_weather')).toBe(true)
+      const input = JSON.parse(sent.arguments)
+      expect(input).toEqual({ city: 'Paris' })
+      expect(weatherCalls).toEqual([input])
+      expect(first.result.toolCalls).toMatchObject([{ id: sent.id, name: 'get_weather', input, output: 'Sunny, 21 degrees in Paris', status: 'success' }])
+      expect(first.result.stopReason).toBe('max_turns')
+      expect(finishReasons(first.events)).toEqual(['tool_calls'])
+
+      before = proxy.exchanges.length
+      const second = await collect(await agent.send('Thanks. Tell me in one sentence.', { toolChoice: 'none' } as Send))
+      const calls = modelCalls(before)
+      expect(calls).toHaveLength(1)
+      expect(calls[0].body.tool_choice).toBe('none')
+      const [, assistant, tool, user] = calls[0].body.messages
+      expect(assistant).toMatchObject({ role: 'assistant', tool_calls: [{ id: sent.id, type: 'function', function: { name: 'get_weather', arguments: sent.arguments } }] })
+      expect(assistant.content ?? '').toBe('')
+      expect(tool).toEqual({ role: 'tool', tool_call_id: sent.id, content: 'Sunny, 21 degrees in Paris' })
+      expect(user).toEqual({ role: 'user', content: 'Thanks. Tell me in one sentence.' })
+      expect(calls[0].status).toBe(200)
+      const text = streamedText(calls[0])
+      expect(text.length).toBeGreaterThan(0)
+      expect(second.deltas.join('')).toBe(text)
+      expect(second.result).toMatchObject({ content: text, toolCalls: [] })
+      expect(['done', 'max_tokens']).toContain(second.result.stopReason)
+      expect(weatherCalls).toHaveLength(1)
+    } finally {
+      await agent.close()
+    }
+  }, 180_000)
+
+  it("unstreamed tool round trip: the forced call's turn goes back without content null and the server accepts it; the model calls again until maxTurns", async () => {
+    weatherCalls.length = 0
+    const { result, events, calls } = await run(options({ ...unstreamed, tools: [getWeather], toolChoice: { name: 'get_weather' }, maxTurns: 2 }), 'What is the weather in Paris?')
+    expect(calls).toHaveLength(2)
+    const [first, second] = calls
+    expect(first.body).toMatchObject({ stream: false, tool_choice: { type: 'function', function: { name: 'get_weather' } } })
+    const answer = JSON.parse(first.response)
+    // The server's own answer has content null beside its tool call.
+    expect(answer.choices[0]).toMatchObject({ finish_reason: 'tool_calls', message: { content: null } })
+    const sent = answer.choices[0].message.tool_calls[0]
+    const input = JSON.parse(sent.function.arguments)
+    expect(input).toEqual({ city: 'Paris' })
+    const assistant = second.body.messages[1]
+    expect(assistant).toMatchObject({ role: 'assistant', tool_calls: [{ id: sent.id, type: 'function', function: { name: 'get_weather', arguments: sent.function.arguments } }] })
+    expect(assistant.content ?? '').toBe('')
+    expect(second.body.messages[2]).toEqual({ role: 'tool', tool_call_id: sent.id, content: 'Sunny, 21 degrees in Paris' })
+    // After the forced call the run goes back to auto.
+    expect(second.body.tool_choice).toBe('auto')
+    expect(second.status).toBe(200)
+    const again = JSON.parse(second.response).choices[0].message.tool_calls[0]
+    expect(weatherCalls).toEqual([input, JSON.parse(again.function.arguments)])
+    expect(result.toolCalls.map((call) => call.id)).toEqual([sent.id, again.id])
+    expect(result.stopReason).toBe('max_turns')
+    expect(finishReasons(events)).toEqual(['tool_calls', 'tool_calls'])
+  }, 180_000)
+
+  it("streamed, the server cannot stream a call the model chose under 'auto': the run fails at once with a MODEL_ERROR", async () => {
+    const agent = await createAgent(options({ tools: [getWeather], toolChoice: { name: 'get_weather' }, maxTurns: 2 }))
+    try {
+      const before = proxy.exchanges.length
+      const response = await agent.send('What is the weather in Paris?')
+      await expect(response.result()).rejects.toMatchObject({ code: 'MODEL_ERROR' })
+      const calls = modelCalls(before)
+      expect(calls).toHaveLength(2)
+      expect(calls[1].body).toMatchObject({ stream: true, tool_choice: 'auto' })
+      expect(calls[1].status).toBe(200)
+      expect(sseData(calls[1].response)).toEqual([])
+    } finally {
+      await agent.close()
+    }
+  }, 180_000)
+
+  it('usage: the run reports the tokens the server counted', async () => {
+    const { result, calls } = await run(options(unstreamed), 'Say hello.')
+    expect(calls).toHaveLength(1)
+    const reported = JSON.parse(calls[0].response).usage
+    expect(reported.prompt_tokens).toBeGreaterThan(0)
+    expect(reported.completion_tokens).toBeGreaterThan(0)
+    expect(result.usage).toMatchObject({
+      inputTokens: reported.prompt_tokens,
+      outputTokens: reported.completion_tokens,
+      totalTokens: reported.prompt_tokens + reported.completion_tokens,
+    })
+    expect(result.content).toBe(JSON.parse(calls[0].response).choices[0].message.content)
+  }, 120_000)
+
+  it('abort while the text streams: the run settles at once with the reason, the request is cancelled, the next send works', async () => {
+    const agent = await createAgent(options({ maxOutputTokens: 120 }))
+    try {
+      for (const how of ['agent.abort()', 'AbortSignal'] as const) {
+        const before = proxy.exchanges.length
+        const controller = new AbortController()
+        const response = await agent.send('Write a long story about a dragon who learns to sail.', { signal: controller.signal })
+        const reason = new Error(`stopped by ${how}`)
+        let abortedAt = 0
+        let deltas = 0
+        await (async () => {
+          for await (const _delta of response.textStream()) {
+            if (++deltas === 3) {
+              abortedAt = Date.now()
+              if (how === 'agent.abort()') agent.abort(reason)
+              else controller.abort(reason)
+            }
+          }
+        })().catch(() => {})
+        expect(deltas).toBeGreaterThanOrEqual(3)
+        await expect(response.text()).rejects.toBe(reason)
+        expect(Date.now() - abortedAt).toBeLessThan(1000)
+        expect(response.isSettled).toBe(true)
+        const [call] = modelCalls(before)
+        await call.done
+        expect(call.clientClosedEarly).toBe(true)
+        // The server had not finished: no finish_reason came.
+        expect(sseData(call.response).some((chunk) => chunk.choices?.[0]?.finish_reason)).toBe(false)
+      }
+      const before = proxy.exchanges.length
+      const next = await (await agent.send('Say hello.')).result()
+      expect(next.content.length).toBeGreaterThan(0)
+      expect(modelCalls(before)[0].status).toBe(200)
+    } finally {
+      await agent.close()
+    }
+  }, 120_000)
+
+  it("toolChoice { name } on send makes the model call the tool in that run only; the next run is the model's choice", async () => {
+    weatherCalls.length = 0
+    const agent = await createAgent(options({ ...unstreamed, tools: [getWeather], maxTurns: 1 }))
+    try {
+      let before = proxy.exchanges.length
+      const forced = await (await agent.send('What is the weather in Rome?', { toolChoice: { name: 'get_weather' } } as Send)).result()
+      expect(modelCalls(before)[0].body.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } })
+      expect(forced.toolCalls).toMatchObject([{ name: 'get_weather', input: { city: 'Rome' }, status: 'success' }])
+      expect(weatherCalls).toEqual([{ city: 'Rome' }])
+      before = proxy.exchanges.length
+      await (await agent.send('Thanks.')).result()
+      // Unset, it is the server's default ("auto" in OpenAI's API), whether sent or not.
+      expect(modelCalls(before)[0].body.tool_choice ?? 'auto').toBe('auto')
+    } finally {
+      await agent.close()
+    }
+  }, 180_000)
+
+  it("toolChoice 'required' is sent as OpenAI spells it (llama-cpp-python's chatml-function-calling refuses it)", async () => {
+    const agent = await createAgent(options({ ...unstreamed, tools: [getWeather], toolChoice: 'required' }))
+    try {
+      const before = proxy.exchanges.length
+      const outcome = await (await agent.send('Hello there!')).result().catch((error: unknown) => error)
+      const [call] = proxy.exchanges.slice(before)
+      expect(call.body.tool_choice).toBe('required')
+      expect(call.status).toBe(500)
+      expect(outcome).toMatchObject({ code: 'MODEL_ERROR', status: 500 })
+    } finally {
+      await agent.close()
+    }
+  }, 120_000)
+
+  it.each([
+    ['streamed', {}],
+    ['unstreamed', unstreamed],
+  ])('maxOutputTokens 3 (%s): the answer is cut, the run ends with stopReason max_tokens', async (_label, extra) => {
+    const { result, events, calls } = await run(options({ ...extra, maxOutputTokens: 3 }), 'Tell me about the moon.')
+    expect(calls).toHaveLength(1)
+    expect(calls[0].body.max_tokens).toBe(3)
+    const wire = calls[0].body.stream ? sseData(calls[0].response).map((chunk) => chunk.choices?.[0]?.finish_reason).filter(Boolean) : [JSON.parse(calls[0].response).choices[0].finish_reason]
+    expect(wire).toEqual(['length'])
+    expect(result.stopReason).toBe('max_tokens')
+    expect(result.content.length).toBeGreaterThan(0)
+    expect(finishReasons(events)).toEqual(['length'])
+    const last = events.at(-1)!
+    expect(last.type).toBe('result')
+    expect((last as Extract<StreamEvent, { type: 'result' }>).result.stopReason).toBe('max_tokens')
+  }, 120_000)
+})
