@@ -71,6 +71,28 @@ async fn postgres() -> Option<Fixture> {
     })
 }
 
+/// PostgreSQL through PgBouncer in session pooling: the store's URL as it is, only another port.
+async fn pgbouncer_session() -> Option<Fixture> {
+    through_bouncer(bouncer::Mode::Session).await
+}
+
+/// PostgreSQL through PgBouncer in transaction pooling, the URL carrying `pgbouncer=true`.
+async fn pgbouncer_transaction() -> Option<Fixture> {
+    through_bouncer(bouncer::Mode::Transaction).await
+}
+
+/// A database of its own (created on the server itself), reached through the bouncer of `mode`.
+async fn through_bouncer(mode: bouncer::Mode) -> Option<Fixture> {
+    let database = pg::Database::create().await?;
+    let url = bouncer::Bouncer::get(mode)?.url(&database);
+    Some(Fixture {
+        store: guarded(PostgresStore::open(&url).await.unwrap(), Some(store::DEADLINE)),
+        other: guarded(PostgresStore::open(&url).await.unwrap(), Some(store::DEADLINE)),
+        _dir: None,
+        _database: Some(database),
+    })
+}
+
 /// A live lease on `session` (a long one: the checks that use it are not about expiry).
 async fn claim(store: &dyn Store, session: &str) -> Lease {
     match store.claim(session, "test", Duration::from_secs(600)).await.unwrap() {
@@ -177,6 +199,8 @@ macro_rules! conformance {
 conformance!(memory);
 conformance!(sqlite);
 conformance!(postgres);
+conformance!(pgbouncer_session);
+conformance!(pgbouncer_transaction);
 
 mod checks {
     use super::*;
@@ -1358,6 +1382,182 @@ mod pg {
                     self.name
                 );
             }
+        }
+    }
+}
+
+/// PgBouncer in front of the test server, one process per pooling mode, started on first use
+/// with an ini of its own in a temporary directory and a free port. `[databases]` sends every
+/// database name to the server (`* = host=... port=...`), so a database created there is reached
+/// through the bouncer under its name. Settings are PgBouncer's standard ones
+/// (`ignore_startup_parameters = extra_float_digits`), with trust auth as on the server.
+mod bouncer {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::process::{Child, ChildStdin, Command, Stdio};
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant};
+
+    use tempfile::TempDir;
+
+    use super::pg;
+
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub enum Mode {
+        Session,
+        Transaction,
+    }
+
+    impl Mode {
+        fn pool_mode(self) -> &'static str {
+            match self {
+                Mode::Session => "session",
+                Mode::Transaction => "transaction",
+            }
+        }
+    }
+
+    pub struct Bouncer {
+        pub port: u16,
+        mode: Mode,
+        _dir: TempDir,
+        _watch: Child,
+        /// The watch's standard input: closed when this process ends, however it ends, which
+        /// stops the bouncer (statics are never dropped, so a `Drop` would not run).
+        _alive: ChildStdin,
+    }
+
+    impl Bouncer {
+        /// The bouncer of `mode`, started on first use; `None` when pgbouncer cannot be found or
+        /// started, which is said once on standard error, past the harness's capture.
+        pub fn get(mode: Mode) -> Option<&'static Bouncer> {
+            static SESSION: OnceLock<Option<Bouncer>> = OnceLock::new();
+            static TRANSACTION: OnceLock<Option<Bouncer>> = OnceLock::new();
+            let cell = match mode {
+                Mode::Session => &SESSION,
+                Mode::Transaction => &TRANSACTION,
+            };
+            cell.get_or_init(|| {
+                Bouncer::start(mode)
+                    .map_err(|why| {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "skipping PgBouncer ({} pooling) store tests: {why}",
+                            mode.pool_mode()
+                        );
+                    })
+                    .ok()
+            })
+            .as_ref()
+        }
+
+        /// `database` reached through this bouncer; in transaction pooling with the store's
+        /// switch for it.
+        pub fn url(&self, database: &pg::Database) -> String {
+            let mut url = reqwest::Url::parse(&database.url).unwrap();
+            url.set_host(Some("127.0.0.1")).unwrap();
+            url.set_port(Some(self.port)).unwrap();
+            if self.mode == Mode::Transaction {
+                url.set_query(Some("pgbouncer=true"));
+            }
+            url.to_string()
+        }
+
+        /// `database` through this bouncer without the switch, as a user who did not know of it.
+        pub fn url_without_switch(&self, database: &pg::Database) -> String {
+            let mut url = reqwest::Url::parse(&self.url(database)).unwrap();
+            url.set_query(None);
+            url.to_string()
+        }
+
+        fn start(mode: Mode) -> Result<Bouncer, String> {
+            match Command::new("pgbouncer").arg("--version").output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => {
+                    return Err(format!(
+                        "pgbouncer --version failed: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ))
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "no pgbouncer on PATH ({e}); apt-get install pgbouncer to test through it"
+                    ))
+                }
+            }
+            let server = reqwest::Url::parse(&pg::server_url()).map_err(|e| e.to_string())?;
+            let (host, server_port) = (server.host_str().unwrap_or("127.0.0.1"), server.port().unwrap_or(5432));
+            let user = match server.username() {
+                "" => "postgres",
+                user => user,
+            };
+            let dir = TempDir::new().map_err(|e| e.to_string())?;
+            // Readable by the user the bouncer runs as (it refuses to run as root).
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .map_err(|e| e.to_string())?
+                .port();
+            // Transaction pooling gets few server connections, so the store's clients share them.
+            let pool_size = match mode {
+                Mode::Session => 60,
+                Mode::Transaction => 4,
+            };
+            let ini = format!(
+                "[databases]\n* = host={host} port={server_port}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\n\
+                 listen_port = {port}\nunix_socket_dir =\nauth_type = trust\nauth_file = {users}\n\
+                 pool_mode = {pool_mode}\nignore_startup_parameters = extra_float_digits\n\
+                 max_client_conn = 1000\ndefault_pool_size = {pool_size}\n",
+                users = dir.path().join("users.txt").display(),
+                pool_mode = mode.pool_mode(),
+            );
+            let ini_path = dir.path().join("pgbouncer.ini");
+            let log_path = dir.path().join("pgbouncer.log");
+            for (path, text) in [
+                (&ini_path, ini),
+                (&dir.path().join("users.txt"), format!("\"{user}\" \"\"\n")),
+            ] {
+                std::fs::write(path, text).map_err(|e| e.to_string())?;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).map_err(|e| e.to_string())?;
+            }
+            let as_root = std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false);
+            let run_as = if as_root { "-u postgres" } else { "" };
+            // A watch: the bouncer runs until the watch's standard input closes.
+            let script = format!(
+                "pgbouncer {run_as} \"$1\" >>\"$2\" 2>&1 & bouncer=$!; trap 'kill $bouncer 2>/dev/null' EXIT; \
+                 read -r _; exit 0"
+            );
+            let mut watch = Command::new("sh")
+                .args(["-c", &script, "sh"])
+                .arg(&ini_path)
+                .arg(&log_path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot run sh: {e}"))?;
+            let alive = watch.stdin.take().unwrap();
+            let started = Instant::now();
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                if started.elapsed() > Duration::from_secs(5) {
+                    let mut log = String::new();
+                    let _ = std::fs::File::open(&log_path).and_then(|mut f| f.read_to_string(&mut log));
+                    drop(alive);
+                    let _ = watch.wait();
+                    return Err(format!(
+                        "pgbouncer did not listen on port {port} within 5 s: {}",
+                        log.trim()
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(Bouncer {
+                port,
+                mode,
+                _dir: dir,
+                _watch: watch,
+                _alive: alive,
+            })
         }
     }
 }
