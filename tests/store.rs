@@ -2086,3 +2086,229 @@ async fn a_store_gone_silent_inside_a_fenced_write_holds_no_claim_forever() {
     // Nothing of the silent write landed.
     assert_eq!(b.load("s1").await.unwrap(), None);
 }
+
+// ---- Through PgBouncer ----
+
+/// Behind PgBouncer's session pooling a URL asking for a startup parameter the pooler does not
+/// keep track of (`options`) is refused by it: the error says so and what to do, with the URL's
+/// password masked.
+#[tokio::test]
+async fn a_startup_parameter_a_pooler_refuses_is_an_error_naming_the_fix() {
+    const SECRET: &str = "pw-918273645";
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let Some(bouncer) = bouncer::Bouncer::get(bouncer::Mode::Session) else {
+        return;
+    };
+    let mut url = reqwest::Url::parse(&bouncer.url(&database)).unwrap();
+    let _ = url.set_password(Some(SECRET));
+    url.set_query(Some("options=-c%20geqo%3Doff"));
+    let error = PostgresStore::open(url.as_str()).await.err().expect("refused");
+    assert_names(
+        &error,
+        "open postgres store postgres://127.0.0.1",
+        "unsupported startup parameter: options (a connection pooler refused a startup parameter the URL asks for: \
+         leave `options` out of the URL",
+    );
+    assert!(!error.to_string().contains(SECRET), "{error}");
+}
+
+/// Behind PgBouncer's transaction pooling without `pgbouncer=true`, two stores' connections
+/// share the one server connection the pooler gives them one after the other: the second to
+/// prepare a statement under sqlx's first name finds the first's there, and the error names
+/// the switch.
+#[tokio::test]
+async fn named_statements_behind_a_transaction_pooler_are_an_error_naming_the_switch() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let Some(bouncer) = bouncer::Bouncer::get(bouncer::Mode::Transaction) else {
+        return;
+    };
+    let url = bouncer.url_without_switch(&database);
+    // The migrations still run (in one transaction, their statements let go before it ends).
+    let a = PostgresStore::open(&url).await.unwrap();
+    let b = PostgresStore::open(&url).await.unwrap();
+    let mut failed = None;
+    for turn in 0..6 {
+        let store = if turn % 2 == 0 { &a } else { &b };
+        if let Err(error) = store.lease_state("s1").await {
+            failed = Some(error);
+            break;
+        }
+    }
+    let error = failed.expect("a statement prepared under a name another client's connection used");
+    assert_names(&error, "read the lease on session s1", "prepared statement \"sqlx_s_");
+    assert!(
+        error.cause.ends_with(
+            "(the URL leads to a connection pooler in transaction mode, which hands each transaction another \
+             server connection: add pgbouncer=true to the URL's query)"
+        ),
+        "{error}"
+    );
+}
+
+/// A TCP proxy that counts exchanges: each time a client sends after the server has answered
+/// (or first), one more, on every connection through it.
+mod exchanges {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::task::JoinSet;
+
+    pub struct Proxy {
+        pub port: u16,
+        count: Arc<AtomicUsize>,
+        _tasks: JoinSet<()>,
+    }
+
+    impl Proxy {
+        pub async fn start(server: String) -> Proxy {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let count = Arc::new(AtomicUsize::new(0));
+            let mut tasks = JoinSet::new();
+            let counted = count.clone();
+            tasks.spawn(async move {
+                let mut pumps = JoinSet::new();
+                while let Ok((client, _)) = listener.accept().await {
+                    let upstream = TcpStream::connect(&server).await.unwrap();
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut server_read, mut server_write) = upstream.into_split();
+                    // Whether the server has answered since the client last sent.
+                    let answered = Arc::new(AtomicBool::new(true));
+                    let (up_answered, up_count) = (answered.clone(), counted.clone());
+                    pumps.spawn(async move {
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        while let Ok(n @ 1..) = client_read.read(&mut buffer).await {
+                            if up_answered.swap(false, Ordering::SeqCst) {
+                                up_count.fetch_add(1, Ordering::SeqCst);
+                            }
+                            if server_write.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    });
+                    pumps.spawn(async move {
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        while let Ok(n @ 1..) = server_read.read(&mut buffer).await {
+                            // Marked before the client can read it, so its next send counts.
+                            answered.store(true, Ordering::SeqCst);
+                            if client_write.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+            });
+            Proxy {
+                port,
+                count,
+                _tasks: tasks,
+            }
+        }
+
+        /// The exchanges since the last call.
+        pub fn take(&self) -> usize {
+            self.count.swap(0, Ordering::SeqCst)
+        }
+    }
+}
+
+/// The exchanges (round trips) each kind of operation costs on a warm connection: the same
+/// straight to the server and through PgBouncer's session pooling, one a statement; under
+/// `pgbouncer=true` each operation is a transaction (one more exchange to begin it, with its
+/// settings, and one to commit) and each statement two (prepared unnamed, then run: the pooler
+/// keeps both on the transaction's server connection). Besides, the pool checks a connection
+/// when it hands it out and when it takes it back (one exchange each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_operation_costs_the_exchanges_its_statements_need() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let direct = reqwest::Url::parse(&database.url).unwrap();
+    let server = format!("{}:{}", direct.host_str().unwrap(), direct.port().unwrap_or(5432));
+    let mut routes = vec![("direct", server, "")];
+    for (route, mode, switch) in [
+        ("session", bouncer::Mode::Session, ""),
+        ("transaction", bouncer::Mode::Transaction, "&pgbouncer=true"),
+    ] {
+        let Some(bouncer) = bouncer::Bouncer::get(mode) else {
+            return;
+        };
+        routes.push((route, format!("127.0.0.1:{}", bouncer.port), switch));
+    }
+    // (operation, statements, exchanges straight or through session pooling, under pgbouncer=true)
+    let expected = [
+        ("claim", 1, 3, 6),
+        ("renew", 1, 3, 6),
+        ("save, no pending calls", 1, 3, 6),
+        ("effect_started", 1, 3, 6),
+        ("save, one pending call", 4, 8, 12),
+        ("load", 2, 6, 8),
+        ("release", 1, 3, 6),
+    ];
+    let mut measured = Vec::new();
+    for (route, to, switch) in routes {
+        let proxy = exchanges::Proxy::start(to).await;
+        let mut url = direct.clone();
+        url.set_host(Some("127.0.0.1")).unwrap();
+        url.set_port(Some(proxy.port)).unwrap();
+        url.set_query(Some(&format!("sslmode=disable{switch}")));
+        let store = PostgresStore::open(url.as_str()).await.unwrap();
+        // The pool takes a connection back after the operation has returned: counted once it has.
+        let counted = || async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            proxy.take()
+        };
+        // The fewest of three rounds: the first connects the pools and prepares the statements
+        // (in session pooling they are kept prepared on the connection that ran them).
+        let mut fewest = [usize::MAX; 7];
+        for round in 0..3 {
+            let session = format!("{route}-{round}");
+            counted().await;
+            let l = claim(&store, &session).await;
+            let mut costs = vec![counted().await];
+            assert!(store.renew(&l, Duration::from_secs(600)).await.unwrap());
+            costs.push(counted().await);
+            store.save(&record(&session, None), &[], &l).await.unwrap();
+            costs.push(counted().await);
+            store
+                .effect_started(&l, "c1", "rm", &Map::new(), "non_idempotent")
+                .await
+                .unwrap();
+            costs.push(counted().await);
+            let calls = [pending("c2", "rm", json!({}), PendingReason::Ask, None)];
+            store
+                .save(&record(&session, Some(json!({}))), &calls, &l)
+                .await
+                .unwrap();
+            costs.push(counted().await);
+            store.load(&session).await.unwrap().unwrap();
+            costs.push(counted().await);
+            store.release(&l).await.unwrap();
+            costs.push(counted().await);
+            for (fewest, cost) in fewest.iter_mut().zip(costs) {
+                *fewest = (*fewest).min(cost);
+            }
+        }
+        store.close().await;
+        measured.push((route, fewest));
+    }
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "exchanges per operation (claim, renew, save, effect_started, save paused, load, release): {measured:?}\n"
+        )
+        .as_bytes(),
+    );
+    for (route, fewest) in &measured {
+        for (cost, (operation, _, session, transaction)) in fewest.iter().zip(expected) {
+            let want = if *route == "transaction" { transaction } else { session };
+            assert_eq!(*cost, want, "{route}: {operation}: {measured:?}");
+        }
+    }
+}
