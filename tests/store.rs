@@ -1471,20 +1471,16 @@ mod bouncer {
         }
 
         fn start(mode: Mode) -> Result<Bouncer, String> {
-            match Command::new("pgbouncer").arg("--version").output() {
-                Ok(out) if out.status.success() => {}
-                Ok(out) => {
-                    return Err(format!(
-                        "pgbouncer --version failed: {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    ))
-                }
-                Err(e) => {
-                    return Err(format!(
-                        "no pgbouncer on PATH ({e}); apt-get install pgbouncer to test through it"
-                    ))
-                }
-            }
+            // Debian installs it in /usr/sbin, which a user's PATH may not hold.
+            let program = ["pgbouncer", "/usr/sbin/pgbouncer"]
+                .into_iter()
+                .find(|program| {
+                    Command::new(program)
+                        .arg("--version")
+                        .output()
+                        .is_ok_and(|out| out.status.success())
+                })
+                .ok_or("no pgbouncer on PATH or in /usr/sbin (apt-get install pgbouncer to test through it)")?;
             let server = reqwest::Url::parse(&pg::server_url()).map_err(|e| e.to_string())?;
             let (host, server_port) = (server.host_str().unwrap_or("127.0.0.1"), server.port().unwrap_or(5432));
             let user = match server.username() {
@@ -1524,7 +1520,7 @@ mod bouncer {
             let run_as = if as_root { "-u postgres" } else { "" };
             // A watch: the bouncer runs until the watch's standard input closes.
             let script = format!(
-                "pgbouncer {run_as} \"$1\" >>\"$2\" 2>&1 & bouncer=$!; trap 'kill $bouncer 2>/dev/null' EXIT; \
+                "{program} {run_as} \"$1\" >>\"$2\" 2>&1 & bouncer=$!; trap 'kill $bouncer 2>/dev/null' EXIT; \
                  read -r _; exit 0"
             );
             let mut watch = Command::new("sh")
