@@ -1,13 +1,19 @@
 //! The store (SPEC §8.2): a conformance suite written once and run against every back end (memory,
-//! SQLite, PostgreSQL), then what only SQLite has (files, pragmas, migrations, unreadable rows,
-//! several pools on one file) and what only PostgreSQL has (URLs, migrations between processes,
-//! TLS, many pools deciding at once).
+//! SQLite, PostgreSQL, PostgreSQL through PgBouncer's session and transaction pooling), then what
+//! only SQLite has (files, pragmas, migrations, unreadable rows, several pools on one file) and
+//! what only PostgreSQL has (URLs, migrations between processes, TLS, many pools deciding at
+//! once, what a pooler refuses, the exchanges an operation costs).
 //!
 //! PostgreSQL: each check creates a database of its own (`arh_test_<pid>_<n>_<time>`) on the server
 //! at `ARH_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) and drops it
 //! afterwards. When no server answers there, the PostgreSQL checks pass without running and the
 //! run prints `skipping PostgreSQL store tests: no server at ...` on its standard error (once,
 //! not captured by the test harness).
+//!
+//! PgBouncer: the checks through it start `pgbouncer` (on PATH or in /usr/sbin, as `-u postgres`
+//! when run as root), one process per pooling mode on a free port, in front of that server, and
+//! stop it when the test binary ends. Without it they pass without running, and the run prints
+//! `skipping PgBouncer (session pooling) store tests: ...` once per mode.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,13 +5,18 @@
 //! The tables live in their own schema, `agent_runtime_hooks`, with their own migrations table
 //! (`agent_runtime_hooks._sqlx_migrations`), so a database shared with an application keeps its
 //! own `sessions` and its own sqlx migrations; the store's connections search that schema
-//! (`search_path`), so the statements shared with SQLite (`sql.rs`) name tables bare. Statements run at PostgreSQL's default isolation
+//! (`search_path`, set after connecting or at the start of each transaction, see `Pooling`), so
+//! the statements shared with SQLite (`sql.rs`) name tables bare. Statements run at PostgreSQL's default isolation
 //! (READ COMMITTED); what must have exactly one winner is a conditional update (`UPDATE ... WHERE
 //! decision IS NULL`, `... WHERE output IS NULL`): a second writer waits for the first's row lock,
 //! then re-checks the condition on the committed row and changes nothing. A session's pending
 //! calls are replaced by upserting them in place (and deleting the others), so a decision racing
 //! a save sees the saved row, never a deleted one. Reads of a session and its pending calls share
 //! one snapshot (REPEATABLE READ, READ ONLY).
+//!
+//! Behind PgBouncer: in session pooling as straight to the server; in transaction pooling
+//! (`?pgbouncer=true`) every operation is a transaction of its own, begun with the settings, its
+//! statements prepared unnamed (see `Pooling`, `Hold`).
 //!
 //! TLS: rustls with the ring provider (the one reqwest links), webpki roots; the URL's `sslmode`
 //! decides (`prefer` by default: TLS when the server offers it, unverified; `verify-full` checks
@@ -842,5 +847,34 @@ impl Store for PostgresStore {
         let queued = sql::queued(&mut *conn, self.dialect).await?;
         conn.done(operation).await?;
         Ok(queued)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{connect_options, migration_lock_key, Pooling};
+
+    #[test]
+    fn the_migration_lock_key_is_sqlxs() {
+        // CRC-32 (IEEE) of "123456789" is 0xCBF43926.
+        assert_eq!(migration_lock_key("123456789"), 0x3d32_ad9e * 0xCBF4_3926);
+    }
+
+    #[test]
+    fn the_pooling_switch_is_read_and_not_passed_on() {
+        let pooling = |url: &str| connect_options(url).map(|(_, pooling)| pooling);
+        assert_eq!(pooling("postgres://db/app"), Ok(Pooling::Session));
+        assert_eq!(pooling("postgres://db/app?pgbouncer=false"), Ok(Pooling::Session));
+        assert_eq!(
+            pooling("postgres://db/app?sslmode=disable&pgbouncer=true"),
+            Ok(Pooling::Transaction)
+        );
+        assert_eq!(
+            pooling("postgres://u:pw-918273645@db/app?pgbouncer=yes"),
+            Err("must be a postgres:// URL (\"postgres://db/app\": pgbouncer must be true or false (got \"yes\"))".into())
+        );
+        // What sqlx reads of the query is kept.
+        let (options, _) = connect_options("postgres://db/app?pgbouncer=true&application_name=worker").unwrap();
+        assert_eq!(options.get_application_name(), Some("worker"));
     }
 }
