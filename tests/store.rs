@@ -2151,6 +2151,40 @@ async fn named_statements_behind_a_transaction_pooler_are_an_error_naming_the_sw
     );
 }
 
+/// Eight pools opening a new database at once through transaction pooling, which has fewer
+/// server connections for it than that: the migrations' lock is the transaction's, so it ends
+/// with it on whichever server connection took it, and each migration runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_opens_through_a_transaction_pooler_migrate_once() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let Some(bouncer) = bouncer::Bouncer::get(bouncer::Mode::Transaction) else {
+        return;
+    };
+    let opens = futures::future::join_all((0..8).map(|_| {
+        let url = bouncer.url(&database);
+        tokio::spawn(async move { PostgresStore::open(&url).await })
+    }))
+    .await;
+    let stores: Vec<_> = opens.into_iter().map(|open| open.unwrap().expect("opened")).collect();
+    let l = claim(&stores[0], "s1").await;
+    stores[0].save(&record("s1", None), &[], &l).await.unwrap();
+    assert!(stores[7].load("s1").await.unwrap().is_some());
+    let raw = pg_raw(&database).await;
+    let applied: Vec<(i64, bool)> = sqlx::query_as("SELECT version, success FROM agent_runtime_hooks._sqlx_migrations")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
+    // No advisory lock outlived its transaction.
+    let locks: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    assert_eq!(locks, 0);
+}
+
 /// A TCP proxy that counts exchanges: each time a client sends after the server has answered
 /// (or first), one more, on every connection through it.
 mod exchanges {

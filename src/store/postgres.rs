@@ -871,7 +871,10 @@ mod tests {
         );
         assert_eq!(
             pooling("postgres://u:pw-918273645@db/app?pgbouncer=yes"),
-            Err("must be a postgres:// URL (\"postgres://db/app\": pgbouncer must be true or false (got \"yes\"))".into())
+            Err(
+                "must be a postgres:// URL (\"postgres://db/app\": pgbouncer must be true or false (got \"yes\"))"
+                    .into()
+            )
         );
         // What sqlx reads of the query is kept.
         let (options, _) = connect_options("postgres://db/app?pgbouncer=true&application_name=worker").unwrap();
