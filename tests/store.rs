@@ -1526,7 +1526,7 @@ mod bouncer {
             let run_as = if as_root { "-u postgres" } else { "" };
             // A watch: the bouncer runs until the watch's standard input closes.
             let script = format!(
-                "{program} {run_as} \"$1\" >>\"$2\" 2>&1 & bouncer=$!; trap 'kill $bouncer 2>/dev/null' EXIT; \
+                "{program} {run_as} \"$1\" >>\"$2\" 2>&1 & bouncer=$!; trap 'kill $bouncer 2>/dev/null; wait $bouncer' EXIT; \
                  read -r _; exit 0"
             );
             let mut watch = Command::new("sh")
