@@ -1,13 +1,19 @@
 //! The store (SPEC §8.2): a conformance suite written once and run against every back end (memory,
-//! SQLite, PostgreSQL), then what only SQLite has (files, pragmas, migrations, unreadable rows,
-//! several pools on one file) and what only PostgreSQL has (URLs, migrations between processes,
-//! TLS, many pools deciding at once).
+//! SQLite, PostgreSQL, PostgreSQL through PgBouncer's session and transaction pooling), then what
+//! only SQLite has (files, pragmas, migrations, unreadable rows, several pools on one file) and
+//! what only PostgreSQL has (URLs, migrations between processes, TLS, many pools deciding at
+//! once, what a pooler refuses, the exchanges an operation costs).
 //!
 //! PostgreSQL: each check creates a database of its own (`arh_test_<pid>_<n>_<time>`) on the server
 //! at `ARH_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) and drops it
 //! afterwards. When no server answers there, the PostgreSQL checks pass without running and the
 //! run prints `skipping PostgreSQL store tests: no server at ...` on its standard error (once,
 //! not captured by the test harness).
+//!
+//! PgBouncer: the checks through it start `pgbouncer` (on PATH or in /usr/sbin, as `-u postgres`
+//! when run as root), one process per pooling mode on a free port, in front of that server, and
+//! stop it when the test binary ends. Without it they pass without running, and the run prints
+//! `skipping PgBouncer (session pooling) store tests: ...` once per mode.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,6 +72,28 @@ async fn postgres() -> Option<Fixture> {
     Some(Fixture {
         store: guarded(PostgresStore::open(&database.url).await.unwrap(), Some(store::DEADLINE)),
         other: guarded(PostgresStore::open(&database.url).await.unwrap(), Some(store::DEADLINE)),
+        _dir: None,
+        _database: Some(database),
+    })
+}
+
+/// PostgreSQL through PgBouncer in session pooling: the store's URL as it is, only another port.
+async fn pgbouncer_session() -> Option<Fixture> {
+    through_bouncer(bouncer::Mode::Session).await
+}
+
+/// PostgreSQL through PgBouncer in transaction pooling, the URL carrying `pgbouncer=true`.
+async fn pgbouncer_transaction() -> Option<Fixture> {
+    through_bouncer(bouncer::Mode::Transaction).await
+}
+
+/// A database of its own (created on the server itself), reached through the bouncer of `mode`.
+async fn through_bouncer(mode: bouncer::Mode) -> Option<Fixture> {
+    let database = pg::Database::create().await?;
+    let url = bouncer::Bouncer::get(mode)?.url(&database);
+    Some(Fixture {
+        store: guarded(PostgresStore::open(&url).await.unwrap(), Some(store::DEADLINE)),
+        other: guarded(PostgresStore::open(&url).await.unwrap(), Some(store::DEADLINE)),
         _dir: None,
         _database: Some(database),
     })
@@ -177,6 +205,8 @@ macro_rules! conformance {
 conformance!(memory);
 conformance!(sqlite);
 conformance!(postgres);
+conformance!(pgbouncer_session);
+conformance!(pgbouncer_transaction);
 
 mod checks {
     use super::*;
@@ -1362,6 +1392,178 @@ mod pg {
     }
 }
 
+/// PgBouncer in front of the test server, one process per pooling mode, started on first use
+/// with an ini of its own in a temporary directory and a free port. `[databases]` sends every
+/// database name to the server (`* = host=... port=...`), so a database created there is reached
+/// through the bouncer under its name. Settings are PgBouncer's standard ones
+/// (`ignore_startup_parameters = extra_float_digits`), with trust auth as on the server.
+mod bouncer {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::process::{Child, ChildStdin, Command, Stdio};
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant};
+
+    use tempfile::TempDir;
+
+    use super::pg;
+
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub enum Mode {
+        Session,
+        Transaction,
+    }
+
+    impl Mode {
+        fn pool_mode(self) -> &'static str {
+            match self {
+                Mode::Session => "session",
+                Mode::Transaction => "transaction",
+            }
+        }
+    }
+
+    pub struct Bouncer {
+        pub port: u16,
+        mode: Mode,
+        _dir: TempDir,
+        _watch: Child,
+        /// The watch's standard input: closed when this process ends, however it ends, which
+        /// stops the bouncer (statics are never dropped, so a `Drop` would not run).
+        _alive: ChildStdin,
+    }
+
+    impl Bouncer {
+        /// The bouncer of `mode`, started on first use; `None` when pgbouncer cannot be found or
+        /// started, which is said once on standard error, past the harness's capture.
+        pub fn get(mode: Mode) -> Option<&'static Bouncer> {
+            static SESSION: OnceLock<Option<Bouncer>> = OnceLock::new();
+            static TRANSACTION: OnceLock<Option<Bouncer>> = OnceLock::new();
+            let cell = match mode {
+                Mode::Session => &SESSION,
+                Mode::Transaction => &TRANSACTION,
+            };
+            cell.get_or_init(|| {
+                Bouncer::start(mode)
+                    .map_err(|why| {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "skipping PgBouncer ({} pooling) store tests: {why}",
+                            mode.pool_mode()
+                        );
+                    })
+                    .ok()
+            })
+            .as_ref()
+        }
+
+        /// `database` reached through this bouncer; in transaction pooling with the store's
+        /// switch for it.
+        pub fn url(&self, database: &pg::Database) -> String {
+            let mut url = reqwest::Url::parse(&database.url).unwrap();
+            url.set_host(Some("127.0.0.1")).unwrap();
+            url.set_port(Some(self.port)).unwrap();
+            if self.mode == Mode::Transaction {
+                url.set_query(Some("pgbouncer=true"));
+            }
+            url.to_string()
+        }
+
+        /// `database` through this bouncer without the switch, as a user who did not know of it.
+        pub fn url_without_switch(&self, database: &pg::Database) -> String {
+            let mut url = reqwest::Url::parse(&self.url(database)).unwrap();
+            url.set_query(None);
+            url.to_string()
+        }
+
+        fn start(mode: Mode) -> Result<Bouncer, String> {
+            // Debian installs it in /usr/sbin, which a user's PATH may not hold.
+            let program = ["pgbouncer", "/usr/sbin/pgbouncer"]
+                .into_iter()
+                .find(|program| {
+                    Command::new(program)
+                        .arg("--version")
+                        .output()
+                        .is_ok_and(|out| out.status.success())
+                })
+                .ok_or("no pgbouncer on PATH or in /usr/sbin (apt-get install pgbouncer to test through it)")?;
+            let server = reqwest::Url::parse(&pg::server_url()).map_err(|e| e.to_string())?;
+            let (host, server_port) = (server.host_str().unwrap_or("127.0.0.1"), server.port().unwrap_or(5432));
+            let user = match server.username() {
+                "" => "postgres",
+                user => user,
+            };
+            let dir = TempDir::new().map_err(|e| e.to_string())?;
+            // Readable by the user the bouncer runs as (it refuses to run as root).
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .map_err(|e| e.to_string())?
+                .port();
+            // Transaction pooling gets few server connections, so the store's clients share them.
+            let pool_size = match mode {
+                Mode::Session => 60,
+                Mode::Transaction => 4,
+            };
+            let ini = format!(
+                "[databases]\n* = host={host} port={server_port}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\n\
+                 listen_port = {port}\nunix_socket_dir =\nauth_type = trust\nauth_file = {users}\n\
+                 pool_mode = {pool_mode}\nignore_startup_parameters = extra_float_digits\n\
+                 max_client_conn = 1000\ndefault_pool_size = {pool_size}\n",
+                users = dir.path().join("users.txt").display(),
+                pool_mode = mode.pool_mode(),
+            );
+            let ini_path = dir.path().join("pgbouncer.ini");
+            let log_path = dir.path().join("pgbouncer.log");
+            for (path, text) in [
+                (&ini_path, ini),
+                (&dir.path().join("users.txt"), format!("\"{user}\" \"\"\n")),
+            ] {
+                std::fs::write(path, text).map_err(|e| e.to_string())?;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).map_err(|e| e.to_string())?;
+            }
+            let as_root = std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false);
+            let run_as = if as_root { "-u postgres" } else { "" };
+            // A watch: the bouncer runs until the watch's standard input closes.
+            let script = format!(
+                "{program} {run_as} \"$1\" >>\"$2\" 2>&1 & bouncer=$!; trap 'kill $bouncer 2>/dev/null; wait $bouncer' EXIT; \
+                 read -r _; exit 0"
+            );
+            let mut watch = Command::new("sh")
+                .args(["-c", &script, "sh"])
+                .arg(&ini_path)
+                .arg(&log_path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot run sh: {e}"))?;
+            let alive = watch.stdin.take().unwrap();
+            let started = Instant::now();
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                if started.elapsed() > Duration::from_secs(5) {
+                    let mut log = String::new();
+                    let _ = std::fs::File::open(&log_path).and_then(|mut f| f.read_to_string(&mut log));
+                    drop(alive);
+                    let _ = watch.wait();
+                    return Err(format!(
+                        "pgbouncer did not listen on port {port} within 5 s: {}",
+                        log.trim()
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(Bouncer {
+                port,
+                mode,
+                _dir: dir,
+                _watch: watch,
+                _alive: alive,
+            })
+        }
+    }
+}
+
 /// A raw connection to a test database, as a tool outside the store would open it.
 async fn pg_raw(database: &pg::Database) -> sqlx::PgPool {
     sqlx::PgPool::connect(&database.url).await.unwrap()
@@ -1885,4 +2087,264 @@ async fn a_store_gone_silent_inside_a_fenced_write_holds_no_claim_forever() {
     );
     // Nothing of the silent write landed.
     assert_eq!(b.load("s1").await.unwrap(), None);
+}
+
+// ---- Through PgBouncer ----
+
+/// Behind PgBouncer's session pooling a URL asking for a startup parameter the pooler does not
+/// keep track of (`options`) is refused by it: the error says so and what to do, with the URL's
+/// password masked.
+#[tokio::test]
+async fn a_startup_parameter_a_pooler_refuses_is_an_error_naming_the_fix() {
+    const SECRET: &str = "pw-918273645";
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let Some(bouncer) = bouncer::Bouncer::get(bouncer::Mode::Session) else {
+        return;
+    };
+    let mut url = reqwest::Url::parse(&bouncer.url(&database)).unwrap();
+    let _ = url.set_password(Some(SECRET));
+    url.set_query(Some("options=-c%20geqo%3Doff"));
+    let error = PostgresStore::open(url.as_str()).await.err().expect("refused");
+    assert_names(
+        &error,
+        "open postgres store postgres://127.0.0.1",
+        "unsupported startup parameter: options (a connection pooler refused a startup parameter the URL asks for: \
+         leave `options` out of the URL",
+    );
+    assert!(!error.to_string().contains(SECRET), "{error}");
+}
+
+/// Behind PgBouncer's transaction pooling without `pgbouncer=true`, two stores' connections
+/// share the one server connection the pooler gives them one after the other: the second to
+/// prepare a statement under sqlx's first name finds the first's there, and the error names
+/// the switch.
+#[tokio::test]
+async fn named_statements_behind_a_transaction_pooler_are_an_error_naming_the_switch() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let Some(bouncer) = bouncer::Bouncer::get(bouncer::Mode::Transaction) else {
+        return;
+    };
+    let url = bouncer.url_without_switch(&database);
+    // The migrations still run (in one transaction, their statements let go before it ends).
+    let a = PostgresStore::open(&url).await.unwrap();
+    let b = PostgresStore::open(&url).await.unwrap();
+    let mut failed = None;
+    for turn in 0..6 {
+        let store = if turn % 2 == 0 { &a } else { &b };
+        if let Err(error) = store.lease_state("s1").await {
+            failed = Some(error);
+            break;
+        }
+    }
+    let error = failed.expect("a statement prepared under a name another client's connection used");
+    assert_names(&error, "read the lease on session s1", "prepared statement \"sqlx_s_");
+    assert!(
+        error.cause.ends_with(
+            "(the URL leads to a connection pooler in transaction mode, which hands each transaction another \
+             server connection: add pgbouncer=true to the URL's query)"
+        ),
+        "{error}"
+    );
+}
+
+/// Eight pools opening a new database at once through transaction pooling, which has fewer
+/// server connections for it than that: the migrations' lock is the transaction's, so it ends
+/// with it on whichever server connection took it, and each migration runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_opens_through_a_transaction_pooler_migrate_once() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let Some(bouncer) = bouncer::Bouncer::get(bouncer::Mode::Transaction) else {
+        return;
+    };
+    let opens = futures::future::join_all((0..8).map(|_| {
+        let url = bouncer.url(&database);
+        tokio::spawn(async move { PostgresStore::open(&url).await })
+    }))
+    .await;
+    let stores: Vec<_> = opens.into_iter().map(|open| open.unwrap().expect("opened")).collect();
+    let l = claim(&stores[0], "s1").await;
+    stores[0].save(&record("s1", None), &[], &l).await.unwrap();
+    assert!(stores[7].load("s1").await.unwrap().is_some());
+    let raw = pg_raw(&database).await;
+    let applied: Vec<(i64, bool)> = sqlx::query_as("SELECT version, success FROM agent_runtime_hooks._sqlx_migrations")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
+    // No advisory lock outlived its transaction.
+    let locks: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    assert_eq!(locks, 0);
+}
+
+/// A TCP proxy that counts exchanges: each time a client sends after the server has answered
+/// (or first), one more, on every connection through it.
+mod exchanges {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::task::JoinSet;
+
+    pub struct Proxy {
+        pub port: u16,
+        count: Arc<AtomicUsize>,
+        _tasks: JoinSet<()>,
+    }
+
+    impl Proxy {
+        pub async fn start(server: String) -> Proxy {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let count = Arc::new(AtomicUsize::new(0));
+            let mut tasks = JoinSet::new();
+            let counted = count.clone();
+            tasks.spawn(async move {
+                let mut pumps = JoinSet::new();
+                while let Ok((client, _)) = listener.accept().await {
+                    let upstream = TcpStream::connect(&server).await.unwrap();
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut server_read, mut server_write) = upstream.into_split();
+                    // Whether the server has answered since the client last sent.
+                    let answered = Arc::new(AtomicBool::new(true));
+                    let (up_answered, up_count) = (answered.clone(), counted.clone());
+                    pumps.spawn(async move {
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        while let Ok(n @ 1..) = client_read.read(&mut buffer).await {
+                            if up_answered.swap(false, Ordering::SeqCst) {
+                                up_count.fetch_add(1, Ordering::SeqCst);
+                            }
+                            if server_write.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    });
+                    pumps.spawn(async move {
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        while let Ok(n @ 1..) = server_read.read(&mut buffer).await {
+                            // Marked before the client can read it, so its next send counts.
+                            answered.store(true, Ordering::SeqCst);
+                            if client_write.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+            });
+            Proxy {
+                port,
+                count,
+                _tasks: tasks,
+            }
+        }
+
+        /// The exchanges since the last call.
+        pub fn take(&self) -> usize {
+            self.count.swap(0, Ordering::SeqCst)
+        }
+    }
+}
+
+/// The exchanges (round trips) each kind of operation costs on a warm connection: the same
+/// straight to the server and through PgBouncer's session pooling, one a statement; under
+/// `pgbouncer=true` each operation is a transaction (one more exchange to begin it, with its
+/// settings, and one to commit) and each statement two (prepared unnamed, then run: the pooler
+/// keeps both on the transaction's server connection). Besides, the pool checks a connection
+/// when it hands it out and when it takes it back (one exchange each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_operation_costs_the_exchanges_its_statements_need() {
+    let Some(database) = pg::Database::create().await else {
+        return;
+    };
+    let direct = reqwest::Url::parse(&database.url).unwrap();
+    let server = format!("{}:{}", direct.host_str().unwrap(), direct.port().unwrap_or(5432));
+    let mut routes = vec![("direct", server, "")];
+    for (route, mode, switch) in [
+        ("session", bouncer::Mode::Session, ""),
+        ("transaction", bouncer::Mode::Transaction, "&pgbouncer=true"),
+    ] {
+        let Some(bouncer) = bouncer::Bouncer::get(mode) else {
+            return;
+        };
+        routes.push((route, format!("127.0.0.1:{}", bouncer.port), switch));
+    }
+    // (operation, statements, exchanges straight or through session pooling, under pgbouncer=true)
+    let expected = [
+        ("claim", 1, 3, 6),
+        ("renew", 1, 3, 6),
+        ("save, no pending calls", 1, 3, 6),
+        ("effect_started", 1, 3, 6),
+        ("save, one pending call", 4, 8, 12),
+        ("load", 2, 6, 8),
+        ("release", 1, 3, 6),
+    ];
+    let mut measured = Vec::new();
+    for (route, to, switch) in routes {
+        let proxy = exchanges::Proxy::start(to).await;
+        let mut url = direct.clone();
+        url.set_host(Some("127.0.0.1")).unwrap();
+        url.set_port(Some(proxy.port)).unwrap();
+        url.set_query(Some(&format!("sslmode=disable{switch}")));
+        let store = PostgresStore::open(url.as_str()).await.unwrap();
+        // The pool takes a connection back after the operation has returned: counted once it has.
+        let counted = || async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            proxy.take()
+        };
+        // The fewest of three rounds: the first connects the pools and prepares the statements
+        // (in session pooling they are kept prepared on the connection that ran them).
+        let mut fewest = [usize::MAX; 7];
+        for round in 0..3 {
+            let session = format!("{route}-{round}");
+            counted().await;
+            let l = claim(&store, &session).await;
+            let mut costs = vec![counted().await];
+            assert!(store.renew(&l, Duration::from_secs(600)).await.unwrap());
+            costs.push(counted().await);
+            store.save(&record(&session, None), &[], &l).await.unwrap();
+            costs.push(counted().await);
+            store
+                .effect_started(&l, "c1", "rm", &Map::new(), "non_idempotent")
+                .await
+                .unwrap();
+            costs.push(counted().await);
+            let calls = [pending("c2", "rm", json!({}), PendingReason::Ask, None)];
+            store
+                .save(&record(&session, Some(json!({}))), &calls, &l)
+                .await
+                .unwrap();
+            costs.push(counted().await);
+            store.load(&session).await.unwrap().unwrap();
+            costs.push(counted().await);
+            store.release(&l).await.unwrap();
+            costs.push(counted().await);
+            for (fewest, cost) in fewest.iter_mut().zip(costs) {
+                *fewest = (*fewest).min(cost);
+            }
+        }
+        store.close().await;
+        measured.push((route, fewest));
+    }
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "exchanges per operation (claim, renew, save, effect_started, save paused, load, release): {measured:?}\n"
+        )
+        .as_bytes(),
+    );
+    for (route, fewest) in &measured {
+        for (cost, (operation, _, session, transaction)) in fewest.iter().zip(expected) {
+            let want = if *route == "transaction" { transaction } else { session };
+            assert_eq!(*cost, want, "{route}: {operation}: {measured:?}");
+        }
+    }
 }

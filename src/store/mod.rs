@@ -13,6 +13,7 @@ mod edge;
 mod lease;
 mod memory;
 pub mod outbox;
+mod pooler;
 mod postgres;
 mod rows;
 mod shared;

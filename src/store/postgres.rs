@@ -5,7 +5,8 @@
 //! The tables live in their own schema, `agent_runtime_hooks`, with their own migrations table
 //! (`agent_runtime_hooks._sqlx_migrations`), so a database shared with an application keeps its
 //! own `sessions` and its own sqlx migrations; the store's connections search that schema
-//! (`search_path`), so the statements shared with SQLite (`sql.rs`) name tables bare. Statements run at PostgreSQL's default isolation
+//! (`search_path`, set after connecting or at the start of each transaction, see `Pooling`), so
+//! the statements shared with SQLite (`sql.rs`) name tables bare. Statements run at PostgreSQL's default isolation
 //! (READ COMMITTED); what must have exactly one winner is a conditional update (`UPDATE ... WHERE
 //! decision IS NULL`, `... WHERE output IS NULL`): a second writer waits for the first's row lock,
 //! then re-checks the condition on the committed row and changes nothing. A session's pending
@@ -13,22 +14,29 @@
 //! a save sees the saved row, never a deleted one. Reads of a session and its pending calls share
 //! one snapshot (REPEATABLE READ, READ ONLY).
 //!
+//! Behind PgBouncer: in session pooling as straight to the server; in transaction pooling
+//! (`?pgbouncer=true`) every operation is a transaction of its own, begun with the settings, its
+//! statements prepared unnamed (see `Pooling`, `Hold`).
+//!
 //! TLS: rustls with the ring provider (the one reqwest links), webpki roots; the URL's `sslmode`
 //! decides (`prefer` by default: TLS when the server offers it, unverified; `verify-full` checks
 //! the certificate and host name).
 
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::migrate::Migrator;
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, Executor, Postgres, Row};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor, Postgres, Row, Transaction};
 
 use super::codec::{messages_to_text, parse, to_text};
 use super::edge::{within, Guarded, DEADLINE};
 use super::outbox;
+use super::pooler;
 use super::rows;
 use super::shared::OpenStores;
 use super::sql;
@@ -39,17 +47,22 @@ use super::{
 use crate::model::{display_url, Secrets};
 
 /// The schema the store's tables live in.
-const SCHEMA: &str = "agent_runtime_hooks";
+macro_rules! schema {
+    () => {
+        "agent_runtime_hooks"
+    };
+}
+const SCHEMA: &str = schema!();
 
-/// `migrations/postgres`, embedded, recording what it applied in the store's own schema. sqlx's
-/// migrator holds a session advisory lock (`pg_advisory_lock`, keyed by the database name) from
-/// before it creates the schema and the migrations table until it has applied every migration,
-/// and applies each migration and its bookkeeping in one transaction: processes opening a new
-/// database at once take turns, and each migration runs once.
+/// `migrations/postgres`, embedded, recording what it applied in the store's own schema. It
+/// runs inside one transaction that first takes a transaction-scoped advisory lock (`migrate`),
+/// rather than behind the migrator's own session lock, which a pooler in transaction mode would
+/// leave held on whichever server connection took it.
 static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
     let mut migrator = sqlx::migrate!("./migrations/postgres");
     migrator.create_schema(SCHEMA);
     migrator.dangerous_set_table_name(format!("{SCHEMA}._sqlx_migrations"));
+    migrator.set_locking(false);
     migrator
 });
 
@@ -63,21 +76,51 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// An idle connection is closed after this long (a process that stopped working holds none).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Set on every pooled connection once it connects, as session settings (not startup
-/// parameters, which PgBouncer refuses): the server ends a statement running 10 s, a wait for a
-/// lock past 7 s, and a session idle inside a transaction for 5 s (a client gone silent there
-/// holds its row locks: a lease row held `FOR SHARE` by a fenced write would keep every claim of
-/// the session waiting). A lock wait outlasts the idle limit, so a claim behind a silent holder
-/// is served once the server has ended it. The store's own transactions never idle between
-/// statements.
-macro_rules! session_settings {
-    () => {
-        "SET statement_timeout = 10000; SET lock_timeout = 7000; SET idle_in_transaction_session_timeout = 5000"
+/// What the store's connections run with, by `SET` (once, after connecting) or `SET LOCAL` (in
+/// each transaction, in transaction pooling), never as startup parameters (a pooler refuses
+/// those): the store's schema searched (the statements, shared with SQLite, name tables bare);
+/// the server ends a statement running 10 s, a wait for a lock past 7 s, and a session idle
+/// inside a transaction for 5 s (a client gone silent there holds its row locks: a lease row held
+/// `FOR SHARE` by a fenced write would keep every claim of the session waiting). A lock wait
+/// outlasts the idle limit, so a claim behind a silent holder is served once the server has ended
+/// it. The store's own transactions never idle between statements.
+macro_rules! settings {
+    ($set:literal) => {
+        concat!(
+            $set,
+            " search_path = ",
+            schema!(),
+            "; ",
+            $set,
+            " statement_timeout = 10000; ",
+            $set,
+            " lock_timeout = 7000; ",
+            $set,
+            " idle_in_transaction_session_timeout = 5000"
+        )
     };
 }
-const SESSION_SETTINGS: &str = session_settings!();
 /// The same, for connections whose commits need not wait for the disk (see `relaxed`).
-const RELAXED_SETTINGS: &str = concat!(session_settings!(), "; SET synchronous_commit = off");
+macro_rules! relaxed_settings {
+    ($set:literal) => {
+        concat!(settings!($set), "; ", $set, " synchronous_commit = off")
+    };
+}
+
+/// A pool's settings, as session settings and as the start of a transaction.
+#[derive(Clone, Copy)]
+struct Settings {
+    session: &'static str,
+    local: &'static str,
+}
+const DURABLE: Settings = Settings {
+    session: settings!("SET"),
+    local: settings!("SET LOCAL"),
+};
+const RELAXED: Settings = Settings {
+    session: relaxed_settings!("SET"),
+    local: relaxed_settings!("SET LOCAL"),
+};
 
 /// The database clock, in Unix milliseconds, for the `*_at` columns.
 macro_rules! now_ms {
@@ -88,7 +131,7 @@ macro_rules! now_ms {
 
 /// The shared statements: start order is `seq` (an upsert keeps it); `output` is a JSON string,
 /// since PostgreSQL text cannot hold U+0000, which a tool's output may.
-static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(|| {
+fn dialect() -> sql::Dialect {
     sql::Dialect::new(
         now_ms!(),
         "e.seq",
@@ -96,7 +139,10 @@ static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(|| {
         to_text::<str>,
         |text, operation| parse(&text, operation, "output"),
     )
-});
+}
+static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(dialect);
+/// In transaction pooling: no statement kept prepared (see `Pooling`).
+static UNNAMED: LazyLock<sql::Dialect> = LazyLock::new(|| dialect().unnamed());
 
 /// The fence as a CTE (`live`: the lease row, held `FOR SHARE` until the statement commits), so a
 /// fenced write is one statement: one round trip, committed on its own.
@@ -197,19 +243,58 @@ pub fn check_postgres_url(url: &str) -> Result<(), String> {
     connect_options(url).map(drop)
 }
 
-fn connect_options(url: &str) -> Result<PgConnectOptions, String> {
+/// How the server connections behind the URL are handed out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Pooling {
+    /// The server itself, or a pooler that gives a client one server connection for as long as
+    /// it stays connected (PgBouncer's session pooling): settings made once after connecting
+    /// hold, statements are kept prepared on the connection.
+    Session,
+    /// A pooler that gives a client a server connection for one transaction at a time
+    /// (PgBouncer's transaction pooling, `?pgbouncer=true`): nothing may outlive a transaction.
+    Transaction,
+}
+
+fn connect_options(url: &str) -> Result<(PgConnectOptions, Pooling), String> {
     let shown = display_url(url);
     let problem = |why: &dyn std::fmt::Display| format!("must be a postgres:// URL (\"{shown}\": {why})");
-    let parsed = reqwest::Url::parse(url).map_err(|e| problem(&e))?;
+    let mut parsed = reqwest::Url::parse(url).map_err(|e| problem(&e))?;
     if !matches!(parsed.scheme(), "postgres" | "postgresql") {
         return Err(problem(&format_args!("the scheme is {}", parsed.scheme())));
     }
-    if let Some((key, _)) = parsed
-        .query_pairs()
-        .find(|(key, _)| !(URL_PARAMETERS.contains(&key.as_ref()) || key.starts_with("options[") && key.ends_with(']')))
-    {
+    if let Some((key, _)) = parsed.query_pairs().find(|(key, _)| {
+        !(URL_PARAMETERS.contains(&key.as_ref())
+            || key == pooler::SWITCH
+            || key.starts_with("options[") && key.ends_with(']'))
+    }) {
         let secrets = Secrets::new(Some(url), []);
         return Err(problem(&format_args!("unknown parameter {}", secrets.mask(&key))));
+    }
+    // The switch is the store's own: sqlx does not read it.
+    let mut pooling = Pooling::Session;
+    let others: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter(|(key, _)| key != pooler::SWITCH)
+        .map(|(key, value)| (key.into_owned(), value.into_owned()))
+        .collect();
+    for (_, value) in parsed.query_pairs().filter(|(key, _)| key == pooler::SWITCH) {
+        pooling = match value.as_ref() {
+            "true" => Pooling::Transaction,
+            "false" => Pooling::Session,
+            _ => {
+                let value = Secrets::new(Some(url), []).mask(&value);
+                return Err(problem(&format_args!(
+                    "{} must be true or false (got \"{value}\")",
+                    pooler::SWITCH
+                )));
+            }
+        };
+    }
+    if parsed.query_pairs().any(|(key, _)| key == pooler::SWITCH) {
+        match others.is_empty() {
+            true => parsed.set_query(None),
+            false => drop(parsed.query_pairs_mut().clear().extend_pairs(&others)),
+        }
     }
     let options = PgConnectOptions::from_url(&parsed).map_err(|e| {
         // sqlx wraps a parameter's error once more for the URL: "error with configuration: error
@@ -221,56 +306,174 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, String> {
         }
         problem(&Secrets::new(Some(url), []).mask(why))
     })?;
-    // The statements name tables bare (one text for SQLite and PostgreSQL): the store's
-    // connections search its schema.
-    let options = options.options([("search_path", SCHEMA)]);
-    Ok(match options.get_application_name() {
+    // No startup parameter past the ones a pooler keeps track of itself (PgBouncer refuses any
+    // other it is not told to ignore): `extra_float_digits` only shapes floats sent as text,
+    // which the store never reads, and the schema is set after connecting.
+    let options = options.extra_float_digits(None);
+    let options = match options.get_application_name() {
         Some(_) => options,
         None => options.application_name("agent-runtime-hooks"),
-    })
+    };
+    Ok((options, pooling))
 }
 
 pub struct PostgresStore {
-    pool: PgPool,
+    pool: Pool,
     /// Connections whose commits do not wait for the WAL to reach the disk
     /// (`synchronous_commit = off`), for writes a server crash may lose without harm: renewing a
     /// lease (lost, it just expires sooner; fencing still holds), claiming a
     /// queued row or reporting an attempt (lost, the row is sent again, with the same
     /// `Idempotency-Key`). A claim of a session, the run state and outbox rows are always durable.
-    relaxed: PgPool,
+    relaxed: Pool,
+    dialect: &'static sql::Dialect,
+}
+
+/// A pool of connections with its settings, made for the URL's pooling.
+struct Pool {
+    pool: PgPool,
+    pooling: Pooling,
+    settings: Settings,
+}
+
+/// One operation's connection, its statements run on it, then `done`.
+enum Hold {
+    /// In session pooling, an operation of single statements: the pool's connection as it is.
+    Connection(PoolConnection<Postgres>),
+    /// The operation's own transaction; in transaction pooling every operation's, begun with the
+    /// pool's settings as `SET LOCAL`: the pooler keeps a transaction on one server connection,
+    /// and an unnamed statement is two exchanges (prepared, then run) that must reach the same one.
+    Transaction(Transaction<'static, Postgres>),
+}
+
+impl Deref for Hold {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        match self {
+            Hold::Connection(conn) => conn,
+            Hold::Transaction(tx) => tx,
+        }
+    }
+}
+
+impl DerefMut for Hold {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        match self {
+            Hold::Connection(conn) => conn,
+            Hold::Transaction(tx) => tx,
+        }
+    }
+}
+
+impl Hold {
+    /// Commits the transaction, if there is one.
+    async fn done(self, operation: &str) -> Result<(), StoreError> {
+        match self {
+            Hold::Connection(_) => Ok(()),
+            Hold::Transaction(tx) => tx.commit().await.map_err(failed(operation)),
+        }
+    }
+}
+
+impl Pool {
+    fn new(options: &PgConnectOptions, pooling: Pooling, connections: u32, settings: Settings) -> Pool {
+        let pool = PgPoolOptions::new()
+            .max_connections(connections)
+            .min_connections(0)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .idle_timeout(IDLE_TIMEOUT);
+        // In transaction pooling a session setting would stay on whichever server connection ran
+        // it, for other clients (`synchronous_commit = off` under durable writes), and be missing
+        // from the next: settings are made in each transaction instead.
+        let pool = match pooling {
+            Pooling::Session => pool
+                .after_connect(move |conn, _| Box::pin(async move { conn.execute(settings.session).await.map(drop) })),
+            Pooling::Transaction => pool,
+        };
+        Pool {
+            pool: pool.connect_lazy_with(options.clone()),
+            pooling,
+            settings,
+        }
+    }
+
+    /// A connection for one operation; `begin`: the operation's own transaction, if it needs one.
+    async fn hold(&self, begin: Option<&'static str>, operation: &str) -> Result<Hold, StoreError> {
+        let held = match (self.pooling, begin) {
+            (Pooling::Session, None) => self.pool.acquire().await.map(Hold::Connection),
+            (Pooling::Session, Some(begin)) => self.pool.begin_with(begin).await.map(Hold::Transaction),
+            (Pooling::Transaction, begin) => {
+                let begin = format!("{}; {}", begin.unwrap_or("BEGIN"), self.settings.local);
+                self.pool.begin_with(AssertSqlSafe(begin)).await.map(Hold::Transaction)
+            }
+        };
+        held.map_err(failed(operation))
+    }
+}
+
+/// Creates or migrates the schema on a connection of its own, closed afterwards, in one
+/// transaction holding an advisory lock until it ends (committed, rolled back, or the
+/// connection lost): processes opening a new database at once take turns, each migration runs
+/// once, and no lock outlives the transaction, whatever the pooling. The lock's key is the one
+/// sqlx's migrator takes, so older versions of the store, migrating behind that lock, take turns
+/// with these. The migrator's statements are prepared under names, which are let go before the
+/// commit so that a pooler's server connection keeps none.
+async fn migrate(options: &PgConnectOptions) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let mut conn = PgConnection::connect_with(options).await?;
+    let mut tx = conn.begin().await?;
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .persistent(false)
+        .fetch_one(&mut *tx)
+        .await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(migration_lock_key(&database))
+        .persistent(false)
+        .execute(&mut *tx)
+        .await?;
+    // `run_direct` is `run` on a connection (what `run` calls after acquiring one): through
+    // `Acquire`, the future is not `Send` for every lifetime, which a spawned open needs.
+    MIGRATOR.run_direct(None, &mut *tx, false).await?;
+    tx.execute("DEALLOCATE ALL").await?;
+    tx.commit().await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// sqlx's migration lock key for a database: its name's CRC-32 (IEEE) times 0x3d32ad9e.
+fn migration_lock_key(database: &str) -> i64 {
+    let mut crc = !0u32;
+    for byte in database.bytes() {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    0x3d32_ad9e * i64::from(!crc)
 }
 
 impl PostgresStore {
     /// Connects, creates or migrates the schema, and makes a connection pool of its own.
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
         let operation = format!("open postgres store {}", display_url(url));
-        let options = connect_options(url).map_err(|problem| StoreError::new(&operation, problem))?;
+        let (options, pooling) = connect_options(url).map_err(|problem| StoreError::new(&operation, problem))?;
         // The server's own words (a refused connection, an unknown database, a failed
-        // migration) with any part of the URL that may be secret masked.
+        // migration) with any part of the URL that may be secret masked, and the fix named when
+        // a connection pooler refused something.
         let secrets = Secrets::new(Some(url), []);
-        let failed = |e: &dyn std::fmt::Display| StoreError::new(&operation, secrets.mask(&e.to_string()));
-        // Migrations run on a connection of their own, closed afterwards: the migrator's advisory
-        // lock is held by the session, and a pooled connection that failed half way would keep it.
-        let mut conn = PgConnection::connect_with(&options).await.map_err(|e| failed(&e))?;
-        // `run_direct` is `run` on a connection (what `run` calls after acquiring one): through
-        // `Acquire`, the future is not `Send` for every lifetime, which a spawned open needs.
-        MIGRATOR
-            .run_direct(None, &mut conn, false)
+        migrate(&options)
             .await
-            .map_err(|e| failed(&e))?;
-        conn.close().await.map_err(|e| failed(&e))?;
-        let pool = |connections: u32, settings: &'static str| {
-            PgPoolOptions::new()
-                .max_connections(connections)
-                .min_connections(0)
-                .acquire_timeout(ACQUIRE_TIMEOUT)
-                .idle_timeout(IDLE_TIMEOUT)
-                .after_connect(move |conn, _| Box::pin(async move { conn.execute(settings).await.map(drop) }))
-                .connect_lazy_with(options.clone())
-        };
+            .map_err(|e| StoreError::new(&operation, pooler::explain(secrets.mask(&e.to_string()).into_owned())))?;
         Ok(PostgresStore {
-            pool: pool(MAX_CONNECTIONS, SESSION_SETTINGS),
-            relaxed: pool(RELAXED_CONNECTIONS, RELAXED_SETTINGS),
+            pool: Pool::new(&options, pooling, MAX_CONNECTIONS, DURABLE),
+            relaxed: Pool::new(&options, pooling, RELAXED_CONNECTIONS, RELAXED),
+            dialect: match pooling {
+                Pooling::Session => &DIALECT,
+                Pooling::Transaction => &UNNAMED,
+            },
         })
     }
 
@@ -291,13 +494,14 @@ impl PostgresStore {
 
     /// Closes the pool, waiting for its connections.
     pub async fn close(&self) {
-        self.pool.close().await;
-        self.relaxed.close().await;
+        self.pool.pool.close().await;
+        self.relaxed.pool.close().await;
     }
 }
 
+/// A failed statement, with the fix named when a connection pooler refused it.
 fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
-    move |e| StoreError::new(operation, e)
+    move |e| StoreError::new(operation, pooler::explain(e.to_string()))
 }
 
 #[async_trait]
@@ -308,10 +512,11 @@ impl Store for PostgresStore {
         // One snapshot: the record and its pending calls as one save left them.
         let mut tx = self
             .pool
-            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            .await
-            .map_err(failed(op))?;
-        let Some(row) = sqlx::query("SELECT messages, hooks, paused FROM sessions WHERE session_id = $1")
+            .hold(Some("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"), op)
+            .await?;
+        let Some(row) = self
+            .dialect
+            .query::<Postgres>("SELECT messages, hooks, paused FROM sessions WHERE session_id = $1")
             .bind(session_id)
             .fetch_optional(&mut *tx)
             .await
@@ -320,19 +525,21 @@ impl Store for PostgresStore {
             return Ok(None);
         };
         let record = rows::session_record(&row, session_id, op)?;
-        let calls = sqlx::query(
-            "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision \
+        let calls = self
+            .dialect
+            .query::<Postgres>(
+                "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision \
              FROM pending_calls WHERE session_id = $1 ORDER BY ord",
-        )
-        .bind(session_id)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(failed(op))?;
+            )
+            .bind(session_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed(op))?;
         let pending = calls
             .iter()
             .map(|row| rows::pending_call(row, op))
             .collect::<Result<_, _>>()?;
-        tx.commit().await.map_err(failed(op))?;
+        tx.done(op).await?;
         Ok(Some((record, pending)))
     }
 
@@ -341,37 +548,43 @@ impl Store for PostgresStore {
         let op = operation.as_str();
         if pending.is_empty() {
             // A turn boundary: one statement.
-            let row = sqlx::query(SAVE_UNPAUSED)
+            let mut conn = self.pool.hold(None, op).await?;
+            let row = self
+                .dialect
+                .query::<Postgres>(SAVE_UNPAUSED)
                 .bind(&record.session_id)
                 .bind(messages_to_text(&record.messages))
                 .bind(to_text(&record.hooks))
                 .bind(record.paused.as_ref().map(to_text))
                 .bind(lease.token)
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *conn)
                 .await
                 .map_err(failed(op))?;
+            conn.done(op).await?;
             return match rows::column::<_, bool>(&row, "live", op)? {
                 true => Ok(()),
                 false => Err(StoreError::lease_lost(operation, lease)),
             };
         }
         let ids: Vec<&str> = pending.iter().map(|call| call.tool_call_id.as_str()).collect();
-        let mut tx = self.pool.begin().await.map_err(failed(op))?;
-        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
-        sqlx::query(concat!(
-            "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES ($1, $2, $3, $4) ",
-            "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
-            "paused = excluded.paused, updated_at = ",
-            now_ms!()
-        ))
-        .bind(&record.session_id)
-        .bind(messages_to_text(&record.messages))
-        .bind(to_text(&record.hooks))
-        .bind(record.paused.as_ref().map(to_text))
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
-        sqlx::query("DELETE FROM pending_calls WHERE session_id = $1 AND NOT (tool_call_id = ANY($2))")
+        let mut tx = self.pool.hold(Some("BEGIN"), op).await?;
+        sql::fence(&mut *tx, self.dialect, lease, op).await?;
+        self.dialect
+            .query::<Postgres>(concat!(
+                "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES ($1, $2, $3, $4) ",
+                "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
+                "paused = excluded.paused, updated_at = ",
+                now_ms!()
+            ))
+            .bind(&record.session_id)
+            .bind(messages_to_text(&record.messages))
+            .bind(to_text(&record.hooks))
+            .bind(record.paused.as_ref().map(to_text))
+            .execute(&mut *tx)
+            .await
+            .map_err(failed(op))?;
+        self.dialect
+            .query::<Postgres>("DELETE FROM pending_calls WHERE session_id = $1 AND NOT (tool_call_id = ANY($2))")
             .bind(&record.session_id)
             .bind(&ids)
             .execute(&mut *tx)
@@ -382,7 +595,7 @@ impl Store for PostgresStore {
             // row (a deleted and reinserted row would make it miss a pending call).
             let decisions: Vec<Option<String>> =
                 pending.iter().map(|call| call.decision.as_ref().map(to_text)).collect();
-            sqlx::query(concat!(
+            self.dialect.query::<Postgres>(concat!(
                 "INSERT INTO pending_calls AS p (session_id, tool_call_id, ord, tool_name, input, ",
                 "fingerprint, reason, decision, decided_at) ",
                 "SELECT $1, c.id, c.ord - 1, c.tool, c.input, c.fingerprint, c.reason, c.decision, ",
@@ -412,27 +625,42 @@ impl Store for PostgresStore {
             .map(|call| call.tool_call_id.as_str())
             .collect();
         if !deferred.is_empty() {
-            sqlx::query(
-                "INSERT INTO deferred_results (session_id, tool_call_id) \
+            self.dialect
+                .query::<Postgres>(
+                    "INSERT INTO deferred_results (session_id, tool_call_id) \
                  SELECT $1, UNNEST($2::TEXT[]) ON CONFLICT (session_id, tool_call_id) DO NOTHING",
-            )
-            .bind(&record.session_id)
-            .bind(&deferred)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed(op))?;
+                )
+                .bind(&record.session_id)
+                .bind(&deferred)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed(op))?;
         }
-        sql::mark_unknown::<Postgres>(&mut tx, &DIALECT, &record.session_id, pending, op).await?;
-        tx.commit().await.map_err(failed(op))
+        sql::mark_unknown::<Postgres>(&mut tx, self.dialect, &record.session_id, pending, op).await?;
+        tx.done(op).await
     }
 
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {
-        sql::pending_calls(&self.pool, session_id).await
+        let operation = format!("read the pending calls of session {session_id}");
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let calls = sql::pending_calls(&mut *conn, self.dialect, session_id).await?;
+        conn.done(&operation).await?;
+        Ok(calls)
     }
 
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
         let operation = format!("decide call {tool_call_id} of session {session_id}");
-        sql::decide(&self.pool, &DIALECT, (session_id, tool_call_id), decision, &operation).await
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let decided = sql::decide(
+            &mut *conn,
+            self.dialect,
+            (session_id, tool_call_id),
+            decision,
+            &operation,
+        )
+        .await?;
+        conn.done(&operation).await?;
+        Ok(decided)
     }
 
     async fn effect_started(
@@ -445,16 +673,20 @@ impl Store for PostgresStore {
     ) -> Result<(), StoreError> {
         let session_id = lease.session_id.as_str();
         let operation = format!("record start of call {tool_call_id} of session {session_id}");
-        let started = sqlx::query(STARTED)
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let started = self
+            .dialect
+            .query::<Postgres>(STARTED)
             .bind(session_id)
             .bind(tool_call_id)
             .bind(tool_name)
             .bind(to_text(input))
             .bind(side_effect)
             .bind(lease.token)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *conn)
             .await
             .map_err(failed(&operation))?;
+        conn.done(&operation).await?;
         match started {
             Some(_) => Ok(()),
             None => Err(StoreError::lease_lost(operation, lease)),
@@ -464,15 +696,19 @@ impl Store for PostgresStore {
     async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError> {
         let session_id = lease.session_id.as_str();
         let operation = format!("record result of call {tool_call_id} of session {session_id}");
-        let row = sqlx::query(FINISHED)
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let row = self
+            .dialect
+            .query::<Postgres>(FINISHED)
             .bind(to_text(result.output.as_str()))
             .bind(result.is_error)
             .bind(session_id)
             .bind(tool_call_id)
             .bind(lease.token)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await
             .map_err(failed(&operation))?;
+        conn.done(&operation).await?;
         match rows::column::<_, bool>(&row, "live", &operation)? {
             true => Ok(()),
             false => Err(StoreError::lease_lost(operation, lease)),
@@ -480,11 +716,19 @@ impl Store for PostgresStore {
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
-        sql::effect(&self.pool, &DIALECT, (session_id, tool_call_id)).await
+        let operation = format!("read effect of call {tool_call_id} of session {session_id}");
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let effect = sql::effect(&mut *conn, self.dialect, (session_id, tool_call_id)).await?;
+        conn.done(&operation).await?;
+        Ok(effect)
     }
 
     async fn open_effects(&self, session_id: &str) -> Result<Vec<StartedEffect>, StoreError> {
-        sql::open_effects(&self.pool, &DIALECT, session_id).await
+        let operation = format!("list open effects of session {session_id}");
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let open = sql::open_effects(&mut *conn, self.dialect, session_id).await?;
+        conn.done(&operation).await?;
+        Ok(open)
     }
 
     async fn complete_deferred(
@@ -495,35 +739,51 @@ impl Store for PostgresStore {
     ) -> Result<DeferredOutcome, StoreError> {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
         let op = operation.as_str();
-        let mut tx = self.pool.begin().await.map_err(failed(op))?;
-        let outcome = sql::publish::<Postgres>(&mut tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
-        tx.commit().await.map_err(failed(op))?;
+        let mut tx = self.pool.hold(Some("BEGIN"), op).await?;
+        let outcome = sql::publish::<Postgres>(&mut tx, self.dialect, (session_id, tool_call_id), result, op).await?;
+        tx.done(op).await?;
         Ok(outcome)
     }
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
         let operation = format!("read deferred call {tool_call_id} of session {session_id}");
-        sql::deferred(&self.pool, &DIALECT, (session_id, tool_call_id), &operation).await
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let deferred = sql::deferred(&mut *conn, self.dialect, (session_id, tool_call_id), &operation).await?;
+        conn.done(&operation).await?;
+        Ok(deferred)
     }
 
     async fn claim(&self, session_id: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
         let operation = format!("claim session {session_id}");
-        let mut conn = self.pool.acquire().await.map_err(failed(&operation))?;
-        sql::claim::<Postgres>(&mut conn, &DIALECT, (session_id, owner), ttl).await
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let claim = sql::claim::<Postgres>(&mut conn, self.dialect, (session_id, owner), ttl).await?;
+        conn.done(&operation).await?;
+        Ok(claim)
     }
 
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError> {
-        sql::renew(&self.relaxed, &DIALECT, lease, ttl).await
+        let operation = format!("renew the lease on session {}", lease.session_id);
+        let mut conn = self.relaxed.hold(None, &operation).await?;
+        let renewed = sql::renew(&mut *conn, self.dialect, lease, ttl).await?;
+        conn.done(&operation).await?;
+        Ok(renewed)
     }
 
     /// Durable, unlike a renewal: a release a server crash lost would bring the lease back live,
     /// and the session would stay shut for its TTL.
     async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
-        sql::release(&self.pool, &DIALECT, lease).await
+        let operation = format!("release the lease on session {}", lease.session_id);
+        let mut conn = self.pool.hold(None, &operation).await?;
+        sql::release(&mut *conn, self.dialect, lease).await?;
+        conn.done(&operation).await
     }
 
     async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
-        sql::lease_state(&self.pool, &DIALECT, session_id).await
+        let operation = format!("read the lease on session {session_id}");
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let state = sql::lease_state(&mut *conn, self.dialect, session_id).await?;
+        conn.done(&operation).await?;
+        Ok(state)
     }
 
     async fn enqueue(&self, rows: &[Queued], lease: Option<&Lease>) -> Result<(), StoreError> {
@@ -533,7 +793,10 @@ impl Store for PostgresStore {
         let operation = super::outbox::enqueue_operation(rows);
         let texts = |field: fn(&Queued) -> &str| rows.iter().map(field).collect::<Vec<_>>();
         let claim_ms: Vec<i64> = rows.iter().map(outbox::claim_ms).collect();
-        let written = sqlx::query(ENQUEUE)
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let written = self
+            .dialect
+            .query::<Postgres>(ENQUEUE)
             .bind(texts(|row| &row.id))
             .bind(texts(|row| &row.session_id))
             .bind(texts(|row| &row.hook_id))
@@ -551,9 +814,10 @@ impl Store for PostgresStore {
             .bind(rows.iter().map(|row| row.critical).collect::<Vec<_>>())
             .bind(lease.map(|lease| lease.session_id.as_str()))
             .bind(lease.map(|lease| lease.token))
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await
             .map_err(failed(&operation))?;
+        conn.done(&operation).await?;
         let live: bool = written.try_get("live").map_err(failed(&operation))?;
         match (live, lease) {
             (false, Some(lease)) => Err(StoreError::lease_lost(operation, lease)),
@@ -562,14 +826,58 @@ impl Store for PostgresStore {
     }
 
     async fn claim_deliveries(&self, owner: &str, due: Due<'_>, limit: u32) -> Result<Vec<Claimed>, StoreError> {
-        sql::claim_deliveries(&self.relaxed, &DIALECT, owner, due, limit).await
+        let operation = "claim queued webhook notifications";
+        let mut conn = self.relaxed.hold(None, operation).await?;
+        let claimed = sql::claim_deliveries(&mut *conn, self.dialect, owner, due, limit).await?;
+        conn.done(operation).await?;
+        Ok(claimed)
     }
 
     async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError> {
-        sql::report(&self.relaxed, &DIALECT, claimed, attempt).await
+        let operation = format!("record a delivery attempt of queued notification {}", claimed.row.id);
+        let mut conn = self.relaxed.hold(None, &operation).await?;
+        let settled = sql::report(&mut *conn, self.dialect, claimed, attempt).await?;
+        conn.done(&operation).await?;
+        Ok(settled)
     }
 
     async fn queued(&self) -> Result<u64, StoreError> {
-        sql::queued(&self.pool, &DIALECT).await
+        let operation = "count queued webhook notifications";
+        let mut conn = self.pool.hold(None, operation).await?;
+        let queued = sql::queued(&mut *conn, self.dialect).await?;
+        conn.done(operation).await?;
+        Ok(queued)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{connect_options, migration_lock_key, Pooling};
+
+    #[test]
+    fn the_migration_lock_key_is_sqlxs() {
+        // CRC-32 (IEEE) of "123456789" is 0xCBF43926.
+        assert_eq!(migration_lock_key("123456789"), 0x3d32_ad9e * 0xCBF4_3926);
+    }
+
+    #[test]
+    fn the_pooling_switch_is_read_and_not_passed_on() {
+        let pooling = |url: &str| connect_options(url).map(|(_, pooling)| pooling);
+        assert_eq!(pooling("postgres://db/app"), Ok(Pooling::Session));
+        assert_eq!(pooling("postgres://db/app?pgbouncer=false"), Ok(Pooling::Session));
+        assert_eq!(
+            pooling("postgres://db/app?sslmode=disable&pgbouncer=true"),
+            Ok(Pooling::Transaction)
+        );
+        assert_eq!(
+            pooling("postgres://u:pw-918273645@db/app?pgbouncer=yes"),
+            Err(
+                "must be a postgres:// URL (\"postgres://db/app\": pgbouncer must be true or false (got \"yes\"))"
+                    .into()
+            )
+        );
+        // What sqlx reads of the query is kept.
+        let (options, _) = connect_options("postgres://db/app?pgbouncer=true&application_name=worker").unwrap();
+        assert_eq!(options.get_application_name(), Some("worker"));
     }
 }

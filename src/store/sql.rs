@@ -4,11 +4,14 @@
 //! connection or pool to run on (a write transaction where it needs one).
 
 use serde_json::{Map, Value};
+use sqlx::database::HasStatementCache;
+use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
 
 use super::codec::to_text;
 use super::lease::ttl_ms;
 use super::outbox::{self, Attempt, Claimed, Due, Queued, Settled};
+use super::pooler;
 use super::rows::{self, OutputDecoder};
 use super::{
     Claim, Decision, Deferred, DeferredOutcome, Effect, Lease, LeaseState, StartedEffect, StoreError, ToolResult,
@@ -43,6 +46,10 @@ pub(super) struct Dialect {
     /// A result's text as the `output` columns keep it, and back.
     encode: fn(&str) -> String,
     decode: OutputDecoder,
+    /// Whether a statement is kept prepared on its connection under a name, parsed once: not
+    /// through a pooler that hands each transaction another server connection, where the name
+    /// would be missing, or another client's.
+    named: bool,
 }
 
 impl Dialect {
@@ -141,12 +148,27 @@ impl Dialect {
             deferred: "SELECT output, is_error FROM deferred_results WHERE session_id = $1 AND tool_call_id = $2",
             encode,
             decode,
+            named: true,
         }
+    }
+
+    /// The same statements, each prepared unnamed where it runs (parsed every time).
+    pub fn unnamed(self) -> Dialect {
+        Dialect { named: false, ..self }
+    }
+
+    /// `sql` as this dialect runs a statement.
+    pub(super) fn query<DB: Database + HasStatementCache>(
+        &self,
+        sql: &'static str,
+    ) -> Query<'static, DB, DB::Arguments> {
+        sqlx::query::<DB>(sql).persistent(self.named)
     }
 }
 
+/// A failed statement, with the fix named when a connection pooler refused it.
 fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
-    move |e| StoreError::new(operation, e)
+    move |e| StoreError::new(operation, pooler::explain(e.to_string()))
 }
 
 /// Whether this decision is the one taken (the call was pending and undecided).
@@ -158,13 +180,14 @@ pub(super) async fn decide<'c, DB, E>(
     operation: &str,
 ) -> Result<bool, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> String: Encode<'t, DB> + Type<DB>,
 {
-    sqlx::query::<DB>(dialect.decide.as_str())
+    dialect
+        .query::<DB>(dialect.decide.as_str())
         .bind(to_text(decision))
         .bind(session_id)
         .bind(tool_call_id)
@@ -183,13 +206,14 @@ pub(super) async fn effect_started<'c, DB, E>(
     operation: &str,
 ) -> Result<(), StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> String: Encode<'t, DB> + Type<DB>,
 {
-    sqlx::query::<DB>(dialect.start_effect.as_str())
+    dialect
+        .query::<DB>(dialect.start_effect.as_str())
         .bind(session_id)
         .bind(tool_call_id)
         .bind(tool_name)
@@ -210,7 +234,7 @@ pub(super) async fn mark_unknown<DB>(
     operation: &str,
 ) -> Result<(), StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
@@ -219,7 +243,8 @@ where
         .iter()
         .filter(|call| call.reason == super::PendingReason::OutcomeUnknown)
     {
-        sqlx::query::<DB>(dialect.unknown)
+        dialect
+            .query::<DB>(dialect.unknown)
             .bind(session_id)
             .bind(call.tool_call_id.as_str())
             .execute(&mut *conn)
@@ -238,14 +263,15 @@ async fn write_result<'c, DB, E>(
     operation: &str,
 ) -> Result<bool, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> String: Encode<'t, DB> + Type<DB>,
     for<'t> bool: Encode<'t, DB> + Type<DB>,
 {
-    sqlx::query::<DB>(sql)
+    dialect
+        .query::<DB>(sql)
         .bind((dialect.encode)(&result.output))
         .bind(result.is_error)
         .bind(session_id)
@@ -265,7 +291,7 @@ pub(super) async fn effect_finished<'c, DB, E>(
     operation: &str,
 ) -> Result<(), StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
@@ -282,23 +308,24 @@ type Reader<R, T> = fn(Option<R>, &str, OutputDecoder) -> Result<Option<T>, Stor
 /// `sql` selects one call's row (session, call), which `read` reads.
 async fn call_row<'c, DB, E, T>(
     executor: E,
-    (sql, read, output): (&'static str, Reader<DB::Row, T>, OutputDecoder),
+    (dialect, sql, read): (&'static Dialect, &'static str, Reader<DB::Row, T>),
     (session_id, tool_call_id): (&str, &str),
     operation: &str,
 ) -> Result<Option<T>, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
 {
-    let found = sqlx::query::<DB>(sql)
+    let found = dialect
+        .query::<DB>(sql)
         .bind(session_id)
         .bind(tool_call_id)
         .fetch_optional(executor)
         .await
         .map_err(failed(operation))?;
-    read(found, operation, output)
+    read(found, operation, dialect.decode)
 }
 
 /// A call's ledger entry.
@@ -308,7 +335,7 @@ pub(super) async fn effect<'c, DB, E>(
     (session_id, tool_call_id): (&str, &str),
 ) -> Result<Option<Effect>, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
@@ -318,7 +345,7 @@ where
     for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
 {
     let operation = format!("read effect of call {tool_call_id} of session {session_id}");
-    let read = (dialect.effect, rows::effect as Reader<DB::Row, Effect>, dialect.decode);
+    let read = (dialect, dialect.effect, rows::effect as Reader<DB::Row, Effect>);
     call_row(executor, read, (session_id, tool_call_id), &operation).await
 }
 
@@ -330,7 +357,7 @@ pub(super) async fn deferred<'c, DB, E>(
     operation: &str,
 ) -> Result<Option<Deferred>, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
@@ -338,11 +365,7 @@ where
     for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
     for<'t> Option<bool>: Decode<'t, DB> + Type<DB>,
 {
-    let read = (
-        dialect.deferred,
-        rows::deferred as Reader<DB::Row, Deferred>,
-        dialect.decode,
-    );
+    let read = (dialect, dialect.deferred, rows::deferred as Reader<DB::Row, Deferred>);
     call_row(executor, read, (session_id, tool_call_id), operation).await
 }
 
@@ -353,7 +376,7 @@ pub(super) async fn open_effects<'c, DB, E>(
     session_id: &str,
 ) -> Result<Vec<StartedEffect>, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
@@ -361,7 +384,8 @@ where
     for<'t> String: Decode<'t, DB> + Type<DB>,
 {
     let operation = format!("list open effects of session {session_id}");
-    let started = sqlx::query::<DB>(dialect.open_effects.as_str())
+    let started = dialect
+        .query::<DB>(dialect.open_effects.as_str())
         .bind(session_id)
         .fetch_all(executor)
         .await
@@ -384,7 +408,7 @@ pub(super) async fn publish<DB>(
     operation: &str,
 ) -> Result<DeferredOutcome, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
@@ -411,7 +435,7 @@ pub(super) async fn claim<DB>(
     ttl: std::time::Duration,
 ) -> Result<Claim, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
@@ -422,7 +446,8 @@ where
     let operation = format!("claim session {session_id}");
     let op = operation.as_str();
     for _ in 0..3 {
-        let granted = sqlx::query::<DB>(dialect.claim.as_str())
+        let granted = dialect
+            .query::<DB>(dialect.claim.as_str())
             .bind(session_id)
             .bind(owner)
             .bind(ttl_ms(ttl))
@@ -435,7 +460,8 @@ where
                 token: rows::column(&row, "token", op)?,
             }));
         }
-        let holder = sqlx::query::<DB>(dialect.holder.as_str())
+        let holder = dialect
+            .query::<DB>(dialect.holder.as_str())
             .bind(session_id)
             .fetch_optional(&mut *conn)
             .await
@@ -464,14 +490,15 @@ pub(super) async fn renew<'c, DB, E>(
     ttl: std::time::Duration,
 ) -> Result<bool, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
     let operation = format!("renew the lease on session {}", lease.session_id);
-    sqlx::query::<DB>(dialect.renew.as_str())
+    dialect
+        .query::<DB>(dialect.renew.as_str())
         .bind(lease.session_id.as_str())
         .bind(lease.token)
         .bind(ttl_ms(ttl))
@@ -484,14 +511,15 @@ where
 /// Ends a lease (a lost one is left as its new holder has it).
 pub(super) async fn release<'c, DB, E>(executor: E, dialect: &'static Dialect, lease: &Lease) -> Result<(), StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
     let operation = format!("release the lease on session {}", lease.session_id);
-    sqlx::query::<DB>(dialect.release)
+    dialect
+        .query::<DB>(dialect.release)
         .bind(lease.session_id.as_str())
         .bind(lease.token)
         .execute(executor)
@@ -507,7 +535,7 @@ pub(super) async fn lease_state<'c, DB, E>(
     session_id: &str,
 ) -> Result<Option<LeaseState>, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
@@ -517,7 +545,8 @@ where
 {
     let operation = format!("read the lease on session {session_id}");
     let op = operation.as_str();
-    let row = sqlx::query::<DB>(dialect.lease_state.as_str())
+    let row = dialect
+        .query::<DB>(dialect.lease_state.as_str())
         .bind(session_id)
         .fetch_optional(executor)
         .await
@@ -540,13 +569,14 @@ pub(super) async fn fence<'c, DB, E>(
     operation: &str,
 ) -> Result<(), StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
-    let live = sqlx::query::<DB>(dialect.fence.as_str())
+    let live = dialect
+        .query::<DB>(dialect.fence.as_str())
         .bind(lease.session_id.as_str())
         .bind(lease.token)
         .fetch_optional(executor)
@@ -566,7 +596,7 @@ pub(super) async fn enqueue<DB>(
     operation: &str,
 ) -> Result<(), StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
@@ -578,7 +608,8 @@ where
 {
     for row in rows {
         let claim_ms = outbox::claim_ms(row);
-        sqlx::query::<DB>(dialect.enqueue.as_str())
+        dialect
+            .query::<DB>(dialect.enqueue.as_str())
             .bind(row.id.as_str())
             .bind(row.session_id.as_str())
             .bind(row.hook_id.as_str())
@@ -606,7 +637,7 @@ pub(super) async fn claim_deliveries<'c, DB, E>(
     limit: u32,
 ) -> Result<Vec<Claimed>, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
@@ -623,7 +654,8 @@ where
         Due::Now => None,
         Due::Drain(id) => Some(id),
     };
-    let claimed = sqlx::query::<DB>(dialect.claim_deliveries.as_str())
+    let claimed = dialect
+        .query::<DB>(dialect.claim_deliveries.as_str())
         .bind(owner)
         .bind(drain)
         .bind(i64::from(limit))
@@ -641,7 +673,7 @@ pub(super) async fn report<'c, DB, E>(
     attempt: &Attempt,
 ) -> Result<Settled, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
@@ -654,15 +686,18 @@ where
         Attempt::Failed(error) => error.as_str(),
     };
     let query = match settled {
-        Settled::Delivered => sqlx::query::<DB>(dialect.delivered.as_str())
+        Settled::Delivered => dialect
+            .query::<DB>(dialect.delivered.as_str())
             .bind(claimed.row.id.as_str())
             .bind(claimed.claim_token),
-        Settled::Retry(wait) => sqlx::query::<DB>(dialect.retry.as_str())
+        Settled::Retry(wait) => dialect
+            .query::<DB>(dialect.retry.as_str())
             .bind(claimed.row.id.as_str())
             .bind(claimed.claim_token)
             .bind(ttl_ms(wait))
             .bind(error),
-        Settled::GaveUp | Settled::Stale => sqlx::query::<DB>(dialect.gave_up)
+        Settled::GaveUp | Settled::Stale => dialect
+            .query::<DB>(dialect.gave_up)
             .bind(claimed.row.id.as_str())
             .bind(claimed.claim_token)
             .bind(error),
@@ -674,14 +709,15 @@ where
 /// How many rows are still queued.
 pub(super) async fn queued<'c, DB, E>(executor: E, dialect: &'static Dialect) -> Result<u64, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
     for<'t> i64: Decode<'t, DB> + Type<DB>,
 {
     let operation = "count queued webhook notifications";
-    let row = sqlx::query::<DB>(dialect.queued)
+    let row = dialect
+        .query::<DB>(dialect.queued)
         .fetch_one(executor)
         .await
         .map_err(failed(operation))?;
@@ -691,10 +727,11 @@ where
 /// A session's pending calls, in saved order.
 pub(super) async fn pending_calls<'c, DB, E>(
     executor: E,
+    dialect: &'static Dialect,
     session_id: &str,
 ) -> Result<Vec<super::PendingCall>, StoreError>
 where
-    DB: Database,
+    DB: Database + HasStatementCache,
     E: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
@@ -703,13 +740,14 @@ where
     for<'t> Option<String>: Decode<'t, DB> + Type<DB>,
 {
     let operation = format!("read the pending calls of session {session_id}");
-    let found = sqlx::query::<DB>(
-        "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision FROM pending_calls \
+    let found = dialect
+        .query::<DB>(
+            "SELECT tool_call_id, tool_name, input, fingerprint, reason, decision FROM pending_calls \
          WHERE session_id = $1 ORDER BY ord",
-    )
-    .bind(session_id)
-    .fetch_all(executor)
-    .await
-    .map_err(failed(&operation))?;
+        )
+        .bind(session_id)
+        .fetch_all(executor)
+        .await
+        .map_err(failed(&operation))?;
     found.iter().map(|row| rows::pending_call(row, &operation)).collect()
 }

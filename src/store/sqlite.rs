@@ -301,7 +301,7 @@ impl Store for SqliteStore {
     }
 
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {
-        sql::pending_calls(&self.pool, session_id).await
+        sql::pending_calls(&self.pool, &DIALECT, session_id).await
     }
 
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
