@@ -120,8 +120,9 @@ describe.skipIf('reason' in setup)('llama.cpp (llama-cpp-python server, SmolLM2-
   // when streaming repeats the name in every delta; with 'auto' it lets the model choose, but
   // cannot stream a call it chose (the stream ends empty); 'required' it refuses. Its prompt
   // template drops `tool` messages, so SmolLM2 never sees a result and calls again whenever it
-  // may. Hence each round trip below is a forced run of one turn, then a run that sends the
-  // result back with toolChoice 'none' and ends with the model's text.
+  // may. So the streamed round trip is a forced run of one turn, then a run that sends the result
+  // back with toolChoice 'none' and ends with the model's text; unstreamed, the run's second
+  // request carries the result under 'auto' and the model calls again until maxTurns.
 
   it("streamed tool round trip: a forced call whose deltas each repeat the name runs once; its result goes back with toolChoice 'none' and the text ends the run", async () => {
     weatherCalls.length = 0
