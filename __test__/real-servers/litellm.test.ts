@@ -16,10 +16,8 @@ const llama = llamaSetup()
 if ('reason' in litellm) console.warn(`[real-servers] litellm.test.ts skipped: ${litellm.reason}`)
 else if ('reason' in llama) console.warn(`[real-servers] litellm.test.ts: the tests through LiteLLM to llama.cpp are skipped: ${llama.reason}`)
 
-type ToolChoice = 'auto' | 'none' | 'required' | { name: string }
-/** `toolChoice` is new; typed here until index.d.ts has it. */
-type Options = AgentOptions & { toolChoice?: ToolChoice }
-type Send = SendOptions & { toolChoice?: ToolChoice }
+type Options = AgentOptions
+type Send = SendOptions
 
 const MOCK_TEXT = "Hello from LiteLLM's mock."
 const MASTER_KEY = 'sk-arh-' + randomBytes(24).toString('hex')
@@ -64,9 +62,9 @@ async function run(agentOptions: Options, message: string): Promise<{ result: Pr
   }
 }
 
-/** `finishReason` of each `turn_end` event (new: read untyped until index.d.ts has it). */
-function finishReasons(events: StreamEvent[]): unknown[] {
-  return events.filter((event) => event.type === 'turn_end').map((event) => (event as Record<string, unknown>).finishReason)
+/** `finishReason` of each `turn_end` event. */
+function finishReasons(events: StreamEvent[]): string[] {
+  return events.flatMap((event) => (event.type === 'turn_end' ? [event.finishReason] : []))
 }
 
 function modelCalls() {
@@ -242,7 +240,7 @@ describe.skipIf('reason' in litellm)("LiteLLM's proxy", () => {
       try {
         let ours = modelCalls().length
         let theirs = upstream!.exchanges.length
-        const first = await (await agent.send('What is the weather in Paris?', { toolChoice: { name: 'get_weather' } } as Send)).result()
+        const first = await (await agent.send('What is the weather in Paris?', { toolChoice: { name: 'get_weather' } })).result()
         expect(modelCalls()[ours].body.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } })
         const forwarded = upstream!.exchanges.slice(theirs)
         expect(forwarded).toHaveLength(1)
@@ -253,7 +251,7 @@ describe.skipIf('reason' in litellm)("LiteLLM's proxy", () => {
 
         ours = modelCalls().length
         theirs = upstream!.exchanges.length
-        const second = await (await agent.send('Thanks. Tell me in one sentence.', { toolChoice: 'none' } as Send)).result()
+        const second = await (await agent.send('Thanks. Tell me in one sentence.', { toolChoice: 'none' })).result()
         const sent = modelCalls()[ours].body
         expect(sent.tool_choice).toBe('none')
         expect(sent.messages.slice(1, 3)).toMatchObject([

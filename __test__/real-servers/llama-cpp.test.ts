@@ -10,10 +10,8 @@ import { LLAMA_MODEL, llamaSetup, recordingProxy, sseData, startLlama, type Exch
 const setup = llamaSetup()
 if ('reason' in setup) console.warn(`[real-servers] llama-cpp.test.ts skipped: ${setup.reason}`)
 
-type ToolChoice = 'auto' | 'none' | 'required' | { name: string }
-/** `toolChoice` is new; typed here until index.d.ts has it. */
-type Options = AgentOptions & { toolChoice?: ToolChoice }
-type Send = SendOptions & { toolChoice?: ToolChoice }
+type Options = AgentOptions
+type Send = SendOptions
 
 let server: RunningServer | undefined
 let proxy: RecordingProxy
@@ -88,9 +86,9 @@ function streamedText(call: Exchange): string {
     .join('')
 }
 
-/** `finishReason` of each `turn_end` event (new: read untyped until index.d.ts has it). */
-function finishReasons(events: StreamEvent[]): unknown[] {
-  return events.filter((event) => event.type === 'turn_end').map((event) => (event as Record<string, unknown>).finishReason)
+/** `finishReason` of each `turn_end` event. */
+function finishReasons(events: StreamEvent[]): string[] {
+  return events.flatMap((event) => (event.type === 'turn_end' ? [event.finishReason] : []))
 }
 
 /** The tool call a streamed answer carried: its id, name and arguments as the deltas spelled them. */
@@ -129,7 +127,7 @@ describe.skipIf('reason' in setup)('llama.cpp (llama-cpp-python server, SmolLM2-
     const agent = await createAgent(options({ tools: [getWeather], maxTurns: 1 }))
     try {
       let before = proxy.exchanges.length
-      const first = await collect(await agent.send('What is the weather in Paris?', { toolChoice: { name: 'get_weather' } } as Send))
+      const first = await collect(await agent.send('What is the weather in Paris?', { toolChoice: { name: 'get_weather' } }))
       const [call] = modelCalls(before)
       expect(call.body).toMatchObject({ stream: true, tools: [TOOL_WIRE], tool_choice: { type: 'function', function: { name: 'get_weather' } } })
       const sent = streamedToolCall(call)
@@ -144,7 +142,7 @@ describe.skipIf('reason' in setup)('llama.cpp (llama-cpp-python server, SmolLM2-
       expect(finishReasons(first.events)).toEqual(['tool_calls'])
 
       before = proxy.exchanges.length
-      const second = await collect(await agent.send('Thanks. Tell me in one sentence.', { toolChoice: 'none' } as Send))
+      const second = await collect(await agent.send('Thanks. Tell me in one sentence.', { toolChoice: 'none' }))
       const calls = modelCalls(before)
       expect(calls).toHaveLength(1)
       expect(calls[0].body.tool_choice).toBe('none')
@@ -264,7 +262,7 @@ describe.skipIf('reason' in setup)('llama.cpp (llama-cpp-python server, SmolLM2-
     const agent = await createAgent(options({ ...unstreamed, tools: [getWeather], maxTurns: 1 }))
     try {
       let before = proxy.exchanges.length
-      const forced = await (await agent.send('What is the weather in Rome?', { toolChoice: { name: 'get_weather' } } as Send)).result()
+      const forced = await (await agent.send('What is the weather in Rome?', { toolChoice: { name: 'get_weather' } })).result()
       expect(modelCalls(before)[0].body.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } })
       expect(forced.toolCalls).toMatchObject([{ name: 'get_weather', input: { city: 'Rome' }, status: 'success' }])
       expect(weatherCalls).toEqual([{ city: 'Rome' }])
