@@ -1569,6 +1569,27 @@ async fn pg_raw(database: &pg::Database) -> sqlx::PgPool {
     sqlx::PgPool::connect(&database.url).await.unwrap()
 }
 
+/// Eight stores open the new `database` at `url` at once; each migration ran once and what one
+/// store saves another reads. Returns a plain pool on the database.
+async fn eight_first_opens(database: &pg::Database, url: &str) -> sqlx::PgPool {
+    let opens = futures::future::join_all((0..8).map(|_| {
+        let url = url.to_string();
+        tokio::spawn(async move { PostgresStore::open(&url).await })
+    }))
+    .await;
+    let stores: Vec<_> = opens.into_iter().map(|open| open.unwrap().expect("opened")).collect();
+    let l = claim(&stores[0], "s1").await;
+    stores[0].save(&record("s1", None), &[], &l).await.unwrap();
+    assert!(stores[7].load("s1").await.unwrap().is_some());
+    let raw = pg_raw(database).await;
+    let applied: Vec<(i64, bool)> = sqlx::query_as("SELECT version, success FROM agent_runtime_hooks._sqlx_migrations")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
+    raw
+}
+
 #[tokio::test]
 async fn a_bad_postgres_url_or_server_is_an_error_naming_the_operation_without_secrets() {
     const SECRET: &str = "pw-918273645";
@@ -1623,21 +1644,7 @@ async fn concurrent_first_opens_migrate_once() {
         return;
     };
     // Eight pools (as eight processes would) open a new database at once.
-    let opens = futures::future::join_all((0..8).map(|_| {
-        let url = database.url.clone();
-        tokio::spawn(async move { PostgresStore::open(&url).await })
-    }))
-    .await;
-    let stores: Vec<_> = opens.into_iter().map(|open| open.unwrap().expect("opened")).collect();
-    let l = claim(&stores[0], "s1").await;
-    stores[0].save(&record("s1", None), &[], &l).await.unwrap();
-    assert!(stores[7].load("s1").await.unwrap().is_some());
-    let raw = pg_raw(&database).await;
-    let applied: Vec<(i64, bool)> = sqlx::query_as("SELECT version, success FROM agent_runtime_hooks._sqlx_migrations")
-        .fetch_all(&raw)
-        .await
-        .unwrap();
-    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
+    let raw = eight_first_opens(&database, &database.url).await;
     // The store keeps to its own schema: the application's `public` has nothing of it.
     let public: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
         .fetch_one(&raw)
@@ -2162,21 +2169,7 @@ async fn concurrent_first_opens_through_a_transaction_pooler_migrate_once() {
     let Some(bouncer) = bouncer::Bouncer::get(bouncer::Mode::Transaction) else {
         return;
     };
-    let opens = futures::future::join_all((0..8).map(|_| {
-        let url = bouncer.url(&database);
-        tokio::spawn(async move { PostgresStore::open(&url).await })
-    }))
-    .await;
-    let stores: Vec<_> = opens.into_iter().map(|open| open.unwrap().expect("opened")).collect();
-    let l = claim(&stores[0], "s1").await;
-    stores[0].save(&record("s1", None), &[], &l).await.unwrap();
-    assert!(stores[7].load("s1").await.unwrap().is_some());
-    let raw = pg_raw(&database).await;
-    let applied: Vec<(i64, bool)> = sqlx::query_as("SELECT version, success FROM agent_runtime_hooks._sqlx_migrations")
-        .fetch_all(&raw)
-        .await
-        .unwrap();
-    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
+    let raw = eight_first_opens(&database, &bouncer.url(&database)).await;
     // No advisory lock outlived its transaction.
     let locks: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
         .fetch_one(&raw)

@@ -986,7 +986,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "maxTurns": 1.5}), "maxTurns must be a positive integer no greater than 2147483647 (got 1.5)"),
             (json!({"model": "m", "apiKey": "k", "temperature": 3}), "temperature must be a number from 0 to 2 (got 3)"),
             (json!({"model": "m", "apiKey": "k", "systemPrompt": 1}), "systemPrompt must be a string (got 1)"),
-            (json!({"model": "m", "apiKey": "k", "maxTurn": 1}), "maxTurn is not a known option (known here: model, apiKey, provider, baseUrl, baseURL, systemPrompt, temperature, maxOutputTokens, maxTurns, tools, advanced, profile, filesystem)"),
+            (json!({"model": "m", "apiKey": "k", "maxTurn": 1}), "maxTurn is not a known option (known here: model, apiKey, provider, baseUrl, baseURL, systemPrompt, temperature, maxOutputTokens, toolChoice, maxTurns, tools, advanced, profile, filesystem)"),
             (json!({"model": "m", "apiKey": "k", "tools": {}}), "tools must be an array of tool definitions (got an object)"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"execute": {"$function": 0}}]}), "tools[0].name must be a non-empty string"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "x"}]}), "tools[0].execute must be a function"),
