@@ -189,8 +189,10 @@ fn busy_migration(error: &MigrateError) -> bool {
     matches!(cause, sqlx::Error::Database(e) if busy(e.code().as_deref()))
 }
 
-/// Two processes opening a new file at once can race to apply the first migration; the loser's
-/// `CREATE TABLE` fails and rolls back. Trying again then finds it applied (checksums checked).
+/// Two processes opening a new file at once can race to apply a migration; the loser's `CREATE`
+/// fails and rolls back. Trying again then finds it applied (checksums checked). Each migration
+/// can be lost once, so there are as many tries as migrations (two were too few once a fourth
+/// migration came: a pool could lose the race on two of them).
 async fn migrate(pool: &SqlitePool, until: Instant) -> Result<(), MigrateError> {
     let (mut raced, mut attempt) = (0, 0);
     loop {
@@ -199,7 +201,9 @@ async fn migrate(pool: &SqlitePool, until: Instant) -> Result<(), MigrateError> 
                 attempt += 1;
                 pause(attempt, until).await;
             }
-            Err(MigrateError::Execute(_) | MigrateError::ExecuteMigration(..)) if raced < 2 => raced += 1,
+            Err(MigrateError::Execute(_) | MigrateError::ExecuteMigration(..)) if raced < MIGRATOR.iter().count() => {
+                raced += 1
+            }
             other => return other,
         }
     }
