@@ -1,22 +1,23 @@
 //! Deferred results (SPEC §8.2): a tool that returned `deferred()` paused its call; any process
 //! that reaches the store publishes the result once with `completeToolCall`. The session's
-//! stored webhook hooks see it first — after-controls, then PostToolUse (or
-//! PostToolUseFailure) notifications — and the placeholder is filled by a conditional update:
-//! the first final result wins, a denial included.
+//! stored webhook hooks see it first, through the same tail as a live result (`post_call.rs`:
+//! after-controls, then PostToolUse or PostToolUseFailure), and the placeholder is filled by a
+//! conditional update: the first final result wins, a denial included.
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use super::config;
 use super::durable::{self, store_error};
 use super::events::PendingReason;
-use super::payloads::{ResultField, ToolEvent};
-use super::tools::{model_output, CallResult};
+use super::payloads::ToolEvent;
+use super::post_call::{Failures, PostCall};
+use super::tools::model_output;
 use crate::error::{ErrorCode, Result, SdkError};
-use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
-use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext};
+use crate::hooks::dispatch::{Caller, Dispatcher, HookContext, HookError};
 use crate::hooks::registry::Registry;
-use crate::hooks::{EventFields, HookEvent};
+use crate::hooks::HookEvent;
 use crate::host::{AbortFuture, AbortReason, DispatchId, Host, HostCall, HostError, HostFuture, ScopeId};
 use crate::log::Log;
 use crate::store::{self, DeferredOutcome, StoreConfig, ToolResult};
@@ -62,7 +63,14 @@ pub async fn complete(
     let host: Arc<dyn Host> = Arc::new(NoFunctions);
     let registry = Registry::parse(Some(&stored.record.hooks))?;
     let log = Log::new(host.clone(), None);
-    let dispatcher = Dispatcher::new(registry, 30_000, 3_000, host, log);
+    // The agent's own budgets are not stored with the session: the defaults hold.
+    let dispatcher = Dispatcher::new(
+        registry,
+        config::DEFAULT_HOOK_TIMEOUT_MS,
+        config::DEFAULT_SESSION_END_HOOK_TIMEOUT_MS,
+        host,
+        log,
+    );
     let context = HookContext {
         extra: Vec::new(),
         queue: Some(Arc::new(durable::Unfenced(config.clone()))),
@@ -73,11 +81,12 @@ pub async fn complete(
         cancel: None,
         context: &context,
     };
-    let mut outcome = model_output(Some(result.clone()));
-    let fields = |event: HookEvent, outcome: &CallResult| {
-        let name = call.tool_name.as_str();
-        EventFields::of(&ToolEvent {
-            event: event.name(),
+    let name = call.tool_name.as_str();
+    let post = PostCall {
+        dispatcher: &dispatcher,
+        caller,
+        fields: ToolEvent {
+            event: HookEvent::PostToolUse.name(),
             session_id: &session_id,
             // Deferred results exist in the root only: a sub-agent cannot wait for one.
             agent_path: &[],
@@ -94,38 +103,17 @@ pub async fn complete(
             args: &call.input,
             tool_kind: None,
             affected_paths: None,
-            tool_output: Some(&outcome.output),
-            result: Some(ResultField {
-                content: &outcome.output,
-                success: outcome.is_success(),
-            }),
-            mocked: Some(false),
-        })
+            tool_output: None,
+            result: None,
+            mocked: None,
+        },
+        // A failed delivery of a critical hook fails the publication: nothing is published.
+        failures: Failures::Refuse,
     };
-    let controls = dispatcher.controls(HookEvent::PostToolUse, &call.tool_name, &context);
-    if !controls.is_empty() {
-        let payload: Map<String, Value> = fields(HookEvent::PostToolUse, &outcome).to_map();
-        match control::evaluate(&controls, HookEvent::PostToolUse, &payload, caller, dispatcher.log()).await {
-            Verdict::Allow => {}
-            Verdict::Denied { reason } => outcome = CallResult::failed_as(reason, Some("hook_denied")),
-            Verdict::Failed => outcome = CallResult::failed_as(CONTROL_ERROR, Some(CONTROL_ERROR)),
-        }
-    }
-    let event = if outcome.is_success() {
-        HookEvent::PostToolUse
-    } else {
-        HookEvent::PostToolUseFailure
-    };
-    let input = EventInput {
-        event,
-        payload: fields(event, &outcome),
-        tool: Some(&call.tool_name),
-        error: None,
-    };
-    if let Err(error) = dispatcher.dispatch(input, caller).await {
-        // A critical delivery fails the publication: nothing is published.
-        return Err(error.into_sdk());
-    }
+    let outcome = post
+        .finish(model_output(Some(result.clone())))
+        .await
+        .map_err(HookError::into_sdk)?;
     let failed = !outcome.is_success();
     let result = ToolResult::new(outcome.output, failed);
     let store = store::open(config).await.map_err(store_error)?;

@@ -14,6 +14,7 @@ pub mod parts;
 pub mod payloads;
 pub mod permission;
 mod pipeline;
+mod post_call;
 pub mod reader;
 mod run;
 pub mod session;

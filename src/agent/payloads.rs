@@ -141,7 +141,7 @@ pub struct StopFailure<'a> {
 
 /// The fields every tool event carries, in both vocabularies (PreToolUse, PermissionRequest,
 /// PostToolUse, PostToolUseFailure), then what some of them add.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolEvent<'a> {
     pub event: &'static str,
@@ -189,7 +189,7 @@ impl ToolEvent<'_> {
 }
 
 /// A finished call's result, as tool events after the call show it.
-#[derive(Serialize)]
+#[derive(Serialize, Clone, Copy)]
 pub struct ResultField<'a> {
     pub content: &'a str,
     pub success: bool,

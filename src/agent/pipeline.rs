@@ -13,16 +13,17 @@ use super::durable::Durable;
 use super::events::{PendingReason, StreamEvent, ToolCallRecord};
 use super::parts::Agent;
 use super::payloads;
-use super::payloads::{PermissionAsk, ResultField, ToolEvent};
+use super::payloads::{PermissionAsk, ToolEvent};
 use super::permission::{self, Decision, Permission};
+use super::post_call::{blocked, Failures, PostCall};
 use super::reader::EventSender;
 use super::reader::EventSender as Events;
 use super::settings::RunSettings;
 use super::subagents::{self, Child, TaskRequest};
 use super::tools::{self, CallResult, Execution, NoResult, Runner, ToolContext, ToolSpec};
 use crate::error::{ErrorCode, SdkError};
-use crate::hooks::apply::{self, PostVerdict, PreVerdict};
-use crate::hooks::control::{self, Verdict, CONTROL_ERROR};
+use crate::hooks::apply::{self, PreVerdict};
+use crate::hooks::control;
 use crate::hooks::dispatch::HookContext;
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
@@ -321,24 +322,6 @@ impl Call<'_> {
             tool_output: None,
             result: None,
             mocked: None,
-        }
-    }
-
-    /// Post-call fields: the model-facing output, the structured result, and `mocked`.
-    fn result_fields<'b>(
-        &'b self,
-        event: HookEvent,
-        input: &'b Map<String, Value>,
-        result: &'b CallResult,
-    ) -> ToolEvent<'b> {
-        ToolEvent {
-            tool_output: Some(&result.output),
-            result: Some(ResultField {
-                content: &result.output,
-                success: result.is_success(),
-            }),
-            mocked: Some(result.mocked),
-            ..self.fields(event, input)
         }
     }
 
@@ -737,103 +720,31 @@ impl Call<'_> {
             .await
     }
 
+    /// The tail of this call's result (its failures fail the call).
+    fn post_call<'b>(&'b self, input: &'b Map<String, Value>) -> PostCall<'b> {
+        PostCall {
+            dispatcher: &self.site.agent.dispatcher,
+            caller: self.site.caller,
+            fields: self.fields(HookEvent::PostToolUse, input),
+            failures: Failures::FailTheCall,
+        }
+    }
+
     /// After-controls, then the post hooks; what they leave is the call's result.
-    async fn finish(&self, input: Map<String, Value>, mut result: CallResult, interrupt: Option<String>) -> Outcome {
-        let controls =
-            self.site
-                .agent
-                .dispatcher
-                .controls(HookEvent::PostToolUse, self.name(), self.site.caller.context);
-        if !controls.is_empty() {
-            let payload = self.result_fields(HookEvent::PostToolUse, &input, &result).to_map();
-            if let Some(blocked) = blocked(
-                control::evaluate(
-                    &controls,
-                    HookEvent::PostToolUse,
-                    &payload,
-                    self.site.caller,
-                    self.site.agent.dispatcher.log(),
-                )
-                .await,
-            ) {
-                result = CallResult {
-                    mocked: result.mocked,
-                    ..blocked
-                };
-            }
-        }
-        let result = self.post_hooks(&input, result).await;
-        (result, input, interrupt)
+    async fn finish(&self, input: Map<String, Value>, result: CallResult, interrupt: Option<String>) -> Outcome {
+        let result = self.post_call(&input).finish(result).await;
+        (live(result), input, interrupt)
     }
 
-    /// PostToolUse for a successful result, PostToolUseFailure for a failed one. A PostToolUse
-    /// that fails turns the call into a failure that PostToolUseFailure then sees.
+    /// The post hooks alone: a call of a tool that is not there (no control sees it).
     async fn post_hooks(&self, input: &Map<String, Value>, result: CallResult) -> CallResult {
-        if !result.is_success() {
-            return self.post_failure_hooks(input, result).await;
-        }
-        if !self.has(HookEvent::PostToolUse) {
-            return result;
-        }
-        let fields = self.result_fields(HookEvent::PostToolUse, input, &result);
-        let dispatcher = &self.site.agent.dispatcher;
-        match dispatcher
-            .dispatch(self.input(HookEvent::PostToolUse, &fields, None), self.site.caller)
-            .await
-        {
-            Ok(dispatched) => self.apply_post(&dispatched.outputs, result),
-            Err(error) => {
-                let failed = CallResult {
-                    mocked: result.mocked,
-                    ..CallResult::failed(error.message(), error.thrown())
-                };
-                self.post_failure_hooks(input, failed).await
-            }
-        }
+        live(self.post_call(input).post_hooks(result).await)
     }
+}
 
-    /// The post hooks' outputs: a replaced output keeps the status; an abort fails the call.
-    fn apply_post(&self, outputs: &[crate::hooks::HookOutput], result: CallResult) -> CallResult {
-        match apply::post_tool_use(outputs, &result.output, self.name()) {
-            PostVerdict::Output(output) => CallResult { output, ..result },
-            PostVerdict::Abort(reason) => CallResult {
-                mocked: result.mocked,
-                ..CallResult::failed(reason, None)
-            },
-        }
-    }
-
-    /// PostToolUseFailure: may replace the output or abort; if it fails itself, the failure is
-    /// logged and the original result kept.
-    async fn post_failure_hooks(&self, input: &Map<String, Value>, result: CallResult) -> CallResult {
-        if !self.has(HookEvent::PostToolUseFailure) {
-            return result;
-        }
-        let fields = self.result_fields(HookEvent::PostToolUseFailure, input, &result);
-        let error = result.failure.as_ref().map(|failure| ErrorSlot {
-            arg: 0,
-            key: "error",
-            message: failure.message.clone(),
-            thrown: failure.thrown,
-        });
-        let dispatcher = &self.site.agent.dispatcher;
-        match dispatcher
-            .dispatch(
-                self.input(HookEvent::PostToolUseFailure, &fields, error),
-                self.site.caller,
-            )
-            .await
-        {
-            Ok(dispatched) => self.apply_post(&dispatched.outputs, result),
-            Err(error) => {
-                self.site.agent.dispatcher.log().warn(
-                    "PostToolUseFailure hook execution failed; keeping the original tool error",
-                    json!({"tool": self.name(), "toolCallId": self.request.id, "error": error.message()}),
-                );
-                result
-            }
-        }
-    }
+/// A live call's tail never refuses (`Failures::FailTheCall`); were it to, the call fails.
+fn live(result: Result<CallResult, HookError>) -> CallResult {
+    result.unwrap_or_else(|error| CallResult::failed(error.message(), error.thrown()))
 }
 
 /// Whether a call goes on to execute after the permission stage.
@@ -850,15 +761,6 @@ enum Gate {
 fn stopped(result: CallResult, interrupt: bool) -> Gate {
     let interrupt = interrupt.then(|| result.output.clone());
     Gate::Stop(result, interrupt)
-}
-
-/// What a control's verdict does to the call, if it blocks it.
-fn blocked(verdict: Verdict) -> Option<CallResult> {
-    match verdict {
-        Verdict::Allow => None,
-        Verdict::Denied { reason } => Some(CallResult::failed_as(reason, Some("hook_denied"))),
-        Verdict::Failed => Some(CallResult::failed_as(CONTROL_ERROR, Some(CONTROL_ERROR))),
-    }
 }
 
 /// `mock(result)`: a string, or `{ content: string, success?: boolean }`; `success: false`
