@@ -14,6 +14,7 @@ pub mod offload;
 pub mod options;
 pub mod pace;
 pub mod store;
+mod sync;
 pub mod telemetry;
 pub mod text;
 pub mod webhook;

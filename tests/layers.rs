@@ -17,6 +17,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("js_value", 0),
     ("options", 0),
     ("pace", 0),
+    ("sync", 0),
     ("hooks::event", 0),
     // Clients and transport: know nothing of hooks or the agent.
     ("model", 1),

@@ -1,7 +1,7 @@
 //! A run's controls: how it is aborted and how its end is awaited, and the options one `send`
 //! starts it with.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -12,6 +12,7 @@ use crate::host::ScopeId;
 use crate::js_value::MAX_TIMER_MS;
 use crate::model::ToolChoice;
 use crate::options::OptionsObject;
+use crate::sync::lock;
 use crate::webhook::Environment;
 
 /// Stops a run: the caller's signal and `agent.abort()` both end up here.
@@ -24,11 +25,6 @@ pub struct RunControl {
     /// decided once, before `send` resolves.
     admitted: CancellationToken,
     refusal: Mutex<Option<SdkError>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves plain data behind; keep serving it.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl RunControl {

@@ -1,11 +1,12 @@
 //! The mutable part a run touches: the conversation, and which run is active. A run pushes its
 //! messages here and, as it ends, releases the session for the next `send`.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use super::approvals::{Decision, PausedTurn};
 use super::control::RunControl;
 use crate::model::Message;
+use crate::sync::lock;
 
 #[derive(Default)]
 pub struct Conversation {
@@ -20,11 +21,6 @@ struct State {
     active: Option<Arc<RunControl>>,
     /// The turn a run paused in, waiting for decisions.
     paused: Option<PausedTurn>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves plain data behind; keep serving it.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Conversation {

@@ -4,7 +4,7 @@
 //! rebuilt with the effects ledger, so nothing that started runs again silently.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -23,6 +23,7 @@ use crate::store::outbox::{Enqueue, Queued};
 use crate::store::{
     self, Claim, Effect, Lease, PendingCall, SessionRecord, Store, StoreConfig, StoreError, StoreErrorKind, ToolResult,
 };
+use crate::sync::lock;
 
 /// `STORE_ERROR`, with what failed; `SESSION_LEASED` for a write refused because the run's
 /// claim on the session is no longer live.
@@ -157,11 +158,6 @@ pub struct Claimed {
     /// Another agent drove the session since this one last held it (or read it while it was
     /// driven): the conversation must be read again.
     pub stale: bool,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Plain data, each update one assignment: a panic elsewhere leaves nothing half-written.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// `SESSION_LEASED`, naming the session and why.

@@ -1,7 +1,7 @@
 //! One agent session: the lifecycle around an immutable [`Agent`] — its conversation, the
 //! settings runs start from, whether it is closing or closed — and the runs it starts.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{json, Map, Value};
@@ -33,6 +33,7 @@ use crate::js_value::{describe, MAX_TIMER_MS};
 use crate::model::{Message, UserContent};
 use crate::options::OptionsObject;
 use crate::store;
+use crate::sync::lock;
 use crate::webhook::Environment;
 
 pub struct Session {
@@ -70,11 +71,6 @@ pub struct RunHandle {
 
 fn invalid_input(message: impl Into<String>) -> SdkError {
     SdkError::new(ErrorCode::InvalidInput, message)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves plain data behind; keep serving it.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Session {

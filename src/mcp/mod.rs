@@ -23,6 +23,7 @@ use crate::error::{Result, SdkError};
 use crate::model::Secrets;
 use crate::offload::offload;
 use crate::options::OptionsObject;
+use crate::sync::lock;
 use crate::text::excerpt;
 use crate::webhook::config::{header_templates, parse_url, HeaderTemplates};
 use crate::webhook::deliver::resolve_templates;
@@ -353,10 +354,6 @@ impl Servers {
             }
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Starts (or reaches) one server and lists its tools; `secrets` gets what it must never show,

@@ -10,7 +10,7 @@
 //! deliverers are tasks of the runtime's workers, and end with their store.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 use super::outbox::{Attempt, Claimed, Due, Settled};
 use super::{Store, StoreError};
 use crate::ids;
+use crate::sync::lock;
 use crate::webhook::deliver::notify_queued;
 use crate::webhook::Environment;
 
@@ -29,11 +30,6 @@ const BATCH: u32 = 16;
 
 /// What fails a run when one of its critical rows is given up: the hook's id and why.
 pub type GiveUp = Box<dyn Fn(&str, &str) + Send + Sync>;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Plain data, each update one assignment: a panic elsewhere leaves nothing half-written.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// This process's name as a deliverer.
 static OWNER: LazyLock<String> = LazyLock::new(|| format!("{}/{}", std::process::id(), ids::uuid()));
