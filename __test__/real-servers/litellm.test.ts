@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAgent, defineTool, type AgentOptions, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
-import { LLAMA_MODEL, freePort, litellmSetup, llamaSetup, recordingProxy, sseData, startLlama, startServer, type RecordingProxy, type RunningServer } from './servers.js'
+import { createAgent, type AgentOptions, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
+import { LLAMA_MODEL, weatherTool, freePort, litellmSetup, llamaSetup, recordingProxy, sseData, startLlama, startServer, type RecordingProxy, type RunningServer } from './servers.js'
 
 const litellm = litellmSetup()
 const llama = llamaSetup()
@@ -29,16 +29,7 @@ let proxy: RecordingProxy
 let upstream: RecordingProxy | undefined
 let scratch: string
 
-const weatherCalls: Array<{ city: string }> = []
-const getWeather = defineTool<{ city: string }>({
-  name: 'get_weather',
-  description: 'Gets the current weather for a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-  execute: (input) => {
-    weatherCalls.push(input)
-    return `Sunny, 21 degrees in ${input.city}`
-  },
-})
+const { tool: getWeather, calls: weatherCalls } = weatherTool()
 
 function options(extra: Partial<Options>): Options {
   return { model: 'mock-text', apiKey: MASTER_KEY, temperature: 0, advanced: { connection: { maxRetries: 0 } }, ...extra }

@@ -4,8 +4,8 @@
 // between us and the server shows what we sent and what it answered. Skips (saying why) when
 // the setup did not make the server and its model file available.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAgent, defineTool, type AgentOptions, type AgentResponse, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
-import { LLAMA_MODEL, llamaSetup, recordingProxy, sseData, startLlama, type Exchange, type RecordingProxy, type RunningServer } from './servers.js'
+import { createAgent, type AgentOptions, type AgentResponse, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
+import { LLAMA_MODEL, weatherTool, llamaSetup, recordingProxy, sseData, startLlama, type Exchange, type RecordingProxy, type RunningServer } from './servers.js'
 
 const setup = llamaSetup()
 if ('reason' in setup) console.warn(`[real-servers] llama-cpp.test.ts skipped: ${setup.reason}`)
@@ -16,16 +16,7 @@ type Send = SendOptions
 let server: RunningServer | undefined
 let proxy: RecordingProxy
 
-const weatherCalls: Array<{ city: string }> = []
-const getWeather = defineTool<{ city: string }>({
-  name: 'get_weather',
-  description: 'Gets the current weather for a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-  execute: (input) => {
-    weatherCalls.push(input)
-    return `Sunny, 21 degrees in ${input.city}`
-  },
-})
+const { tool: getWeather, calls: weatherCalls } = weatherTool()
 const TOOL_WIRE = {
   type: 'function',
   function: {

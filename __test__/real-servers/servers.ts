@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
+import { defineTool } from '../../index.js'
 
 export const CACHE = process.env.ARH_REAL_SERVERS_CACHE || join(__dirname, '..', '..', '.cache', 'real-servers')
 const STATUS = join(CACHE, 'status.json')
@@ -249,4 +250,19 @@ export async function startLlama(setup: { python: string; gguf: string }): Promi
     '--n_threads', '1', '--n_threads_batch', '1', '--verbose', 'False',
   ]
   return startServer(setup.python, args, { url: `http://127.0.0.1:${port}`, readyPath: '/v1/models', timeoutMs: 90_000 })
+}
+
+/** The `get_weather` tool both files offer, and the inputs it ran with. */
+export function weatherTool() {
+  const calls: Array<{ city: string }> = []
+  const tool = defineTool<{ city: string }>({
+    name: 'get_weather',
+    description: 'Gets the current weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    execute: (input) => {
+      calls.push(input)
+      return `Sunny, 21 degrees in ${input.city}`
+    },
+  })
+  return { tool, calls }
 }
