@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::config;
 use super::durable::{self, store_error};
 use super::events::PendingReason;
-use super::payloads::ToolEvent;
+use super::payloads::{CallOf, ToolEvent};
 use super::post_call::{Failures, PostCall};
 use super::tools::model_output;
 use crate::error::{ErrorCode, Result, SdkError};
@@ -81,32 +81,25 @@ pub async fn complete(
         cancel: None,
         context: &context,
     };
-    let name = call.tool_name.as_str();
     let post = PostCall {
         dispatcher: &dispatcher,
         caller,
-        fields: ToolEvent {
-            event: HookEvent::PostToolUse.name(),
-            session_id: &session_id,
-            // Deferred results exist in the root only: a sub-agent cannot wait for one.
-            agent_path: &[],
-            parent_tool_call_id: None,
-            tool_name: name,
-            tool_input: &call.input,
-            tool_call_id: &call.tool_call_id,
-            step_index,
-            call_index: call.index,
-            operation_id: &operation_id,
-            api_name: name,
-            identifier: name.split_once('/').map_or("", |(identifier, _)| identifier),
-            tool_source: None,
-            args: &call.input,
-            tool_kind: None,
-            affected_paths: None,
-            tool_output: None,
-            result: None,
-            mocked: None,
-        },
+        fields: ToolEvent::new(
+            HookEvent::PostToolUse,
+            CallOf {
+                session_id: &session_id,
+                // Deferred results exist in the root only: a sub-agent cannot wait for one.
+                lineage: (&[], None),
+                tool_name: &call.tool_name,
+                tool_call_id: &call.tool_call_id,
+                step_index,
+                call_index: call.index,
+                operation_id: &operation_id,
+                // An MCP tool's result is never deferred.
+                mcp: None,
+            },
+            &call.input,
+        ),
         // A failed delivery of a critical hook fails the publication: nothing is published.
         failures: Failures::Refuse,
     };

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::approvals::PausedCall;
 use super::events::ToolCallRecord;
 use crate::error::SdkError;
+use crate::hooks::HookEvent;
 use crate::model::ToolCallRequest;
 
 /// SessionStart, inside `createAgent`.
@@ -176,6 +177,55 @@ pub struct ToolEvent<'a> {
     pub result: Option<ResultField<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mocked: Option<bool>,
+}
+
+/// A tool call as every tool event names it.
+pub struct CallOf<'a> {
+    pub session_id: &'a str,
+    /// Sub-agent names down to the calling agent, and the `Task` call that started it.
+    pub lineage: (&'a [String], Option<&'a str>),
+    pub tool_name: &'a str,
+    pub tool_call_id: &'a str,
+    pub step_index: u32,
+    pub call_index: usize,
+    pub operation_id: &'a str,
+    /// An MCP tool's server and the server's own name for it; `None` for the agent's own tools.
+    pub mcp: Option<(&'a str, &'a str)>,
+}
+
+impl<'a> ToolEvent<'a> {
+    /// The fields every tool event carries for `call` with `input`, in both vocabularies.
+    pub fn new(event: HookEvent, call: CallOf<'a>, input: &'a Map<String, Value>) -> Self {
+        let (api_name, identifier, tool_source) = match call.mcp {
+            Some((server, api_name)) => (api_name, server, Some("mcp")),
+            None => (
+                call.tool_name,
+                call.tool_name.split_once('/').map_or("", |(identifier, _)| identifier),
+                None,
+            ),
+        };
+        ToolEvent {
+            event: event.name(),
+            session_id: call.session_id,
+            agent_path: call.lineage.0,
+            parent_tool_call_id: call.lineage.1,
+            tool_name: call.tool_name,
+            tool_input: input,
+            tool_call_id: call.tool_call_id,
+            step_index: call.step_index,
+            call_index: call.call_index,
+            operation_id: call.operation_id,
+            api_name,
+            identifier,
+            tool_source,
+            args: input,
+            tool_kind: None,
+            affected_paths: None,
+            tool_output: None,
+            result: None,
+            mocked: None,
+        }
+    }
 }
 
 impl ToolEvent<'_> {

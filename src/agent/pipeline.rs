@@ -13,7 +13,7 @@ use super::durable::Durable;
 use super::events::{PendingReason, StreamEvent, ToolCallRecord};
 use super::parts::Agent;
 use super::payloads;
-use super::payloads::{PermissionAsk, ToolEvent};
+use super::payloads::{CallOf, PermissionAsk, ToolEvent};
 use super::permission::{self, Decision, Permission};
 use super::post_call::{blocked, Failures, PostCall};
 use super::reader::EventSender;
@@ -294,35 +294,17 @@ impl Call<'_> {
             .iter()
             .find(|tool| tool.schema.name == name)
             .and_then(|tool| agent.mcp_tool(tool.execute));
-        let (api_name, identifier, tool_source) = match mcp {
-            Some((servers, tool)) => (tool.api_name.as_str(), servers.server_name(tool), Some("mcp")),
-            None => (
-                name,
-                name.split_once('/').map_or("", |(identifier, _)| identifier),
-                None,
-            ),
-        };
-        ToolEvent {
-            agent_path,
-            parent_tool_call_id,
-            event: event.name(),
-            session_id: &self.site.agent.id,
+        let call = CallOf {
+            session_id: &agent.id,
+            lineage: (agent_path, parent_tool_call_id),
             tool_name: name,
-            tool_input: input,
             tool_call_id: &self.request.id,
             step_index: self.site.step_index,
             call_index: self.index,
             operation_id: self.site.operation_id,
-            api_name,
-            identifier,
-            tool_source,
-            args: input,
-            tool_kind: None,
-            affected_paths: None,
-            tool_output: None,
-            result: None,
-            mocked: None,
-        }
+            mcp: mcp.map(|(servers, tool)| (servers.server_name(tool), tool.api_name.as_str())),
+        };
+        ToolEvent::new(event, call, input)
     }
 
     fn has(&self, event: HookEvent) -> bool {
