@@ -21,10 +21,30 @@ export interface ModelServer {
   close(): Promise<void>
 }
 
+/**
+ * `server` listening on a free port of 127.0.0.1: its URL, and a `close` that also ends the
+ * connections still open (a streaming answer or a keep-alive one would hold `server.close`).
+ */
+export async function listenLocal(server: Server): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<import('node:net').Socket>()
+  server.on('connection', (socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
 export async function startServer(): Promise<ModelServer> {
   const requests: Recorded[] = []
   let queue: Handler[] = []
-  const sockets = new Set<import('node:net').Socket>()
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
@@ -47,22 +67,14 @@ export async function startServer(): Promise<ModelServer> {
       res.end(String(error))
     }
   })
-  server.on('connection', (socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  const { url, close } = await listenLocal(server)
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     requests,
     reply(...handlers) {
       queue = handlers
     },
-    async close() {
-      for (const socket of sockets) socket.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
+    close,
   }
 }
 

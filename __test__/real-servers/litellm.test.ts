@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, type AgentOptions, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
-import { LLAMA_MODEL, weatherTool, freePort, litellmSetup, llamaSetup, recordingProxy, sseData, startLlama, startServer, type RecordingProxy, type RunningServer } from './servers.js'
+import { LLAMA_MODEL, collect, weatherTool, freePort, litellmSetup, llamaSetup, recordingProxy, sseData, startLlama, startServer, type RecordingProxy, type RunningServer } from './servers.js'
 
 const litellm = litellmSetup()
 const llama = llamaSetup()
@@ -41,13 +41,7 @@ const unstreamed = { advanced: { connection: { stream: false, maxRetries: 0 } } 
 async function run(agentOptions: Options, message: string): Promise<{ result: PromptResult; events: StreamEvent[]; deltas: string[] }> {
   const agent = await createAgent(agentOptions)
   try {
-    const response = await agent.send(message)
-    const deltas: string[] = []
-    for await (const delta of response.textStream()) deltas.push(delta)
-    const result = await response.result()
-    const events: StreamEvent[] = []
-    for await (const event of response.stream()) events.push(event)
-    return { result, events, deltas }
+    return await collect(await agent.send(message))
   } finally {
     await agent.close()
   }

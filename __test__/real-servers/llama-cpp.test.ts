@@ -4,8 +4,8 @@
 // between us and the server shows what we sent and what it answered. Skips (saying why) when
 // the setup did not make the server and its model file available.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAgent, type AgentOptions, type AgentResponse, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
-import { LLAMA_MODEL, weatherTool, llamaSetup, recordingProxy, sseData, startLlama, type Exchange, type RecordingProxy, type RunningServer } from './servers.js'
+import { createAgent, type AgentOptions, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
+import { LLAMA_MODEL, collect, weatherTool, llamaSetup, recordingProxy, sseData, startLlama, type Exchange, type RecordingProxy, type RunningServer } from './servers.js'
 
 const setup = llamaSetup()
 if ('reason' in setup) console.warn(`[real-servers] llama-cpp.test.ts skipped: ${setup.reason}`)
@@ -51,14 +51,6 @@ function modelCalls(from: number): Exchange[] {
   return proxy.exchanges.slice(from).filter((exchange) => exchange.url === '/v1/chat/completions')
 }
 
-async function collect(response: AgentResponse): Promise<Omit<Run, 'calls'>> {
-  const deltas: string[] = []
-  for await (const delta of response.textStream()) deltas.push(delta)
-  const result = await response.result()
-  const events: StreamEvent[] = []
-  for await (const event of response.stream()) events.push(event)
-  return { result, events, deltas }
-}
 
 async function run(agentOptions: Options, message: string, send?: Send): Promise<Run> {
   const before = proxy.exchanges.length

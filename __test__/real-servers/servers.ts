@@ -3,9 +3,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { defineTool } from '../../index.js'
+import { defineTool, type AgentResponse, type PromptResult, type StreamEvent } from '../../index.js'
+import { listenLocal } from '../helpers/server.js'
 
 export const CACHE = process.env.ARH_REAL_SERVERS_CACHE || join(__dirname, '..', '..', '.cache', 'real-servers')
 const STATUS = join(CACHE, 'status.json')
@@ -148,7 +149,6 @@ export interface RecordingProxy {
 /** Forwards every request to `target`, passing the response through as it streams. */
 export async function recordingProxy(target: string): Promise<RecordingProxy> {
   const exchanges: Exchange[] = []
-  const sockets = new Set<Socket>()
   const upstream = new URL(target)
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = []
@@ -205,20 +205,7 @@ export async function recordingProxy(target: string): Promise<RecordingProxy> {
     })
     forward.end(raw)
   })
-  server.on('connection', (socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    exchanges,
-    async close() {
-      for (const socket of sockets) socket.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
+  return { ...(await listenLocal(server)), exchanges }
 }
 
 /** The `data:` payloads of an SSE text, parsed (`[DONE]` left out). */
@@ -250,6 +237,16 @@ export async function startLlama(setup: { python: string; gguf: string }): Promi
     '--n_threads', '1', '--n_threads_batch', '1', '--verbose', 'False',
   ]
   return startServer(setup.python, args, { url: `http://127.0.0.1:${port}`, readyPath: '/v1/models', timeoutMs: 90_000 })
+}
+
+/** A response's text deltas, result and every event, in that order. */
+export async function collect(response: AgentResponse): Promise<{ result: PromptResult; events: StreamEvent[]; deltas: string[] }> {
+  const deltas: string[] = []
+  for await (const delta of response.textStream()) deltas.push(delta)
+  const result = await response.result()
+  const events: StreamEvent[] = []
+  for await (const event of response.stream()) events.push(event)
+  return { result, events, deltas }
 }
 
 /** The `get_weather` tool both files offer, and the inputs it ran with. */
