@@ -28,9 +28,18 @@ const FLOORS: &[(&str, u8)] = &[
     ("telemetry", 2),
     ("store", 2),
     ("hooks", 3),
+    // The agent's parts: options, definitions, events, tools, payloads, the pause vocabulary,
+    // the conversation. They know nothing of the store port, the loop or the session.
     ("agent", 4),
-    ("binding", 5),
-    ("lib", 6),
+    // Durability (the store port, recovery, the outbox glue, deferred results) and delegation
+    // (a `Task` call starting a run through `Children`): below the loop, importing none of it.
+    ("agent::durable", 5),
+    ("agent::subagents::delegate", 5),
+    // The loop of one `send` (admission, steps, pause and resume, compaction, the claim keeper).
+    ("agent::run", 6),
+    ("agent::session", 7),
+    ("binding", 8),
+    ("lib", 9),
 ];
 
 fn floor(module: &str) -> u8 {
@@ -50,8 +59,6 @@ fn module_of(relative: &str) -> String {
 
 struct Source {
     module: String,
-    /// Whether this file is a folder's `mod.rs`.
-    face: bool,
     /// The code before its tests (circles are about the code that ships).
     code: String,
     all: String,
@@ -69,7 +76,6 @@ fn sources() -> Vec<Source> {
                 let code = without_tests(&all);
                 out.push(Source {
                     module: module_of(&relative),
-                    face: relative.ends_with("mod.rs") || relative == "lib.rs",
                     code,
                     all,
                 });
@@ -99,41 +105,108 @@ fn without_tests(text: &str) -> String {
     code
 }
 
-/// The modules `text` names through `crate::a::b` (the file `a/b.rs` when there is one, else
-/// the folder or file `a`) and, in a file that is not a folder's face, `super::x` (a sibling).
+/// The modules `text` names through a path from the crate root (`crate::a::b::c`) or from its
+/// own module (`super::x`, `super::super::x`, brace groups included): for each, the longest
+/// prefix that is a module (`hooks::dispatch` for `crate::hooks::dispatch::Caller`).
 fn imports(text: &str, source: &Source, modules: &BTreeSet<String>) -> BTreeSet<String> {
-    let crate_path = regex::Regex::new(r"\bcrate::([a-z_]+)(?:::([a-z_]+))?").unwrap();
-    let super_path = regex::Regex::new(r"\bsuper::(?:\{([^}]*)\}|([a-z_]+))").unwrap();
+    let start = regex::Regex::new(r"\b(crate|super)((?:::super)*)::").unwrap();
+    // The module `super` names: the parent of the file's module.
+    let parent = |module: &str| {
+        module
+            .rsplit_once("::")
+            .map_or(String::new(), |(parent, _)| parent.to_string())
+    };
     let mut found = BTreeSet::new();
-    for captures in crate_path.captures_iter(text) {
-        let top = &captures[1];
-        let nested = captures.get(2).map(|m| format!("{top}::{}", m.as_str()));
-        match nested.filter(|nested| modules.contains(nested)) {
-            Some(nested) => found.insert(nested),
-            None => found.insert(top.to_string()),
-        };
-    }
-    if !source.face {
-        let folder = source.module.rsplit_once("::").map_or("", |(folder, _)| folder);
-        for captures in super_path.captures_iter(text) {
-            let names = captures.get(1).or(captures.get(2)).unwrap().as_str();
-            for name in names
-                .split(',')
-                .map(|name| name.trim().split("::").next().unwrap().trim())
-            {
-                let sibling = if folder.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{folder}::{name}")
-                };
-                if modules.contains(&sibling) {
-                    found.insert(sibling);
+    for captures in start.captures_iter(text) {
+        let base = match &captures[1] {
+            "crate" => String::new(),
+            _ => {
+                let mut base = parent(&source.module);
+                for _ in 0..captures[2].matches("super").count() {
+                    base = parent(&base);
                 }
+                base
+            }
+        };
+        let rest = &text[captures.get(0).unwrap().end()..];
+        for path in paths(rest) {
+            let mut segments: Vec<&str> = if base.is_empty() {
+                Vec::new()
+            } else {
+                base.split("::").collect()
+            };
+            let mut longest = None;
+            for segment in path.split("::") {
+                segments.push(segment);
+                let module = segments.join("::");
+                if modules.contains(&module) {
+                    longest = Some(module);
+                }
+            }
+            if let Some(module) = longest {
+                found.insert(module);
             }
         }
     }
     found.remove(&source.module);
     found
+}
+
+/// The module paths a `use` tail names: `a::b::C` is `a::b::C`; `{a, b::{c, d}}` is `a`, `b::c`
+/// and `b::d`. Stops at the first character that cannot continue a path.
+fn paths(rest: &str) -> Vec<String> {
+    let ident = |text: &str| -> usize {
+        text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(text.len())
+    };
+    if let Some(group) = rest.strip_prefix('{') {
+        let mut depth = 1;
+        let mut end = group.len();
+        for (at, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = at;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let inner = &group[..end];
+        let (mut items, mut depth, mut from) = (Vec::new(), 0, 0);
+        for (at, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(&inner[from..at]);
+                    from = at + 1;
+                }
+                _ => {}
+            }
+        }
+        items.push(&inner[from..]);
+        return items.iter().flat_map(|item| paths(item.trim())).collect();
+    }
+    let length = ident(rest);
+    if length == 0 {
+        return Vec::new();
+    }
+    let (head, tail) = rest.split_at(length);
+    match tail.strip_prefix("::") {
+        Some(tail) => {
+            let deeper = paths(tail);
+            if deeper.is_empty() {
+                vec![head.to_string()]
+            } else {
+                deeper.into_iter().map(|path| format!("{head}::{path}")).collect()
+            }
+        }
+        None => vec![head.to_string()],
+    }
 }
 
 #[test]

@@ -11,12 +11,13 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::config::Confirmation as Configured;
-use super::parts::Agent;
+use super::definition::Agent;
 use crate::hooks::dispatch::Caller;
 use crate::hooks::pending::Owner;
 use crate::hooks::HookEvent;
 use crate::host::{Args, Callable, HostCall, Reply};
 use crate::js_value::describe;
+use crate::sync::lock;
 
 /// What the handler is asked; the host adds `abortSignal`.
 #[derive(Serialize)]
@@ -44,21 +45,20 @@ pub(crate) enum Answer {
 /// What a session remembers of its confirmations: the handler its factory made, and the calls
 /// approved for the rest of the session.
 #[derive(Default)]
-pub struct Approvals {
-    state: Mutex<Remembered>,
+pub struct Remembered {
+    state: Mutex<State>,
 }
 
 #[derive(Default)]
-struct Remembered {
+struct State {
     handler: Option<Callable>,
     /// Tool calls approved with `scope: 'session'`, by [`approval_key`].
     approved: HashSet<String>,
 }
 
-impl Approvals {
-    fn state(&self) -> MutexGuard<'_, Remembered> {
-        // A panic while holding the lock leaves plain data behind; keep serving it.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+impl Remembered {
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
     }
 
     fn approved(&self, tool: &str, args: &Map<String, Value>) -> bool {
@@ -93,7 +93,7 @@ fn approval_key(tool: &str, args: &Map<String, Value>) -> String {
 
 pub(crate) struct Confirmation<'a> {
     pub agent: &'a Agent,
-    pub approvals: &'a Approvals,
+    pub approvals: &'a Remembered,
     pub caller: Caller<'a>,
 }
 
@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_session_approval_is_for_the_same_tool_and_arguments_in_any_key_order() {
-        let approvals = Approvals::default();
+        let approvals = Remembered::default();
         let args = |value: Value| value.as_object().unwrap().clone();
         approvals.approve("write", &args(json!({"path": "a", "opts": {"x": 1, "y": 2}})));
         assert!(approvals.approved("write", &args(json!({"opts": {"y": 2, "x": 1}, "path": "a"}))));

@@ -1,5 +1,6 @@
-//! The agent: options, the session (conversation, busy/closed state), the loop, tool execution
-//! and the events a run streams.
+//! The agent, in floors of its own (`tests/layers.rs`): its parts (options, definitions,
+//! events, tools, payloads, the pause vocabulary), the store port and delegation beside them
+//! (`durable/`, `subagents/delegate.rs`), the loop above (`run/`), and the session on top.
 
 pub mod approvals;
 pub mod compaction;
@@ -7,13 +8,11 @@ pub mod config;
 mod confirm;
 pub mod control;
 pub mod conversation;
-pub mod deferred;
+pub mod definition;
 pub mod durable;
 pub mod events;
-pub mod parts;
 pub mod payloads;
 pub mod permission;
-mod pipeline;
 mod post_call;
 pub mod reader;
 mod run;
@@ -25,6 +24,7 @@ mod tree;
 
 pub use config::AgentConfig;
 pub use control::{RunControl, SendOptions};
+pub use durable::deferred;
 pub use events::{PromptResult, StopReason, StreamEvent, ToolCallRecord};
 pub use reader::EventReader;
 pub use session::{RunHandle, Session};

@@ -9,12 +9,12 @@ use tracing::Instrument;
 
 use super::approvals::{self, Decision};
 use super::config::AgentConfig;
-use super::confirm::Approvals;
+use super::confirm::Remembered;
 use super::control::{RunControl, SendOptions};
 use super::conversation::Conversation;
+use super::definition::Agent;
 use super::durable::{self, Durable, Stored};
 use super::events::{PendingApproval, PendingReason};
-use super::parts::Agent;
 use super::payloads;
 use super::permission::Permission;
 use super::reader::{event_log, EventReader};
@@ -42,7 +42,7 @@ pub struct Session {
     /// Where the session is kept (SPEC §8.2).
     durable: Arc<Durable>,
     conversation: Arc<Conversation>,
-    approvals: Arc<Approvals>,
+    approvals: Arc<Remembered>,
     state: Mutex<State>,
 }
 

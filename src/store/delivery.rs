@@ -3,11 +3,12 @@
 //! went; `drain` tries every queued row once now. A row whose process died mid-attempt is claimed
 //! again once its claim expires: delivery is at least once, never lost.
 //!
-//! A critical row (`fallback: 'none'`) given up after its last attempt fails its run when that
-//! run is still going in this process (`watch_operation`); otherwise it stays in the outbox as
-//! failed. Header templates resolve from the environment this process's runs last read
-//! (`remember_environment`), never from a stored value. Nothing here keeps Node alive: the
-//! deliverers are tasks of the runtime's workers, and end with their store.
+//! Each store's [`Deliverer`] is the handle its sessions hold. A critical row (`fallback:
+//! 'none'`) given up after its last attempt fails its run when that run is still going in this
+//! process ([`Deliverer::watch_operation`]); otherwise it stays in the outbox as failed. Header
+//! templates resolve from the environment the store's runs last read
+//! ([`Deliverer::remember_environment`]), never from a stored value. Nothing here keeps Node
+//! alive: the deliverers are tasks of the runtime's workers, and end with their store.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
@@ -33,35 +34,68 @@ pub type GiveUp = Box<dyn Fn(&str, &str) + Send + Sync>;
 
 /// This process's name as a deliverer.
 static OWNER: LazyLock<String> = LazyLock::new(|| format!("{}/{}", std::process::id(), ids::uuid()));
-static ENVIRONMENT: LazyLock<Mutex<Environment>> = LazyLock::new(Mutex::default);
-static OPERATIONS: LazyLock<Mutex<HashMap<String, GiveUp>>> = LazyLock::new(Mutex::default);
-/// A store this process delivers for, and how to wake its deliverer.
-type Deliverer = (Weak<dyn Store>, Arc<Notify>);
-static DELIVERERS: Mutex<Vec<Deliverer>> = Mutex::new(Vec::new());
+/// A store this process delivers for, and its deliverer.
+type Attached = (Weak<dyn Store>, Arc<Deliverer>);
+static DELIVERERS: Mutex<Vec<Attached>> = Mutex::new(Vec::new());
 
-/// Variables header templates may use, as a run (or `drainOutbox`) read them on the JS thread.
-pub fn remember_environment(environment: &Environment) {
-    if environment.is_empty() {
-        return;
+/// A store's deliverer in this process, as its sessions hold it: what wakes it, the variables
+/// its rows' header templates resolve from, and the runs a given-up critical row fails.
+#[derive(Default)]
+pub struct Deliverer {
+    wake: Notify,
+    environment: Mutex<Environment>,
+    operations: Mutex<HashMap<String, GiveUp>>,
+}
+
+impl Deliverer {
+    /// Variables header templates may use, as a run (or `drainOutbox`) read them on the JS thread.
+    pub fn remember_environment(&self, environment: &Environment) {
+        if environment.is_empty() {
+            return;
+        }
+        let mut known = lock(&self.environment);
+        for (name, value) in environment {
+            known.insert(name.clone(), value.clone());
+        }
     }
-    let mut known = lock(&ENVIRONMENT);
-    for (name, value) in environment {
-        known.insert(name.clone(), value.clone());
+
+    /// While the returned guard lives, a critical row of run `operation_id` given up calls
+    /// `give_up`.
+    pub fn watch_operation(self: &Arc<Self>, operation_id: &str, give_up: GiveUp) -> Watch {
+        lock(&self.operations).insert(operation_id.to_owned(), give_up);
+        Watch {
+            deliverer: Arc::downgrade(self),
+            operation_id: operation_id.to_owned(),
+        }
+    }
+
+    /// Rows were just queued: deliver them now, not at the next poll.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    fn environment(&self) -> Environment {
+        lock(&self.environment).clone()
+    }
+
+    fn give_up(&self, operation_id: &str, hook_id: &str, cause: &str) {
+        if let Some(give_up) = lock(&self.operations).get(operation_id) {
+            give_up(hook_id, cause);
+        }
     }
 }
 
-/// While the returned guard lives, a critical row of run `operation_id` given up calls `give_up`.
-pub fn watch_operation(operation_id: &str, give_up: GiveUp) -> Watch {
-    lock(&OPERATIONS).insert(operation_id.to_owned(), give_up);
-    Watch(operation_id.to_owned())
+/// Ends a [`Deliverer::watch_operation`] when dropped.
+pub struct Watch {
+    deliverer: Weak<Deliverer>,
+    operation_id: String,
 }
-
-/// Ends a `watch_operation` when dropped.
-pub struct Watch(String);
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        lock(&OPERATIONS).remove(&self.0);
+        if let Some(deliverer) = self.deliverer.upgrade() {
+            lock(&deliverer.operations).remove(&self.operation_id);
+        }
     }
 }
 
@@ -69,26 +103,20 @@ fn same(a: &Weak<dyn Store>, b: &Arc<dyn Store>) -> bool {
     std::ptr::addr_eq(a.as_ptr(), Arc::as_ptr(b))
 }
 
-/// Starts `store`'s deliverer in this process, once per store (a no-op when it runs already).
-pub fn attach(store: &Arc<dyn Store>) {
+/// `store`'s deliverer in this process, started on first use (once per store).
+pub fn attach(store: &Arc<dyn Store>) -> Arc<Deliverer> {
     let mut deliverers = lock(&DELIVERERS);
     deliverers.retain(|(store, _)| store.strong_count() > 0);
-    if deliverers.iter().any(|(attached, _)| same(attached, store)) {
-        return;
+    if let Some((_, deliverer)) = deliverers.iter().find(|(attached, _)| same(attached, store)) {
+        return deliverer.clone();
     }
-    let wake = Arc::new(Notify::new());
-    deliverers.push((Arc::downgrade(store), wake.clone()));
-    tokio::spawn(deliver_loop(Arc::downgrade(store), wake));
+    let deliverer = Arc::new(Deliverer::default());
+    deliverers.push((Arc::downgrade(store), deliverer.clone()));
+    tokio::spawn(deliver_loop(Arc::downgrade(store), deliverer.clone()));
+    deliverer
 }
 
-/// Tells `store`'s deliverer that rows were just queued.
-pub fn wake(store: &Arc<dyn Store>) {
-    if let Some((_, wake)) = lock(&DELIVERERS).iter().find(|(attached, _)| same(attached, store)) {
-        wake.notify_one();
-    }
-}
-
-async fn deliver_loop(store: Weak<dyn Store>, wake: Arc<Notify>) {
+async fn deliver_loop(store: Weak<dyn Store>, deliverer: Arc<Deliverer>) {
     loop {
         let Some(live) = store.upgrade() else {
             return;
@@ -101,22 +129,26 @@ async fn deliver_loop(store: Weak<dyn Store>, wake: Arc<Notify>) {
             }
         };
         if !claimed.is_empty() {
-            join_all(claimed.iter().map(|claimed| attempt(&*live, claimed))).await;
+            join_all(claimed.iter().map(|claimed| attempt(&*live, &deliverer, claimed))).await;
             // A full batch may have more behind it.
             continue;
         }
         drop(live);
         tokio::select! {
-            _ = wake.notified() => {}
+            _ = deliverer.wake.notified() => {}
             _ = tokio::time::sleep(POLL) => {}
         }
     }
 }
 
 /// One attempt at `claimed`, reported to the store: what the attempt was, and what it settled to.
-async fn attempt(store: &dyn Store, claimed: &Claimed) -> (Attempt, Result<Settled, StoreError>) {
+async fn attempt(
+    store: &dyn Store,
+    deliverer: &Deliverer,
+    claimed: &Claimed,
+) -> (Attempt, Result<Settled, StoreError>) {
     let row = &claimed.row;
-    let environment = lock(&ENVIRONMENT).clone();
+    let environment = deliverer.environment();
     let sent = match reqwest::Url::parse(&row.target.url) {
         Ok(url) => {
             let timeout = Duration::from_millis(row.target.timeout_ms);
@@ -142,9 +174,7 @@ async fn attempt(store: &dyn Store, claimed: &Claimed) -> (Attempt, Result<Settl
                 "a queued webhook notification was given up after its last attempt");
             if row.critical {
                 if let Some(operation) = &row.operation_id {
-                    if let Some(give_up) = lock(&OPERATIONS).get(operation) {
-                        give_up(&row.hook_id, cause);
-                    }
+                    deliverer.give_up(operation, &row.hook_id, cause);
                 }
             }
         }
@@ -170,6 +200,7 @@ pub struct Drained {
 /// Tries every queued row once now, whatever its backoff (rows another process holds right now
 /// excepted), then counts what is still queued.
 pub async fn drain(store: &Arc<dyn Store>) -> Result<Drained, StoreError> {
+    let deliverer = attach(store);
     let id = ids::uuid();
     let mut drained = Drained::default();
     loop {
@@ -177,7 +208,7 @@ pub async fn drain(store: &Arc<dyn Store>) -> Result<Drained, StoreError> {
         if claimed.is_empty() {
             break;
         }
-        for (attempt, _) in join_all(claimed.iter().map(|claimed| attempt(&**store, claimed))).await {
+        for (attempt, _) in join_all(claimed.iter().map(|claimed| attempt(&**store, &deliverer, claimed))).await {
             match attempt {
                 Attempt::Delivered => drained.delivered += 1,
                 Attempt::Failed(_) => drained.failed += 1,

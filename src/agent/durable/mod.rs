@@ -1,29 +1,34 @@
-//! A session's store (SPEC §8.2): opened on first use, every operation on the tokio workers
-//! (never the JS thread), every failure a `STORE_ERROR` — never taken as "nothing stored".
-//! And the way back: a stored session read for `resumeAgent`, its paused (or interrupted) turn
-//! rebuilt with the effects ledger, so nothing that started runs again silently.
+//! Durability: a session's end of its store (SPEC §8.2), opened on first use, every operation on
+//! the tokio workers (never the JS thread), every failure a `STORE_ERROR` — never taken as
+//! "nothing stored". Beside it: the outbox glue (`queue`), the way back after a crash
+//! (`recovery`) and results published from outside a run (`deferred`). Nothing here knows the
+//! loop (`tests/layers.rs`).
 
-use std::collections::HashMap;
+pub mod deferred;
+mod queue;
+mod recovery;
+
+pub use queue::{drain_outbox, Unfenced};
+pub use recovery::{install, load, resumed_turn, Resumed, Stored};
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 
-use super::approvals::{PausedCall, PausedTurn, TurnCall};
-use super::conversation::Conversation;
-use super::events::{PendingReason, ToolCallRecord};
-use super::tools::{SideEffect, ToolSpec};
+use super::approvals::PausedTurn;
+use super::tools::ToolSpec;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::ids;
 use crate::model::Message;
 use crate::offload::offload;
 use crate::store::delivery;
-use crate::store::outbox::{Enqueue, Queued};
 use crate::store::{
-    self, Claim, Effect, Lease, PendingCall, SessionRecord, Store, StoreConfig, StoreError, StoreErrorKind, ToolResult,
+    self, Claim, Lease, PendingCall, SessionRecord, Store, StoreConfig, StoreError, StoreErrorKind, ToolResult,
 };
 use crate::sync::lock;
+use crate::webhook::Environment;
 
 /// `STORE_ERROR`, with what failed; `SESSION_LEASED` for a write refused because the run's
 /// claim on the session is no longer live.
@@ -69,6 +74,10 @@ pub struct Durable {
     /// (a decision taken before the crash no longer stands for an `outcome_unknown` call): it is
     /// stored before the next decision or run, so the store's old decisions are never read back.
     recovered: std::sync::atomic::AtomicBool,
+    /// The variables this session's runs read, for its store's deliverer (queued rows' header
+    /// templates), handed over once the store is open.
+    environment: Mutex<Environment>,
+    handed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Durable {
@@ -76,53 +85,6 @@ impl std::fmt::Debug for Durable {
         f.debug_struct("Durable")
             .field("session_id", &self.session_id)
             .finish_non_exhaustive()
-    }
-}
-
-/// A run's queued notifications go to its store's outbox under its claim (a run that lost the
-/// session queues nothing); outside a run (SessionStart, SessionEnd), unfenced. This process's
-/// deliverer is told at once.
-#[async_trait::async_trait]
-impl Enqueue for Durable {
-    async fn enqueue(&self, rows: Vec<Queued>) -> std::result::Result<(), StoreError> {
-        let store = self
-            .store()
-            .await
-            .map_err(|error| StoreError::new("open the store", error.message))?;
-        let lease = lock(&self.lease).clone();
-        queue_rows(store, rows, lease).await
-    }
-}
-
-/// Writes `rows` to `store`'s outbox on the tokio workers (fenced by `lease` when given), then
-/// tells this process's deliverer.
-async fn queue_rows(
-    store: Arc<dyn Store>,
-    rows: Vec<Queued>,
-    lease: Option<Lease>,
-) -> std::result::Result<(), StoreError> {
-    let queue = store.clone();
-    match offload(async move { queue.enqueue(&rows, lease.as_ref()).await }).await {
-        Ok(written) => written?,
-        Err(error) => return Err(StoreError::new("queue webhook notifications", error)),
-    }
-    delivery::wake(&store);
-    Ok(())
-}
-
-/// Queues to a store's outbox outside any run (a deferred call's publication).
-#[derive(Debug)]
-pub struct Unfenced(pub StoreConfig);
-
-#[async_trait::async_trait]
-impl Enqueue for Unfenced {
-    async fn enqueue(&self, rows: Vec<Queued>) -> std::result::Result<(), StoreError> {
-        let config = self.0.clone();
-        let store = match offload(async move { store::open(&config).await }).await {
-            Ok(opened) => opened?,
-            Err(error) => return Err(StoreError::new("open the store", error)),
-        };
-        queue_rows(store, rows, None).await
     }
 }
 
@@ -179,6 +141,8 @@ impl Durable {
             // otherwise with `set_known`.
             known: Mutex::new(Some(0)),
             recovered: std::sync::atomic::AtomicBool::new(false),
+            environment: Mutex::default(),
+            handed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -211,7 +175,29 @@ impl Durable {
             .store
             .get_or_try_init(|| self.hop("open the store", async move { store::open(&config).await }))
             .await?;
+        if !self.handed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            delivery::attach(store).remember_environment(&lock(&self.environment));
+        }
         Ok(store.clone())
+    }
+
+    /// Variables a run read on the JS thread: its store's deliverer resolves queued rows'
+    /// header templates from them.
+    pub fn remember_environment(&self, environment: &Environment) {
+        if environment.is_empty() {
+            return;
+        }
+        lock(&self.environment).extend(environment.iter().map(|(name, value)| (name.clone(), value.clone())));
+        if let Some(store) = self.store.get() {
+            delivery::attach(store).remember_environment(environment);
+        }
+    }
+
+    /// While the returned guard lives, a critical queued row of run `operation_id` given up
+    /// calls `give_up` (`None` before the store is open: nothing was queued yet).
+    pub fn watch_operation(&self, operation_id: &str, give_up: delivery::GiveUp) -> Option<delivery::Watch> {
+        let store = self.store.get()?;
+        Some(delivery::attach(store).watch_operation(operation_id, give_up))
     }
 
     /// The lease writes are fenced by; a write outside a claim is a bug, refused as a lost lease.
@@ -460,8 +446,11 @@ impl Durable {
     pub async fn reload(&self) -> Result<Option<Stored>> {
         let store = self.store().await?;
         let id = self.session_id.clone();
-        self.hop("read the session again", async move { read(&*store, &id).await })
-            .await
+        self.hop(
+            "read the session again",
+            async move { recovery::read(&*store, &id).await },
+        )
+        .await
     }
 }
 
@@ -480,268 +469,4 @@ impl Durable {
             _ => None,
         })
     }
-}
-
-/// A stored session, read for `resumeAgent` (or again by a run whose copy was stale): its
-/// record, its pending calls (decisions included), what the effects ledger says of the calls
-/// that may have run, and the session's lease as it was just before (so a live one is known).
-pub struct Stored {
-    pub record: SessionRecord,
-    pub pending: Vec<PendingCall>,
-    pub effects: HashMap<String, Effect>,
-    pub lease: Option<store::LeaseState>,
-}
-
-/// `drainOutbox`: every queued notification of `config`'s store tried once now, with the header
-/// templates resolved from `environment` (this process's, as the caller read it).
-pub async fn drain_outbox(
-    config: &StoreConfig,
-    environment: &crate::webhook::Environment,
-) -> Result<delivery::Drained> {
-    delivery::remember_environment(environment);
-    let config = config.clone();
-    on_workers("drain the outbox", async move {
-        let store = store::open(&config).await?;
-        delivery::drain(&store).await
-    })
-    .await
-}
-
-/// Reads session `session_id`: `SESSION_NOT_FOUND` when the store does not have it, a
-/// `STORE_ERROR` when it cannot be read.
-pub async fn load(config: &StoreConfig, session_id: &str) -> Result<Stored> {
-    let config = config.clone();
-    let id = session_id.to_string();
-    let loaded = on_workers("load the session", async move {
-        let store = store::open(&config).await?;
-        read(&*store, &id).await
-    })
-    .await?;
-    loaded.ok_or_else(|| {
-        SdkError::new(
-            ErrorCode::SessionNotFound,
-            format!("Session {session_id} is not in the store"),
-        )
-    })
-}
-
-/// The lease first: a claim made after it was read shows as a newer token, so the record read
-/// next is never taken for newer than it is.
-async fn read(store: &dyn Store, id: &str) -> std::result::Result<Option<Stored>, StoreError> {
-    let lease = store.lease_state(id).await?;
-    let Some((record, pending)) = store.load(id).await? else {
-        return Ok(None);
-    };
-    // The ledger's word on every call of the last assistant turn (and every pending one).
-    let mut ids: Vec<String> = pending.iter().map(|call| call.tool_call_id.clone()).collect();
-    ids.extend(last_turn_calls(&record.messages).into_iter().map(|call| call.id));
-    let mut effects = HashMap::new();
-    for call_id in ids {
-        if let Some(effect) = store.effect(id, &call_id).await? {
-            effects.insert(call_id, effect);
-        }
-    }
-    Ok(Some(Stored {
-        record,
-        pending,
-        effects,
-        lease,
-    }))
-}
-
-/// The tool calls of the last assistant message, when it has any.
-fn last_turn_calls(messages: &[Message]) -> Vec<TurnCall> {
-    match messages
-        .iter()
-        .rev()
-        .find(|message| matches!(message, Message::Assistant { .. }))
-    {
-        Some(Message::Assistant { tool_calls, .. }) => tool_calls
-            .iter()
-            .map(|call| TurnCall {
-                id: call.id.clone(),
-                name: call.function.name.clone(),
-                arguments: call.function.arguments.clone(),
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// The turn a resumed session goes on with: the stored pause, or — when the process died in
-/// the middle of a turn — that turn, rebuilt. The store's decisions win, and the ledger
-/// decides what may run again: a call with a result keeps it; one that started without a
-/// result becomes `outcome_unknown` (unless its tool is `pure` or `idempotent`); one that never
-/// started goes through the whole pipeline.
-///
-/// Without `recover` (another agent held the session, live, when it was read: its run may be
-/// at work) the stored pause is taken as it is, and nothing is rebuilt.
-pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec], recover: bool) -> Result<Option<Resumed>> {
-    // Rebuilt from the ledger (the store holds no such turn yet, or holds it differently).
-    let mut changed = false;
-    if !recover && stored.record.paused.is_none() {
-        return Ok(None);
-    }
-    let mut turn = match &stored.record.paused {
-        Some(paused) => {
-            let turn = serde_json::from_value::<PausedTurn>(paused.clone())
-                .map_err(|error| store_error(StoreError::new("read the paused turn", error)))?;
-            turn.check_shape()
-                .map_err(|problem| store_error(StoreError::new("read the paused turn", problem)))?;
-            turn
-        }
-        None => match interrupted_turn(&stored.record.messages) {
-            Some(turn) => {
-                changed = true;
-                turn
-            }
-            None => return Ok(None),
-        },
-    };
-    for call in &mut turn.pending {
-        if let Some(kept) = stored
-            .pending
-            .iter()
-            .find(|kept| kept.tool_call_id == call.tool_call_id)
-        {
-            call.decision = kept.decision.clone();
-            call.reason = kept.reason;
-        }
-    }
-    if !recover {
-        return Ok(Some(Resumed { turn, changed }));
-    }
-    let replayable = |name: &str| {
-        tools
-            .iter()
-            .find(|tool| tool.schema.name == name)
-            .is_some_and(|tool| matches!(tool.side_effect, SideEffect::Pure | SideEffect::Idempotent))
-    };
-    let mut waiting = Vec::with_capacity(turn.pending.len());
-    for mut call in std::mem::take(&mut turn.pending) {
-        // A deferred call started on purpose and waits for its published result.
-        if call.reason == PendingReason::Deferred {
-            waiting.push(call);
-            continue;
-        }
-        match stored.effects.get(&call.tool_call_id) {
-            Some(Effect::Finished(result)) => {
-                changed = true;
-                turn.results[call.index] = Some(ToolCallRecord::stored(
-                    &call.tool_call_id,
-                    &call.tool_name,
-                    Value::Object(call.input.clone()),
-                    result.output.clone(),
-                    result.is_error,
-                ));
-                continue;
-            }
-            // Found started without a result: its outcome is unknown (a decision taken before
-            // the crash no longer stands). `Unknown`: it was saved so, and its decision stands.
-            Some(Effect::Started) if !replayable(&call.tool_name) => {
-                changed |= call.reason != PendingReason::OutcomeUnknown || call.decision.is_some();
-                call.reason = PendingReason::OutcomeUnknown;
-                call.decision = None;
-                call.rerun = false;
-            }
-            _ => {}
-        }
-        waiting.push(call);
-    }
-    turn.pending = waiting;
-    Ok(Some(Resumed { turn, changed }))
-}
-
-/// Puts a stored session in `conversation`: its messages (less the tool messages of the turn
-/// that goes on, which that turn pushes all together when it does) and that turn, paused.
-pub fn install(conversation: &Conversation, mut messages: Vec<Message>, turn: Option<PausedTurn>) {
-    if let Some(turn) = &turn {
-        let ids: Vec<&str> = turn.calls.iter().map(|call| call.id.as_str()).collect();
-        messages.retain(
-            |message| !matches!(message, Message::Tool { tool_call_id, .. } if ids.contains(&tool_call_id.as_str())),
-        );
-    }
-    conversation.replace(Arc::new(messages.into_iter().map(Arc::new).collect()));
-    conversation.take_paused();
-    if let Some(turn) = turn {
-        conversation.pause(turn);
-    }
-}
-
-/// The turn a resumed session goes on with, and whether it differs from what the store holds
-/// (then it is stored before the next decision, so a decision made before the crash does not
-/// stand for a call whose outcome is now unknown).
-pub struct Resumed {
-    pub turn: PausedTurn,
-    pub changed: bool,
-}
-
-/// The turn a process died in: the last assistant message's calls without a tool message.
-/// They wait to go through the pipeline again (the ledger then says which ran).
-fn interrupted_turn(messages: &[Message]) -> Option<PausedTurn> {
-    let position = messages
-        .iter()
-        .rposition(|message| matches!(message, Message::Assistant { .. }))?;
-    let Message::Assistant { content, .. } = &messages[position] else {
-        return None;
-    };
-    let calls = last_turn_calls(messages);
-    if calls.is_empty() {
-        return None;
-    }
-    let answered: HashMap<&str, (&str, bool)> = messages[position + 1..]
-        .iter()
-        .filter_map(|message| match message {
-            Message::Tool {
-                tool_call_id,
-                content,
-                is_error,
-            } => Some((tool_call_id.as_str(), (content.as_str(), *is_error))),
-            _ => None,
-        })
-        .collect();
-    if calls.iter().all(|call| answered.contains_key(call.id.as_str())) {
-        return None;
-    }
-    let steps = messages[..=position]
-        .iter()
-        .filter(|message| matches!(message, Message::Assistant { .. }))
-        .count() as u32;
-    let mut results = Vec::with_capacity(calls.len());
-    let mut pending = Vec::new();
-    for (index, call) in calls.iter().enumerate() {
-        let input: Map<String, Value> = serde_json::from_str(&call.arguments).unwrap_or_default();
-        match answered.get(call.id.as_str()) {
-            Some((output, is_error)) => results.push(Some(ToolCallRecord::stored(
-                &call.id,
-                &call.name,
-                Value::Object(input),
-                output.to_string(),
-                *is_error,
-            ))),
-            None => {
-                results.push(None);
-                pending.push(PausedCall {
-                    index,
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    fingerprint: store::fingerprint(&call.name, &input),
-                    input,
-                    reason: PendingReason::Ask,
-                    decision: None,
-                    rerun: true,
-                });
-            }
-        }
-    }
-    // Any earlier tool messages of this turn are dropped from the conversation by the caller:
-    // the resumed turn pushes all of them, in call order.
-    Some(PausedTurn {
-        operation_id: ids::uuid(),
-        step_index: steps.saturating_sub(1),
-        text: content.clone().unwrap_or_default(),
-        calls,
-        results,
-        pending,
-    })
 }

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::config;
-use super::durable::{self, store_error};
-use super::events::PendingReason;
-use super::payloads::{CallOf, ToolEvent};
-use super::post_call::{Failures, PostCall};
-use super::tools::model_output;
+use super::{self as durable, store_error};
+use crate::agent::config;
+use crate::agent::events::PendingReason;
+use crate::agent::payloads::{CallOf, ToolEvent};
+use crate::agent::post_call::{Failures, PostCall};
+use crate::agent::tools::model_output;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::dispatch::{Caller, Dispatcher, HookContext, HookError};
 use crate::hooks::registry::Registry;

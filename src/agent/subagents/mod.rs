@@ -4,14 +4,16 @@
 //! prompt, tools, model and turns, and its place in the tree (`agentPath`). What a child is
 //! configured with, and where a run sits, live here; `pipeline.rs` starts children.
 
+pub mod delegate;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::events::StreamEvent;
-use super::reader::EventSender;
-use super::tools::ToolSpec;
+use crate::agent::events::StreamEvent;
+use crate::agent::reader::EventSender;
+use crate::agent::tools::ToolSpec;
 use crate::error::{Result, SdkError};
 use crate::js_value::MAX_TIMER_MS;
 use crate::model::ToolSchema;

@@ -3,38 +3,31 @@
 //! mocked) → after-controls → PostToolUse / PostToolUseFailure. Hook failures here become
 //! failed calls, never a failed run.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::approvals::{self, PausedCall};
-use super::config::child_model;
-use super::confirm::{Answer, Approvals, Confirmation, ConfirmationRequest};
-use super::control::RunControl;
-use super::durable::Durable;
-use super::events::{PendingReason, StreamEvent, ToolCallRecord};
-use super::parts::Agent;
-use super::payloads;
-use super::payloads::{CallOf, PermissionAsk, ToolEvent};
-use super::permission::{self, Decision, Permission};
-use super::post_call::{blocked, Failures, PostCall};
-use super::reader::EventSender;
-use super::reader::EventSender as Events;
-use super::settings::RunSettings;
-use super::subagents::{self, Child, TaskRequest};
-use super::tools::{self, CallResult, Execution, NoResult, Runner, ToolContext, ToolSpec};
-use crate::error::{ErrorCode, SdkError};
+use crate::agent::approvals::{self, PausedCall};
+use crate::agent::confirm::{Answer, Confirmation, ConfirmationRequest, Remembered};
+use crate::agent::definition::Agent;
+use crate::agent::durable::Durable;
+use crate::agent::events::{PendingReason, StreamEvent, ToolCallRecord};
+use crate::agent::payloads::{CallOf, PermissionAsk, ToolEvent};
+use crate::agent::permission::{self, Decision, Permission};
+use crate::agent::post_call::{blocked, Failures, PostCall};
+use crate::agent::reader::EventSender;
+use crate::agent::settings::RunSettings;
+use crate::agent::subagents;
+use crate::agent::subagents::delegate::{Children, Delegation};
+use crate::agent::tools::{self, CallResult, Execution, NoResult, Runner, ToolContext, ToolSpec};
 use crate::hooks::apply::{self, PreVerdict};
 use crate::hooks::control;
-use crate::hooks::dispatch::HookContext;
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
 use crate::hooks::{EventFields, HookEvent};
-use crate::host::ScopeId;
 use crate::host::{Args, ErrorSlot, HostCall};
 use crate::js_value::describe;
 use crate::mcp;
 use crate::model::ToolCallRequest;
 use crate::store;
-use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
@@ -44,7 +37,7 @@ use crate::model::Usage;
 pub(crate) struct CallSite<'a> {
     pub agent: &'a Arc<Agent>,
     /// What the session remembers of its confirmations.
-    pub approvals: &'a Arc<Approvals>,
+    pub approvals: &'a Arc<Remembered>,
     /// The run's copy of the session's settings (permission, default context, …).
     pub settings: &'a RunSettings,
     pub caller: Caller<'a>,
@@ -58,29 +51,6 @@ pub(crate) struct CallSite<'a> {
     pub durable: &'a Durable,
     /// Where `Task` calls start their sub-agents.
     pub children: &'a dyn Children,
-}
-
-/// Everything a sub-agent's run is made of.
-pub(crate) struct ChildRun {
-    pub agent: Arc<Agent>,
-    pub approvals: Arc<Approvals>,
-    pub settings: RunSettings,
-    pub control: Arc<RunControl>,
-    pub events: Events,
-    pub scope: ScopeId,
-    pub context: HookContext,
-    pub prompt: String,
-}
-
-/// Starts sub-agents' runs, handed in by the run module: a run's tool call may start a run, and
-/// this module does not reach back into that one.
-pub(crate) trait Children: Sync {
-    /// Counts one more `Task` call against the tree's budget: `false` once it is spent.
-    fn claim(&self) -> bool;
-
-    /// The child's run id, and its run to the end: its final text, or why it failed.
-    /// With its outcome, the tokens it used.
-    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (crate::error::Result<String>, Usage)>);
 }
 
 /// One call being handled: what it asked for and where it sits in its turn.
@@ -561,139 +531,21 @@ impl Call<'_> {
         }
     }
 
-    /// A `Task` call: runs the named sub-agent to the end under this agent's hooks, between
-    /// SubagentStart / SubagentStarted and (when it fails) SubagentFailure on the parent.
+    /// A `Task` call: the sub-agent it names, run to the end.
     async fn delegate(&self, input: &Map<String, Value>) -> CallResult {
         let site = self.site;
-        let agent = site.agent;
-        let Some(subagents) = agent.config.subagents.as_deref() else {
-            return self.not_found();
-        };
-        let task = match TaskRequest::read(input, subagents) {
-            Ok(task) => task,
-            Err(problem) => return CallResult::failed(problem, None),
-        };
-        let Some(spec) = subagents.get(&task.subagent_type) else {
-            return self.not_found();
-        };
-        if !site.children.claim() {
-            return CallResult::failed(subagents::calls_spent(subagents.max_calls), None);
-        }
-        let (agent_path, _) = subagents::lineage(site.settings.child.as_ref());
-        let start = payloads::SubagentStart {
-            event: HookEvent::SubagentStart.name(),
-            session_id: &agent.id,
+        let delegation = Delegation {
+            agent: site.agent,
+            approvals: site.approvals,
+            settings: site.settings,
+            caller: site.caller,
             operation_id: site.operation_id,
-            agent_id: &spec.name,
-            instruction: &task.prompt,
+            events: site.events,
+            children: site.children,
             tool_call_id: &self.request.id,
-            agent_path,
+            spent: &self.spent,
         };
-        if let Err(error) = self
-            .parent_event(HookEvent::SubagentStart, EventFields::of(&start))
-            .await
-        {
-            let thrown = error.thrown();
-            return CallResult::failed(error.message, thrown);
-        }
-        let model = match &spec.model {
-            None => Ok(site.settings.model.clone()),
-            Some(value) => child_model(
-                &agent.config.model,
-                value,
-                &format!("advanced.agents.{}.model", spec.name),
-            )
-            .map(|choice| choice.build(agent.host.clone())),
-        };
-        let started = |sub_operation_id: &str, success: bool| payloads::SubagentStarted {
-            event: HookEvent::SubagentStarted.name(),
-            session_id: &agent.id,
-            operation_id: site.operation_id,
-            agent_id: &spec.name,
-            sub_operation_id: sub_operation_id.to_string(),
-            success,
-            agent_path,
-        };
-        let model = match model {
-            Ok(model) => model,
-            Err(error) => {
-                self.parent_observer(HookEvent::SubagentStarted, EventFields::of(&started("", false)))
-                    .await;
-                return self.subagent_failed(&spec.name, agent_path, error).await;
-            }
-        };
-        let child = Child::new(spec, agent_path, &self.request.id, agent.tools(), subagents.max_depth);
-        let settings = RunSettings {
-            model,
-            max_turns: spec.max_turns.unwrap_or(site.settings.max_turns),
-            child: Some(Arc::new(child)),
-            ..site.settings.clone()
-        };
-        let (sub_operation_id, run) = site.children.start(ChildRun {
-            agent: agent.clone(),
-            approvals: site.approvals.clone(),
-            settings,
-            control: Arc::new(RunControl::under(site.caller.cancel)),
-            events: site.events.clone(),
-            scope: site.caller.scope,
-            context: site.caller.context.clone(),
-            prompt: task.prompt.clone(),
-        });
-        self.parent_observer(
-            HookEvent::SubagentStarted,
-            EventFields::of(&started(&sub_operation_id, true)),
-        )
-        .await;
-        let (outcome, usage) = run.await;
-        self.spent
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .add(usage);
-        match outcome {
-            Ok(text) => CallResult::success(text),
-            Err(error) if error.code == ErrorCode::Abort => CallResult::aborted(error.message),
-            Err(error) => self.subagent_failed(&spec.name, agent_path, error).await,
-        }
-    }
-
-    /// SubagentFailure on the parent; the `Task` call fails with the sub-agent's error.
-    async fn subagent_failed(&self, agent_id: &str, agent_path: &[String], error: SdkError) -> CallResult {
-        let failure = payloads::SubagentFailure {
-            event: HookEvent::SubagentFailure.name(),
-            session_id: &self.site.agent.id,
-            operation_id: self.site.operation_id,
-            agent_id,
-            error: &error.message,
-            agent_path,
-        };
-        self.parent_observer(HookEvent::SubagentFailure, EventFields::of(&failure))
-            .await;
-        let thrown = error.thrown();
-        CallResult::failed(error.message, thrown)
-    }
-
-    /// Dispatches a sub-agent event of the parent's; a failure fails the `Task` call.
-    async fn parent_event(&self, event: HookEvent, payload: EventFields) -> Result<(), SdkError> {
-        if !self.site.agent.dispatcher.has(event, None, self.site.caller.context) {
-            return Ok(());
-        }
-        self.site
-            .agent
-            .dispatcher
-            .dispatch(EventInput::of(event, payload), self.site.caller)
-            .await
-            .map(drop)
-            .map_err(HookError::into_sdk)
-    }
-
-    /// As [`Self::parent_event`], for events that come after the fact: a failure is logged.
-    async fn parent_observer(&self, event: HookEvent, payload: EventFields) {
-        if let Err(error) = self.parent_event(event, payload).await {
-            self.site.agent.log().warn(
-                &format!("{} hook failed; the sub-agent's outcome stands", event.name()),
-                json!({"error": error.message}),
-            );
-        }
+        delegation.run(input).await.unwrap_or_else(|| self.not_found())
     }
 
     /// A tool hook failed before the tool ran: the call fails with its message.

@@ -1,0 +1,631 @@
+//! The loop of one `send`: UserPromptSubmit → { model turn → tool calls } until the model
+//! answers without tool calls, `maxTurns` is reached or a denial interrupts → TaskCompleted.
+
+mod admit;
+mod claim;
+mod compact;
+mod lifecycle;
+mod model_turn;
+mod pause;
+mod pipeline;
+mod sub_runs;
+
+use std::sync::Arc;
+
+use futures::future::{join_all, BoxFuture};
+use futures::FutureExt;
+use serde_json::{json, Map, Value};
+use tracing::field::Empty;
+use tracing::Instrument;
+
+use self::model_turn::{where_models_run, ModelTurn};
+use self::pipeline::{CallSite, Ended};
+use self::sub_runs::SubRuns;
+use crate::agent::approvals::PausedTurn;
+use crate::agent::confirm::Remembered;
+use crate::agent::control::{RunControl, SendOptions};
+use crate::agent::conversation::Conversation;
+use crate::agent::definition::Agent;
+use crate::agent::durable::Durable;
+use crate::agent::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
+use crate::agent::payloads;
+use crate::agent::reader::EventSender;
+use crate::agent::settings::RunSettings;
+use crate::agent::subagents;
+use crate::agent::tree::{Nursery, Tree};
+use crate::error::{ErrorCode, Result, SdkError};
+use crate::hooks::dispatch::{Caller, HookContext};
+use crate::hooks::environment;
+use crate::hooks::pending::SETTLE_GRACE;
+use crate::hooks::{EventFields, HookEvent};
+use crate::host::ScopeId;
+use crate::ids;
+use crate::js_value::describe;
+use crate::model::{
+    AssistantToolCall, FinishReason, Message, ModelReply, ToolCallRequest, ToolChoice, Usage, UserContent,
+};
+
+pub(crate) struct Run {
+    agent: Arc<Agent>,
+    /// Where the session is kept: pauses, turn boundaries, the effects ledger.
+    durable: Arc<Durable>,
+    /// The only mutable part of the session a run touches.
+    conversation: Arc<Conversation>,
+    approvals: Arc<Remembered>,
+    control: Arc<RunControl>,
+    events: EventSender,
+    /// The session's settings when the run started (`setModel` and the like apply later).
+    settings: RunSettings,
+    /// When `send` accepted the run (`duration`).
+    started: std::time::Instant,
+    scope: ScopeId,
+    /// One id per run (`taskId` of TaskCompleted).
+    id: String,
+    max_turns: u32,
+    turns: u32,
+    /// `toolChoice` for this run's model calls (a sub-agent's runs have none).
+    tool_choice: Option<ToolChoice>,
+    /// The model has called a tool in this run: a forced choice is spent.
+    called_a_tool: bool,
+    usage: Usage,
+    tool_calls: Vec<ToolCallRecord>,
+    /// The environment's hooks for this run and the variables webhooks may use.
+    context: HookContext,
+    /// The environment's hooks could not be read: the run fails with this.
+    setup_error: Option<SdkError>,
+    last_text: String,
+    /// The calls this run paused on, for its result's `pendingApprovals`.
+    paused: Option<Vec<PendingApproval>>,
+    /// The last model call's reported prompt tokens and how many messages it was sent, for
+    /// compaction's count.
+    reported: Option<(u64, usize)>,
+    /// The step index of this run's first model turn (after a paused turn, the next one).
+    first_step: u32,
+    /// The root of the run's trace: model calls, tool calls and dispatches nest in it. A root
+    /// even when `send` is called from inside another run's tool or hook.
+    span: tracing::Span,
+    /// Where its `Task` calls start sub-agents: the tree of the root run it belongs to.
+    children: SubRuns,
+    /// A root run's sub-agents, polled beside it while it drives (a sub-agent's run has none).
+    nursery: Option<Nursery>,
+}
+
+type Finish = Result<(String, StopReason)>;
+
+impl Run {
+    pub fn new(
+        parts: RunParts,
+        settings: RunSettings,
+        control: Arc<RunControl>,
+        events: EventSender,
+        options: SendOptions,
+    ) -> Self {
+        let (extra, setup_error) = match environment::hooks(&options.environment) {
+            Ok(hooks) => (hooks, None),
+            Err(error) => (Vec::new(), Some(error)),
+        };
+        let max_turns = options.max_turns.unwrap_or(settings.max_turns);
+        // The outbox's deliverer resolves queued notifications' header templates from these.
+        parts.durable.remember_environment(&options.environment);
+        let context = HookContext {
+            extra,
+            queue: Some(parts.durable.clone()),
+            environment: Arc::new(options.environment),
+        };
+        let budget = parts
+            .agent
+            .config
+            .subagents
+            .as_ref()
+            .map_or(subagents::DEFAULT_MAX_CALLS, |subagents| subagents.max_calls);
+        let (tree, nursery) = Tree::new(budget);
+        let mut run = Run::child(parts, settings, control, events, options.scope, context, tree);
+        run.max_turns = max_turns;
+        run.tool_choice = options.tool_choice.or_else(|| run.agent.config.tool_choice.clone());
+        run.setup_error = setup_error;
+        run.nursery = Some(nursery);
+        run
+    }
+
+    /// A run under hooks already read: a sub-agent's, with its parent's `context` (the
+    /// environment hooks and snapshot the parent's run started with), in its parent's `tree`.
+    pub fn child(
+        parts: RunParts,
+        settings: RunSettings,
+        control: Arc<RunControl>,
+        events: EventSender,
+        scope: ScopeId,
+        context: HookContext,
+        tree: Arc<Tree>,
+    ) -> Self {
+        let RunParts {
+            agent,
+            durable,
+            conversation,
+            approvals,
+        } = parts;
+        let span = tracing::info_span!(
+            parent: None,
+            "agent_run",
+            session_id = %agent.id,
+            turns = Empty,
+            stop_reason = Empty,
+            otel.status_description = Empty
+        );
+        Run {
+            agent,
+            durable,
+            conversation,
+            approvals,
+            control,
+            events,
+            max_turns: settings.max_turns,
+            settings,
+            started: std::time::Instant::now(),
+            scope,
+            id: ids::uuid(),
+            turns: 0,
+            tool_choice: None,
+            called_a_tool: false,
+            usage: Usage::default(),
+            tool_calls: Vec::new(),
+            context,
+            setup_error: None,
+            last_text: String::new(),
+            paused: None,
+            reported: None,
+            first_step: 0,
+            span,
+            children: SubRuns(tree),
+            nursery: None,
+        }
+    }
+
+    /// One id per run: `operationId`, `taskId`, the submission's `requestId`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Fails with the abort once the run was aborted. Checked before every model call and as
+    /// soon as a turn's tool calls return: user code that aborts synchronously never gives the
+    /// `select!` in [`Run::drive`] a chance to see it.
+    fn checkpoint(&self) -> Result<()> {
+        if self.control.is_aborted() {
+            return Err(SdkError::new(ErrorCode::Abort, self.control.reason()));
+        }
+        Ok(())
+    }
+
+    /// Publishes `event`; a sub-agent's run shows the parent's stream its tool events only.
+    fn emit(&self, event: StreamEvent) {
+        subagents::publish(self.settings.child.as_ref(), &self.events, event);
+    }
+
+    fn caller(&self) -> Caller<'_> {
+        Caller {
+            scope: self.scope,
+            cancel: Some(self.control.token()),
+            context: &self.context,
+        }
+    }
+
+    /// After the run failed or was aborted, hooks get their own budget, not the aborted signal.
+    fn detached(&self) -> Caller<'_> {
+        Caller {
+            scope: self.scope,
+            cancel: None,
+            context: &self.context,
+        }
+    }
+
+    fn has(&self, event: HookEvent) -> bool {
+        self.agent.dispatcher.has(event, None, &self.context)
+    }
+
+    /// The run's totals so far, as the step and end events carry them.
+    fn totals(&self) -> payloads::Totals {
+        payloads::Totals {
+            steps: self.turns,
+            total_input_tokens: self.usage.input_tokens,
+            total_output_tokens: self.usage.output_tokens,
+            total_tokens: self.usage.total_tokens,
+            total_tool_calls: self.tool_calls.len(),
+        }
+    }
+
+    /// Runs to the end and publishes the outcome as the last event.
+    pub async fn drive(mut self, start: Start) {
+        let control = self.control.clone();
+        // A run is first polled on a turn of its own: its slice of the event loop starts now.
+        self.agent.dispatcher.pace().restart(std::time::Instant::now());
+        if !control.is_admitted() {
+            if let Err(refusal) = self.prepare(&start).await {
+                self.refuse(refusal).await;
+                return;
+            }
+            control.admit(Ok(()));
+        }
+        let guard = self.guard();
+        let mut outcome = match self.nursery.take() {
+            Some(nursery) => nursery.alongside(self.conclude(start)).await,
+            None => self.conclude(start).await,
+        };
+        let stopped = guard.stopped.clone();
+        drop(guard);
+        let aborted = matches!(&outcome, Err(error) if error.code == ErrorCode::Abort);
+        if let (Some(stopped), Err(error)) = (stopped.get(), &mut outcome) {
+            // Aborted from outside: said as what it was.
+            *error = stopped.clone();
+        }
+        // An aborted run's open calls were answered in memory (§2); kept (unless the claim is
+        // lost), so the next agent to claim the session finds the conversation as this one does.
+        let lost = matches!(&outcome, Err(error) if error.code == ErrorCode::SessionLeased);
+        if aborted && !lost && self.durable.survives() && self.conversation.paused().is_none() {
+            if let Err(error) = self.save(None).await {
+                self.agent.log().warn(
+                    "The aborted run's conversation could not be kept",
+                    json!({"sessionId": self.agent.id, "error": error.message}),
+                );
+            }
+        }
+        // Released before the result is published: whoever sees it may claim the session. A
+        // lost claim is no longer this run's to release (and a silent store would hold the
+        // result back for the release's deadline).
+        if lost {
+            self.durable.forget_lease();
+        } else if let Err(error) = self.durable.release().await {
+            self.release_failed(&error);
+        }
+        match outcome {
+            Ok((content, stop_reason)) => {
+                let usage = TokenUsage::of(self.usage, self.agent.config.max_context_tokens);
+                self.emit(StreamEvent::Usage { usage });
+                let result = PromptResult {
+                    result: content.clone(),
+                    tool_calls: std::mem::take(&mut self.tool_calls),
+                    usage,
+                    duration: self.started.elapsed().as_millis() as u64,
+                    turns_count: self.turns,
+                    content,
+                    turns: self.turns,
+                    stop_reason,
+                    pending_approvals: self.paused.take(),
+                };
+                self.emit(StreamEvent::result(result));
+            }
+            Err(error) => self.emit(StreamEvent::error(error)),
+        }
+        control.finish();
+    }
+
+    /// Runs a sub-agent to the end: its final text, or why it failed. Boxed with its type
+    /// spelled out: a sub-agent's run holds the `Task` call that may start another.
+    pub fn drive_child(mut self, prompt: String) -> BoxFuture<'static, (Result<String>, Usage)> {
+        Box::pin(async move {
+            let control = self.control.clone();
+            let outcome = self.conclude(Start::Prompt(UserContent::Text(prompt))).await;
+            control.finish();
+            (outcome.map(|(text, _)| text), self.usage)
+        })
+    }
+
+    /// The run's steps, then the events of its end (TaskCompleted, StopFailure) and its span.
+    async fn conclude(&mut self, start: Start) -> Finish {
+        let control = self.control.clone();
+        let description = match &start {
+            Start::Prompt(content) => content.text(),
+            Start::Resume => self.conversation.last_prompt(),
+        };
+        let outcome = match self.setup_error.take() {
+            Some(error) => Err(error),
+            None => tokio::select! {
+                biased;
+                _ = control.aborted() => Err(SdkError::new(ErrorCode::Abort, control.reason())),
+                outcome = self.steps(start) => outcome,
+            },
+        };
+        if matches!(&outcome, Err(error) if error.code == ErrorCode::Abort) {
+            // Callbacks told to stop usually settle at once; let them, so the session is not
+            // found still cleaning up by the caller's next step.
+            self.agent.dispatcher.pending().settle(SETTLE_GRACE).await;
+        }
+        let outcome = self.task_completed(outcome, &description).await;
+        if let Err(error) = &outcome {
+            if error.code != ErrorCode::Abort {
+                self.stop_failure(error).await;
+            }
+        }
+        let aborted = match &outcome {
+            Err(error) if error.code == ErrorCode::Abort => Some(error.message.as_str()),
+            _ => None,
+        };
+        self.conversation.finish(&control, aborted);
+        // How the run ended; a failure (not an abort) marks its span as an error.
+        // Numbers as i64: tracing-opentelemetry exports an unsigned field as text.
+        self.span.record("turns", i64::from(self.turns));
+        self.span.record("stop_reason", reason(&outcome));
+        if let Err(error) = &outcome {
+            if error.code != ErrorCode::Abort {
+                self.span.record("otel.status_description", error.message.as_str());
+            }
+        }
+        outcome
+    }
+
+    async fn steps(&mut self, start: Start) -> Finish {
+        match start {
+            Start::Prompt(content) => {
+                let content = self.user_prompt_submit(content).await?;
+                self.checkpoint()?;
+                self.conversation.push(Message::User { content });
+            }
+            Start::Resume => {
+                if let Some(finished) = self.resume_turn().await? {
+                    return Ok(finished);
+                }
+            }
+        }
+        loop {
+            if self.turns >= self.max_turns {
+                return Ok((self.last_text.clone(), StopReason::MaxTurns));
+            }
+            // A run whose every step answers at once still lets timers and aborts fire.
+            self.agent.dispatcher.pause_if_due().await;
+            self.checkpoint()?;
+            self.turns += 1;
+            self.emit(StreamEvent::TurnStart { turn: self.turns });
+            if self.has(HookEvent::StepStart) {
+                let payload = EventFields::of(&payloads::StepStart {
+                    event: HookEvent::StepStart.name(),
+                    session_id: &self.agent.id,
+                    operation_id: &self.id,
+                    step_index: self.step_index(),
+                    steps: self.step_index(),
+                });
+                self.lifecycle(HookEvent::StepStart, payload, self.caller()).await?;
+            }
+            self.checkpoint()?;
+            self.compact_if_needed().await?;
+            self.checkpoint()?;
+            let sent = self.conversation.messages().len();
+            let reply = self.call_model().await?;
+            self.checkpoint()?;
+            self.usage.add(reply.usage);
+            self.reported = (reply.usage.input_tokens > 0).then_some((reply.usage.input_tokens, sent));
+            let ModelReply {
+                text,
+                tool_calls,
+                finish_reason,
+                ..
+            } = reply;
+            self.called_a_tool |= !tool_calls.is_empty();
+            self.conversation.push(Message::Assistant {
+                content: (!text.is_empty() || tool_calls.is_empty()).then(|| text.clone()),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| AssistantToolCall::new(call.id.clone(), call.name.clone(), call.arguments.clone()))
+                    .collect(),
+            });
+            self.last_text = text.clone();
+            self.boundary().await?;
+            if tool_calls.is_empty() {
+                self.emit(StreamEvent::TurnEnd {
+                    turn: self.turns,
+                    finish_reason,
+                });
+                self.step_end(&text, &tool_calls, &[], false).await?;
+                // An answer the output limit cut says so.
+                let stop = match finish_reason {
+                    FinishReason::Length => StopReason::MaxTokens,
+                    _ => StopReason::Done,
+                };
+                return Ok((text, stop));
+            }
+            let ended = self.run_tool_calls(&tool_calls).await;
+            self.checkpoint()?;
+            if ended.iter().any(|ended| matches!(ended, Ended::Paused(_))) {
+                return self.pause(text, &tool_calls, ended).await;
+            }
+            let mut interrupt = None;
+            let mut records = Vec::with_capacity(ended.len());
+            for ended in ended {
+                if let Ended::Finished(finished) = ended {
+                    self.usage.add(finished.spent);
+                    interrupt = interrupt.or(finished.interrupt);
+                    records.push(finished.record);
+                }
+            }
+            for record in &mut records {
+                self.conversation.push(tool_message(record));
+                self.emit_result(record);
+            }
+            self.boundary().await?;
+            self.emit(StreamEvent::TurnEnd {
+                turn: self.turns,
+                finish_reason,
+            });
+            let more = interrupt.is_none() && self.turns < self.max_turns;
+            let first = self.tool_calls.len();
+            self.tool_calls.extend(records);
+            self.step_end(&text, &tool_calls, &self.tool_calls[first..], more)
+                .await?;
+            if let Some(denial) = interrupt {
+                return Ok((denial, StopReason::Interrupted));
+            }
+        }
+    }
+
+    /// What this model call is told about tools: a forced call (`'required'`, `{ name }`) is
+    /// asked for until the model has made one, then `'auto'`, or the loop would never end.
+    fn tool_choice(&self) -> Option<ToolChoice> {
+        match &self.tool_choice {
+            Some(choice) if choice.forces_a_call() && self.called_a_tool => Some(ToolChoice::Auto),
+            other => other.clone(),
+        }
+    }
+
+    async fn call_model(&self) -> Result<ModelReply> {
+        let turn = ModelTurn {
+            agent: self.agent.clone(),
+            model: self.settings.model.clone(),
+            messages: self.conversation.messages(),
+            turn: self.turns,
+            scope: self.scope,
+            events: self.events.clone(),
+            child: self.settings.child.clone(),
+            tool_choice: self.tool_choice(),
+        }
+        .call();
+        let span = tracing::info_span!("model_call", turn = i64::from(self.turns));
+        where_models_run(self.settings.model.is_remote(), turn.instrument(span)).await
+    }
+
+    /// Runs one turn's tool calls concurrently; results come back in call order, with the first
+    /// interrupting denial.
+    async fn run_tool_calls(&self, calls: &[ToolCallRequest]) -> Vec<Ended> {
+        let inputs: Vec<std::result::Result<Map<String, Value>, String>> =
+            calls.iter().map(|call| parse_arguments(&call.arguments)).collect();
+        for (call, input) in calls.iter().zip(&inputs) {
+            self.emit(StreamEvent::ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: Value::Object(input.clone().unwrap_or_default()),
+                agent_path: None,
+            });
+        }
+        let site = self.site(self.step_index());
+        join_all(calls.iter().zip(inputs).enumerate().map(|(index, (call, input))| {
+            let span = tracing::info_span!("tool_call", tool = %call.name, tool_call_id = %call.id, status = Empty);
+            let finished = span.clone();
+            pipeline::run(&site, call, index, input)
+                .instrument(span)
+                .inspect(move |ended| {
+                    let status = match ended {
+                        Ended::Finished(done) => done.record.status.name(),
+                        Ended::Paused(_) => "paused",
+                    };
+                    finished.record("status", status);
+                })
+        }))
+        .await
+    }
+
+    /// The current model turn's step index. A resumed run goes on counting after the paused
+    /// turn, so no two turns of a session's story share one.
+    fn step_index(&self) -> u32 {
+        self.first_step + self.turns - 1
+    }
+
+    /// What a tool call of step `step_index` needs of the run.
+    fn site(&self, step_index: u32) -> CallSite<'_> {
+        CallSite {
+            agent: &self.agent,
+            approvals: &self.approvals,
+            settings: &self.settings,
+            caller: self.caller(),
+            step_index,
+            operation_id: &self.id,
+            events: &self.events,
+            durable: &self.durable,
+            children: &self.children,
+        }
+    }
+
+    /// Keeps the session as it is now (with its paused turn, if any), in one transaction.
+    async fn save(&self, paused: Option<&PausedTurn>) -> Result<()> {
+        let messages = self.conversation.messages();
+        self.durable
+            .save(&messages, &self.agent.config.stored_hooks, paused)
+            .await
+    }
+
+    /// A turn boundary: kept when the store outlives the process, so a crash loses no turn.
+    async fn boundary(&self) -> Result<()> {
+        if !self.durable.survives() {
+            return Ok(());
+        }
+        self.save(None).await
+    }
+
+    fn emit_result(&self, record: &mut ToolCallRecord) {
+        self.emit(StreamEvent::ToolResult {
+            id: record.id.clone(),
+            name: record.name.clone(),
+            output: record.output.clone(),
+            is_error: record.is_error,
+            display: record.display.take(),
+            status: record.status,
+            classification: record.classification.clone(),
+            agent_path: None,
+        });
+    }
+}
+
+/// What a run borrows of its session: the immutable agent, and the few mutable things a run
+/// may touch (its store, the conversation, what confirmations were remembered).
+#[derive(Clone)]
+pub(crate) struct RunParts {
+    pub agent: Arc<Agent>,
+    pub durable: Arc<Durable>,
+    pub conversation: Arc<Conversation>,
+    pub approvals: Arc<Remembered>,
+}
+
+/// How a run begins: with a prompt, or by going on with a paused turn.
+pub(crate) enum Start {
+    Prompt(UserContent),
+    Resume,
+}
+
+/// A finished call's result as the conversation keeps it.
+fn tool_message(record: &ToolCallRecord) -> Message {
+    Message::Tool {
+        tool_call_id: record.id.clone(),
+        content: record.output.clone(),
+        is_error: record.is_error,
+    }
+}
+
+/// How a run ended, as TaskCompleted's `reason` and the run span's `stop_reason` say it.
+fn reason(outcome: &Finish) -> &'static str {
+    match outcome {
+        Ok((_, stop)) => stop.name(),
+        Err(error) if error.code == ErrorCode::Abort => "aborted",
+        Err(_) => "error",
+    }
+}
+
+/// The model's argument text as a JSON object; empty text means no arguments.
+fn parse_arguments(text: &str) -> std::result::Result<Map<String, Value>, String> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!("arguments must be a JSON object (got {})", describe(&other))),
+        Err(error) => Err(format!("arguments are not valid JSON: {error}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_must_be_a_json_object() {
+        assert_eq!(parse_arguments("").unwrap(), Map::new());
+        assert_eq!(parse_arguments("{\"a\":1}").unwrap()["a"], 1);
+        assert_eq!(
+            parse_arguments("[1]").unwrap_err(),
+            "arguments must be a JSON object (got an array)"
+        );
+        assert_eq!(
+            parse_arguments("{\"a\":").unwrap_err(),
+            "arguments are not valid JSON: EOF while parsing a value at line 1 column 5"
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! Delegation (`Task`): a call runs the named sub-agent to the end under the parent's hooks,
+//! between SubagentStart / SubagentStarted and (when it fails) SubagentFailure on the parent.
+//! The run is started through [`Children`], which the run module implements: this module does
+//! not reach back into the loop.
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde_json::{json, Map, Value};
+
+use super::{Child, TaskRequest};
+use crate::agent::config::child_model;
+use crate::agent::confirm::Remembered;
+use crate::agent::control::RunControl;
+use crate::agent::definition::Agent;
+use crate::agent::payloads;
+use crate::agent::reader::EventSender;
+use crate::agent::settings::RunSettings;
+use crate::agent::subagents;
+use crate::agent::tools::CallResult;
+use crate::error::{ErrorCode, Result, SdkError};
+use crate::hooks::dispatch::{Caller, EventInput, HookContext, HookError};
+use crate::hooks::{EventFields, HookEvent};
+use crate::host::ScopeId;
+use crate::model::Usage;
+use crate::sync::lock;
+
+/// Everything a sub-agent's run is made of.
+pub(crate) struct ChildRun {
+    pub agent: Arc<Agent>,
+    pub approvals: Arc<Remembered>,
+    pub settings: RunSettings,
+    pub control: Arc<RunControl>,
+    pub events: EventSender,
+    pub scope: ScopeId,
+    pub context: HookContext,
+    pub prompt: String,
+}
+
+/// Starts sub-agents' runs, handed in by the run module: a run's tool call may start a run, and
+/// this module does not reach back into that one.
+pub(crate) trait Children: Sync {
+    /// Counts one more `Task` call against the tree's budget: `false` once it is spent.
+    fn claim(&self) -> bool;
+
+    /// The child's run id, and its run to the end: its final text, or why it failed.
+    /// With its outcome, the tokens it used.
+    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (Result<String>, Usage)>);
+}
+
+/// What a `Task` call needs of its run.
+pub(crate) struct Delegation<'a> {
+    pub agent: &'a Arc<Agent>,
+    pub approvals: &'a Arc<Remembered>,
+    pub settings: &'a RunSettings,
+    pub caller: Caller<'a>,
+    pub operation_id: &'a str,
+    pub events: &'a EventSender,
+    pub children: &'a dyn Children,
+    pub tool_call_id: &'a str,
+    /// Tokens the sub-agent used, counted on the call.
+    pub spent: &'a Mutex<Usage>,
+}
+
+impl Delegation<'_> {
+    /// Runs the sub-agent `input` names to the end: the `Task` call's result, `None` when the
+    /// agent has no sub-agents or none of that name (the call is not found).
+    pub async fn run(&self, input: &Map<String, Value>) -> Option<CallResult> {
+        let site = self;
+        let agent = site.agent;
+        let subagents = agent.config.subagents.as_deref()?;
+        let task = match TaskRequest::read(input, subagents) {
+            Ok(task) => task,
+            Err(problem) => return Some(CallResult::failed(problem, None)),
+        };
+        let spec = subagents.get(&task.subagent_type)?;
+        if !site.children.claim() {
+            return Some(CallResult::failed(subagents::calls_spent(subagents.max_calls), None));
+        }
+        let (agent_path, _) = subagents::lineage(site.settings.child.as_ref());
+        let start = payloads::SubagentStart {
+            event: HookEvent::SubagentStart.name(),
+            session_id: &agent.id,
+            operation_id: site.operation_id,
+            agent_id: &spec.name,
+            instruction: &task.prompt,
+            tool_call_id: self.tool_call_id,
+            agent_path,
+        };
+        if let Err(error) = self
+            .parent_event(HookEvent::SubagentStart, EventFields::of(&start))
+            .await
+        {
+            let thrown = error.thrown();
+            return Some(CallResult::failed(error.message, thrown));
+        }
+        let model = match &spec.model {
+            None => Ok(site.settings.model.clone()),
+            Some(value) => child_model(
+                &agent.config.model,
+                value,
+                &format!("advanced.agents.{}.model", spec.name),
+            )
+            .map(|choice| choice.build(agent.host.clone())),
+        };
+        let started = |sub_operation_id: &str, success: bool| payloads::SubagentStarted {
+            event: HookEvent::SubagentStarted.name(),
+            session_id: &agent.id,
+            operation_id: site.operation_id,
+            agent_id: &spec.name,
+            sub_operation_id: sub_operation_id.to_string(),
+            success,
+            agent_path,
+        };
+        let model = match model {
+            Ok(model) => model,
+            Err(error) => {
+                self.parent_observer(HookEvent::SubagentStarted, EventFields::of(&started("", false)))
+                    .await;
+                return Some(self.subagent_failed(&spec.name, agent_path, error).await);
+            }
+        };
+        let child = Child::new(spec, agent_path, self.tool_call_id, agent.tools(), subagents.max_depth);
+        let settings = RunSettings {
+            model,
+            max_turns: spec.max_turns.unwrap_or(site.settings.max_turns),
+            child: Some(Arc::new(child)),
+            ..site.settings.clone()
+        };
+        let (sub_operation_id, run) = site.children.start(ChildRun {
+            agent: agent.clone(),
+            approvals: site.approvals.clone(),
+            settings,
+            control: Arc::new(RunControl::under(site.caller.cancel)),
+            events: site.events.clone(),
+            scope: site.caller.scope,
+            context: site.caller.context.clone(),
+            prompt: task.prompt.clone(),
+        });
+        self.parent_observer(
+            HookEvent::SubagentStarted,
+            EventFields::of(&started(&sub_operation_id, true)),
+        )
+        .await;
+        let (outcome, usage) = run.await;
+        lock(self.spent).add(usage);
+        Some(match outcome {
+            Ok(text) => CallResult::success(text),
+            Err(error) if error.code == ErrorCode::Abort => CallResult::aborted(error.message),
+            Err(error) => self.subagent_failed(&spec.name, agent_path, error).await,
+        })
+    }
+
+    /// SubagentFailure on the parent; the `Task` call fails with the sub-agent's error.
+    async fn subagent_failed(&self, agent_id: &str, agent_path: &[String], error: SdkError) -> CallResult {
+        let failure = payloads::SubagentFailure {
+            event: HookEvent::SubagentFailure.name(),
+            session_id: &self.agent.id,
+            operation_id: self.operation_id,
+            agent_id,
+            error: &error.message,
+            agent_path,
+        };
+        self.parent_observer(HookEvent::SubagentFailure, EventFields::of(&failure))
+            .await;
+        let thrown = error.thrown();
+        CallResult::failed(error.message, thrown)
+    }
+
+    /// Dispatches a sub-agent event of the parent's; a failure fails the `Task` call.
+    async fn parent_event(&self, event: HookEvent, payload: EventFields) -> Result<(), SdkError> {
+        if !self.agent.dispatcher.has(event, None, self.caller.context) {
+            return Ok(());
+        }
+        self.agent
+            .dispatcher
+            .dispatch(EventInput::of(event, payload), self.caller)
+            .await
+            .map(drop)
+            .map_err(HookError::into_sdk)
+    }
+
+    /// As [`Self::parent_event`], for events that come after the fact: a failure is logged.
+    async fn parent_observer(&self, event: HookEvent, payload: EventFields) {
+        if let Err(error) = self.parent_event(event, payload).await {
+            self.agent.log().warn(
+                &format!("{} hook failed; the sub-agent's outcome stands", event.name()),
+                json!({"error": error.message}),
+            );
+        }
+    }
+}
