@@ -103,7 +103,7 @@ impl Run {
             }
             Err(error) if error.code == ErrorCode::Abort => return Err(error),
             Err(error) => {
-                self.agent.dispatcher.log().warn(
+                self.agent.log().warn(
                     "compaction failed; the run goes on uncompacted",
                     json!({"error": error.message}),
                 );

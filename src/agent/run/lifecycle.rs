@@ -96,7 +96,7 @@ impl Run {
             (Ok(_), Err(HookError::Cancelled)) => Err(SdkError::new(ErrorCode::Abort, self.control.reason())),
             (Ok(_), Err(error)) => Err(error.into_sdk()),
             (Err(original), Err(error)) => {
-                self.agent.dispatcher.log().warn(
+                self.agent.log().warn(
                     "TaskCompleted hook failed after the run failed; keeping the run's error",
                     json!({"error": error.message()}),
                 );
@@ -150,7 +150,7 @@ impl Run {
             totals: self.totals(),
         });
         if let Err(failure) = self.lifecycle(HookEvent::StopFailure, payload, self.detached()).await {
-            self.agent.dispatcher.log().warn(
+            self.agent.log().warn(
                 "StopFailure hook failed; keeping the run's error",
                 json!({"error": failure.message}),
             );
