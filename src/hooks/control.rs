@@ -7,9 +7,9 @@ use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
 use super::dispatch::Caller;
-use super::event::HookEvent;
 use super::registry::HookObject;
 use super::span::HookSpan;
+use crate::hook_event::HookEvent;
 use crate::log::Log;
 use crate::webhook::decision::Decision;
 use crate::webhook::deliver::{deliver, ControlAnswer};

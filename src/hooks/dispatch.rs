@@ -14,13 +14,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::event::HookEvent;
 use super::fields::EventFields;
 use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
 use super::span::{finish_span, HookSpan};
 use crate::error::{Detail, ErrorCode, HookTimeout, SdkError};
+use crate::hook_event::HookEvent;
 use crate::host::{
     AbortReason, Args, Callable, DispatchId, DispatchSignal, ErrorSlot, Host, HostCall, HostError, HostFuture, Reply,
     ScopeId, SignalSlot, ThrownId,

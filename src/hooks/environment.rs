@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::event::HookEvent;
 use super::registry::{Entry, HookObject, ID_PREFIX};
 use crate::error::{Result, SdkError};
+use crate::hook_event::HookEvent;
 use crate::webhook::config::parse_url;
 use crate::webhook::{Environment, WebhookConfig};
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use regex::Regex;
 use serde_json::Value;
 
-use super::event::{HookEvent, EVENT_COUNT};
 use crate::error::{Result, SdkError};
+use crate::hook_event::{HookEvent, EVENT_COUNT};
 use crate::host::Callable;
 use crate::js_value::{callable, describe};
 use crate::options::OptionsObject;

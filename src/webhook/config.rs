@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::error::{Result, SdkError};
-use crate::hooks::event::HookEvent;
+use crate::hook_event::HookEvent;
 use crate::js_value::describe;
 use crate::options::{Nulls, OptionsObject};
 

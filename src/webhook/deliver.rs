@@ -221,7 +221,7 @@ async fn control(config: &WebhookConfig, payload: &Value, environment: &Environm
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::event::HookEvent;
+    use crate::hook_event::HookEvent;
     use serde_json::json;
 
     #[test]
