@@ -6,6 +6,7 @@ mod answer;
 pub mod anthropic;
 mod fragments;
 mod http;
+mod http_model;
 pub mod messages;
 pub mod openai;
 pub mod provider;
