@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod error;
+pub mod hook_event;
 pub mod hooks;
 pub mod host;
 pub mod ids;

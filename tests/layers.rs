@@ -7,8 +7,7 @@ use std::path::Path;
 
 /// Floors, lowest first; a module's floor is that of its longest listed prefix.
 const FLOORS: &[(&str, u8)] = &[
-    // Ground floor: imports nothing above it. `hooks::event` is the event vocabulary
-    // webhooks are configured with; it imports nothing.
+    // Ground floor: imports nothing above it.
     ("error", 0),
     ("ids", 0),
     ("text", 0),
@@ -18,7 +17,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("options", 0),
     ("pace", 0),
     ("sync", 0),
-    ("hooks::event", 0),
+    ("hook_event", 0),
     // Clients and transport: know nothing of hooks or the agent.
     ("model", 1),
     ("webhook", 1),

@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -14,18 +13,15 @@ use super::tools::{Runner, SideEffect, ToolKind, ToolSpec};
 use crate::error::{Result, SdkError};
 use crate::hooks::registry::Registry;
 use crate::host::{Callable, Host};
-use crate::js_value::{callable, describe, kind, whole_number, MAX_SAFE_INTEGER, MAX_TIMER_MS};
+use crate::js_value::{callable, kind, whole_number, MAX_SAFE_INTEGER, MAX_TIMER_MS};
 use crate::log::Sink;
 use crate::mcp;
-use crate::model::anthropic::AnthropicClient;
-use crate::model::openai::OpenAiClient;
-use crate::model::scripted::{parse_turns, Script, ScriptedModel};
-use crate::model::{display_url, Connection, HttpSettings, Model, ToolChoice, ToolSchema};
+use crate::model::{Model, ModelChoice, ToolChoice, ToolSchema};
 use crate::options::OptionsObject;
 use crate::store::StoreConfig;
 
-/// Environment variables the options may fall back on; the binding reads exactly these.
-pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
+/// The environment variables the model options fall back on (`crate::model::provider`).
+pub use crate::model::ENV_VARS;
 
 pub const DEFAULT_MAX_TURNS: u32 = 200;
 pub const DEFAULT_TOOL_TIMEOUT_MS: u32 = 600_000;
@@ -66,67 +62,6 @@ const LEGACY_ADVANCED: &[&str] = &["permissionMode", "permissionHandler", "canUs
 const UNSUPPORTED_CONNECTION: &[&str] = &["id"];
 pub const DEFAULT_HOOK_TIMEOUT_MS: u32 = 600_000;
 pub const DEFAULT_SESSION_END_HOOK_TIMEOUT_MS: u32 = 3_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provider {
-    OpenAi,
-    OpenAiCompatible,
-    Anthropic,
-    DeepSeek,
-}
-
-impl Provider {
-    fn parse(text: &str) -> Option<Self> {
-        match text {
-            "openai" => Some(Provider::OpenAi),
-            "openai-compatible" => Some(Provider::OpenAiCompatible),
-            "anthropic" => Some(Provider::Anthropic),
-            "deepseek" => Some(Provider::DeepSeek),
-            _ => None,
-        }
-    }
-
-    fn default_base_url(self) -> &'static str {
-        match self {
-            Provider::OpenAi | Provider::OpenAiCompatible => "https://api.openai.com/v1",
-            Provider::Anthropic => "https://api.anthropic.com",
-            Provider::DeepSeek => "https://api.deepseek.com",
-        }
-    }
-
-    /// As the option spells it.
-    fn name(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::OpenAiCompatible => "openai-compatible",
-            Provider::Anthropic => "anthropic",
-            Provider::DeepSeek => "deepseek",
-        }
-    }
-
-    fn key_variable(self) -> &'static str {
-        match self {
-            Provider::OpenAi | Provider::OpenAiCompatible => "OPENAI_API_KEY",
-            Provider::Anthropic => "ANTHROPIC_API_KEY",
-            Provider::DeepSeek => "DEEPSEEK_API_KEY",
-        }
-    }
-}
-
-// Made once per agent: the size of the HTTP variant costs nothing worth boxing it for.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum ModelChoice {
-    Http {
-        provider: Provider,
-        model: String,
-        connection: Connection,
-        organization: Option<String>,
-        project: Option<String>,
-    },
-    ScriptedTurns(Vec<crate::model::scripted::ScriptedTurn>),
-    ScriptedFunction(Callable),
-}
 
 #[derive(Debug)]
 pub struct AgentConfig {
@@ -262,12 +197,12 @@ impl AgentConfig {
             }
         }
 
-        let model = read_model(&options, &connection, env)?;
+        let model = ModelChoice::read(&options, &connection, env)?;
         let subagents = Subagents::read(&advanced)?;
         if let Some(subagents) = &subagents {
             for agent in &subagents.agents {
                 if let Some(value) = &agent.model {
-                    child_model(&model, value, &format!("advanced.agents.{}.model", agent.name))?;
+                    model.child(value, &format!("advanced.agents.{}.model", agent.name))?;
                 }
             }
         }
@@ -308,7 +243,7 @@ impl AgentConfig {
             )?,
             hooks: Registry::parse(advanced.get("hooks"))?,
             stored_hooks: Registry::webhook_hooks(advanced.get("hooks")),
-            store: read_store(&advanced)?,
+            store: StoreConfig::read(&advanced)?,
             lease_ttl_ms: timeout(&advanced, "leaseTtlMs", DEFAULT_LEASE_TTL_MS)?,
             logger: match advanced.get("logger") {
                 None => None,
@@ -342,73 +277,21 @@ impl AgentConfig {
 
     /// `supportedModels()`'s `name` and `provider`.
     pub fn model_name(&self) -> (String, &'static str) {
-        match &self.model {
-            ModelChoice::Http { provider, model, .. } => (model.clone(), provider.name()),
-            ModelChoice::ScriptedTurns(_) | ModelChoice::ScriptedFunction(_) => ("scripted".into(), "scripted"),
-        }
+        self.model.name()
     }
 
     /// The same model client with another model id (`setModel`); a scripted model stays as it is.
     pub fn with_model(&self, id: &str, host: Arc<dyn Host>) -> Option<Arc<dyn Model>> {
-        let ModelChoice::Http {
-            provider,
-            connection,
-            organization,
-            project,
-            ..
-        } = &self.model
-        else {
-            return None;
-        };
-        let choice = ModelChoice::Http {
-            provider: *provider,
-            model: id.to_string(),
-            connection: connection.clone(),
-            organization: organization.clone(),
-            project: project.clone(),
-        };
-        Some(build_model(&choice, host))
+        Some(self.model.with_id(id)?.build(host))
     }
 
     /// The model client these options describe.
     pub fn build_model(&self, host: Arc<dyn Host>) -> Arc<dyn Model> {
-        build_model(&self.model, host)
+        self.model.build(host)
     }
 
     pub fn tool_schemas(&self) -> Vec<ToolSchema> {
         self.tools.iter().map(|tool| tool.schema.clone()).collect()
-    }
-}
-
-/// The model client of `choice`.
-fn build_model(choice: &ModelChoice, host: Arc<dyn Host>) -> Arc<dyn Model> {
-    {
-        match choice {
-            ModelChoice::Http {
-                provider: Provider::Anthropic,
-                model,
-                connection,
-                ..
-            } => Arc::new(AnthropicClient {
-                model: model.clone(),
-                connection: connection.clone(),
-            }),
-            ModelChoice::Http {
-                provider,
-                model,
-                connection,
-                organization,
-                project,
-            } => Arc::new(OpenAiClient {
-                model: model.clone(),
-                connection: connection.clone(),
-                organization: organization.clone(),
-                project: project.clone(),
-                completion_tokens_field: *provider == Provider::OpenAi,
-            }),
-            ModelChoice::ScriptedTurns(turns) => Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host)),
-            ModelChoice::ScriptedFunction(function) => Arc::new(ScriptedModel::new(Script::Function(*function), host)),
-        }
     }
 }
 
@@ -491,41 +374,9 @@ fn with_task(
     Ok(tools)
 }
 
-/// A sub-agent's `model`: a model id (the agent's own provider and connection, which a
-/// scripted agent does not have) or `scriptedModel(...)`.
+/// A sub-agent's `model`, read against the agent's own ([`ModelChoice::child`]).
 pub(crate) fn child_model(parent: &ModelChoice, value: &Value, path: &str) -> Result<ModelChoice> {
-    match (value, parent) {
-        (Value::String(id), ModelChoice::Http { provider, connection, organization, project, .. }) if !id.trim().is_empty() => {
-            Ok(ModelChoice::Http {
-                provider: *provider,
-                model: id.clone(),
-                connection: connection.clone(),
-                organization: organization.clone(),
-                project: project.clone(),
-            })
-        }
-        (Value::String(_), ModelChoice::Http { .. }) => Err(SdkError::config(format!("{path} must not be empty"))),
-        (Value::String(_), _) => Err(SdkError::config(format!(
-            "{path} is a model id, which needs the agent's own model to be a model id too (it is scriptedModel(...)); give the sub-agent scriptedModel(...)"
-        ))),
-        (Value::Object(object), _) if object.get("kind").and_then(Value::as_str) == Some("scripted") => {
-            if let Some(function) = object.get("script").and_then(callable) {
-                return Ok(ModelChoice::ScriptedFunction(function));
-            }
-            let turns = object.get("turns").unwrap_or(&Value::Null);
-            parse_turns(turns, &format!("{path}.turns")).map(ModelChoice::ScriptedTurns)
-        }
-        (other, _) => Err(SdkError::config(format!(
-            "{path} must be a model id string or scriptedModel(...) (got {})",
-            describe(other)
-        ))),
-    }
-}
-
-impl ModelChoice {
-    pub fn build(&self, host: Arc<dyn Host>) -> Arc<dyn Model> {
-        build_model(self, host)
-    }
+    parent.child(value, path)
 }
 
 /// `toolChoice`: `'auto'`, `'none'`, `'required'` or `{ name }`; absent or `null` is nothing
@@ -600,54 +451,7 @@ pub fn store_of(options: &Value) -> Result<StoreConfig> {
     let options = OptionsObject::of(options, "options", "an object")?;
     match options.get("advanced") {
         None => Ok(StoreConfig::Memory),
-        Some(advanced) => read_store(&OptionsObject::of(advanced, "advanced", "an object")?),
-    }
-}
-
-/// `advanced.store`: absent = in memory; `{ sqlite: path }` or `{ postgres: url }`. Blade's
-/// `storagePath` (with `persistSession` not `false`) means `{ sqlite: <storagePath>/sessions.db }`;
-/// an explicit `store` wins. A PostgreSQL URL may hold a password: a wrong one is described without
-/// its user-info and query.
-fn read_store(advanced: &OptionsObject) -> Result<StoreConfig> {
-    if let Some(value) = advanced.get("store") {
-        let store = OptionsObject::of(
-            value,
-            "advanced.store",
-            "an object like { sqlite: path } or { postgres: url }",
-        )?;
-        store.only(&["sqlite", "postgres"], &[])?;
-        if store.get("sqlite").is_some() && store.get("postgres").is_some() {
-            return Err(SdkError::config(
-                "advanced.store takes one database: { sqlite: path } or { postgres: url }, not both",
-            ));
-        }
-        if let Some(url) = store.secret("postgres")? {
-            if url.trim().is_empty() {
-                return Err(store.error("postgres", "must be a postgres:// URL (got an empty string)"));
-            }
-            crate::store::check_postgres_url(&url).map_err(|problem| store.error("postgres", problem))?;
-            return Ok(StoreConfig::Postgres(url));
-        }
-        return match store.string("sqlite")?.filter(|path| !path.trim().is_empty()) {
-            Some(path) => {
-                crate::store::check_sqlite_path(&path).map_err(|problem| store.error("sqlite", problem))?;
-                Ok(StoreConfig::Sqlite(path.into()))
-            }
-            None => Err(SdkError::config(
-                "advanced.store must name its database: { sqlite: path } or { postgres: url }",
-            )),
-        };
-    }
-    let persist = match advanced.get("persistSession") {
-        None => true,
-        Some(Value::Bool(persist)) => *persist,
-        Some(other) => return Err(advanced.invalid("persistSession", "a boolean", other)),
-    };
-    match advanced.string("storagePath")? {
-        Some(path) if persist && !path.trim().is_empty() => {
-            Ok(StoreConfig::Sqlite(std::path::Path::new(&path).join("sessions.db")))
-        }
-        _ => Ok(StoreConfig::Memory),
+        Some(advanced) => StoreConfig::read(&OptionsObject::of(advanced, "advanced", "an object")?),
     }
 }
 
@@ -685,154 +489,6 @@ fn timeout(advanced: &OptionsObject, name: &str, default: u32) -> Result<u32> {
                 ))
             }),
     }
-}
-
-fn read_model(
-    options: &OptionsObject,
-    connection: &OptionsObject,
-    env: &HashMap<String, String>,
-) -> Result<ModelChoice> {
-    let model = options.get("model").ok_or_else(|| {
-        SdkError::config("model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)")
-    })?;
-    let provider_text = options.string("provider")?;
-    let base_url = match (options.string("baseUrl")?, options.string("baseURL")?) {
-        (Some(a), Some(b)) if a != b => {
-            return Err(SdkError::config(format!(
-                "baseUrl and baseURL are both set and differ (\"{}\" and \"{}\"): pass only one",
-                display_url(&a),
-                display_url(&b)
-            )))
-        }
-        (a, b) => a.or(b),
-    };
-    match model {
-        Value::String(id) => {
-            if id.trim().is_empty() {
-                return Err(SdkError::config("model must not be empty"));
-            }
-            let provider = match provider_text.as_deref() {
-                None => Provider::OpenAi,
-                Some(text) => Provider::parse(text).ok_or_else(|| {
-                    SdkError::config(format!(
-                        "provider must be one of openai, openai-compatible, anthropic, deepseek (got \"{text}\")"
-                    ))
-                })?,
-            };
-            let field = if options.get("baseUrl").is_some() {
-                "baseUrl"
-            } else {
-                "baseURL"
-            };
-            if let Some(url) = &base_url {
-                check_http_url(url, field)?;
-            }
-            let api_key = options
-                .secret("apiKey")?
-                .or_else(|| env.get(provider.key_variable()).cloned())
-                .filter(|key| !key.is_empty());
-            if api_key.is_none() && base_url.is_none() {
-                return Err(SdkError::config(format!(
-                    "apiKey is required for provider {}: pass apiKey or set {}",
-                    provider_text.as_deref().unwrap_or("openai"),
-                    provider.key_variable()
-                )));
-            }
-            Ok(ModelChoice::Http {
-                provider,
-                model: id.clone(),
-                connection: Connection::new(
-                    base_url.unwrap_or_else(|| provider.default_base_url().to_string()),
-                    api_key,
-                    http_settings(connection)?,
-                ),
-                organization: connection.string("organization")?,
-                project: connection.string("projectId")?,
-            })
-        }
-        Value::Object(object) if object.get("kind").and_then(Value::as_str) == Some("scripted") => {
-            if let Some(function) = object.get("script").and_then(callable) {
-                return Ok(ModelChoice::ScriptedFunction(function));
-            }
-            let turns = object.get("turns").unwrap_or(&Value::Null);
-            parse_turns(turns, "model.turns").map(ModelChoice::ScriptedTurns)
-        }
-        other => Err(SdkError::config(format!(
-            "model must be a model id string or scriptedModel(...) (got {})",
-            describe(other)
-        ))),
-    }
-}
-
-fn check_http_url(url: &str, field: &str) -> Result<()> {
-    // Shown without user-info and query: they may hold a key.
-    let shown = display_url(url);
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|error| SdkError::config(format!("{field} must be an http(s) URL (\"{shown}\": {error})")))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(SdkError::config(format!(
-            "{field} must be an http(s) URL (\"{shown}\" uses {})",
-            parsed.scheme()
-        )));
-    }
-    Ok(())
-}
-
-fn http_settings(connection: &OptionsObject) -> Result<HttpSettings> {
-    let defaults = HttpSettings::default();
-    let headers = match connection.get("headers") {
-        None => Vec::new(),
-        Some(value) => {
-            let headers = OptionsObject::of(
-                value,
-                "advanced.connection.headers",
-                "an object of header names to strings",
-            )?;
-            let mut pairs = Vec::new();
-            for name in headers.map().keys() {
-                let Some(text) = headers.secret(name)? else { continue };
-                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                    return Err(SdkError::config(format!(
-                        "advanced.connection.headers has \"{name}\", which is not a valid header name"
-                    )));
-                }
-                if reqwest::header::HeaderValue::from_str(&text).is_err() {
-                    return Err(SdkError::config(format!(
-                        "advanced.connection.headers.{name} is not a valid header value"
-                    )));
-                }
-                pairs.push((name.clone(), text));
-            }
-            pairs
-        }
-    };
-    Ok(HttpSettings {
-        headers,
-        request_timeout: connection
-            .positive_integer("requestTimeoutMs", MAX_TIMER_MS)?
-            .map_or(defaults.request_timeout, Duration::from_millis),
-        max_retries: match connection.get("maxRetries") {
-            None => defaults.max_retries,
-            Some(value) => whole_number(value)
-                .filter(|n| *n <= 10)
-                .ok_or_else(|| connection.invalid("maxRetries", "an integer from 0 to 10", value))?
-                as u32,
-        },
-        stream: match connection.get("stream") {
-            None => defaults.stream,
-            Some(Value::Bool(flag)) => *flag,
-            Some(other) => return Err(connection.invalid("stream", "a boolean", other)),
-        },
-        max_response_bytes: connection
-            .positive_integer("maxResponseBytes", MAX_SAFE_INTEGER)?
-            .map_or(defaults.max_response_bytes, |bytes| {
-                usize::try_from(bytes).unwrap_or(usize::MAX)
-            }),
-        stream_idle_timeout: connection
-            .positive_integer("streamIdleTimeoutMs", MAX_TIMER_MS)?
-            .map(Duration::from_millis),
-        api_version: connection.string("apiVersion")?.filter(|version| !version.is_empty()),
-    })
 }
 
 fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
@@ -899,6 +555,7 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Provider;
     use serde_json::json;
 
     fn config(options: Value) -> Result<AgentConfig> {
@@ -1011,56 +668,17 @@ mod tests {
         }
     }
 
-    fn store_config(store: Value) -> Result<StoreConfig> {
-        store_of(&json!({"advanced": {"store": store}}))
-    }
-
     #[test]
-    fn the_store_is_sqlite_or_postgres() {
+    fn the_store_is_read_alone_from_the_options() {
         assert_eq!(store_of(&json!({})).unwrap(), StoreConfig::Memory);
         assert_eq!(
-            store_config(json!({"sqlite": "/data/s.db"})).unwrap(),
+            store_of(&json!({"model": "m", "advanced": {"store": {"sqlite": "/data/s.db"}}})).unwrap(),
             StoreConfig::Sqlite("/data/s.db".into())
         );
-        for url in [
-            "postgres://app:pw@db.internal:5432/agents?sslmode=verify-full",
-            "postgresql://localhost/agents",
-            "postgres:///agents?host=/var/run/postgresql",
-        ] {
-            assert_eq!(
-                store_config(json!({ "postgres": url })).unwrap(),
-                StoreConfig::Postgres(url.into())
-            );
-        }
-    }
-
-    #[test]
-    fn a_bad_postgres_url_is_named_without_its_secrets() {
-        const SECRET: &str = "s3cr3t-918273645";
-        let cases = [
-            (json!({"postgres": format!("postgres://app:{SECRET}@db:99999/x?password={SECRET}")}), "advanced.store.postgres must be a postgres:// URL (\"postgres://db:99999/x\": invalid port number)"),
-            (json!({"postgres": format!("mysql://app:{SECRET}@db/x")}), "advanced.store.postgres must be a postgres:// URL (\"mysql://db/x\": the scheme is mysql)"),
-            (json!({"postgres": format!("postgres://app:{SECRET}@db/x?sslmode={SECRET}")}), "advanced.store.postgres must be a postgres:// URL (\"postgres://db/x\": unknown value \"***\" for `ssl_mode`)"),
-            (json!({"postgres": format!("postgres://db/x?pasword={SECRET}")}), "advanced.store.postgres must be a postgres:// URL (\"postgres://db/x\": unknown parameter pasword)"),
-            (json!({"postgres": format!("{SECRET}")}), "advanced.store.postgres must be a postgres:// URL (\"s3cr3t-918273645\": relative URL without a base)"),
-            (json!({"postgres": 918273645}), "advanced.store.postgres must be a string (got a number)"),
-            (json!({"postgres": " "}), "advanced.store.postgres must be a postgres:// URL (got an empty string)"),
-            (json!({"postgres": "postgres://db/x", "sqlite": "s.db"}), "advanced.store takes one database: { sqlite: path } or { postgres: url }, not both"),
-            (json!({"mysql": "x"}), "advanced.store.mysql is not a known option (known here: sqlite, postgres)"),
-            (json!({}), "advanced.store must name its database: { sqlite: path } or { postgres: url }"),
-            (json!({"sqlite": ":memory:"}), "advanced.store.sqlite must be a file path (got \":memory:\"): an in-memory SQLite database (\":memory:\", or its shared-cache form \"file::memory:?cache=shared\") cannot hold the store, which uses several connections; for sessions kept in memory leave advanced.store out"),
-        ];
-        for (store, expected) in cases {
-            let error = store_config(store.clone()).unwrap_err();
-            assert_eq!(error.code, crate::error::ErrorCode::Config);
-            assert_eq!(error.message, expected, "for {store}");
-        }
-    }
-
-    #[test]
-    fn a_postgres_store_shows_its_url_without_secrets() {
-        let config = StoreConfig::Postgres("postgres://app:pw-918273645@db/x?password=918273645".into());
-        assert_eq!(format!("{config:?}"), "Postgres(\"postgres://db/x\")");
+        assert_eq!(
+            store_of(&json!({"advanced": 1})).unwrap_err().message,
+            "advanced must be an object (got 1)"
+        );
     }
 
     #[test]

@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use super::event::HookEvent;
 use super::output::{Action, HookOutput, ModifiedInput};
+use crate::hook_event::HookEvent;
 use crate::js_value::stringify;
 use crate::model::{ContentPart, UserContent};
 

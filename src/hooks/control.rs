@@ -7,13 +7,14 @@ use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
 use super::dispatch::Caller;
-use super::event::HookEvent;
 use super::registry::HookObject;
 use super::span::HookSpan;
+use crate::hook_event::HookEvent;
 use crate::log::Log;
 use crate::webhook::decision::Decision;
 use crate::webhook::deliver::{deliver, ControlAnswer};
 use crate::webhook::payload;
+use crate::webhook::{Handling, OnError};
 
 /// The model-facing text of a call blocked because a control failed with `onError: 'block'`.
 pub const CONTROL_ERROR: &str = "hook_control_error";
@@ -38,6 +39,9 @@ pub async fn evaluate(
 ) -> Verdict {
     for hook in controls {
         let Some(webhook) = &hook.webhook else { continue };
+        let Handling::Control { on_error } = webhook.handling else {
+            continue;
+        };
         let body = payload::build(payload, webhook, &hook.id, &hook.type_name, false);
         // A control is a hook span of its own, like the hooks of a dispatch.
         let mut span = HookSpan::new(&hook.id);
@@ -68,15 +72,14 @@ pub async fn evaluate(
                     &format!(
                         "Result control {} failed ({})",
                         hook.id,
-                        if webhook.block_on_error {
-                            "blocking"
-                        } else {
-                            "continuing"
+                        match on_error {
+                            OnError::Block => "blocking",
+                            OnError::Continue => "continuing",
                         }
                     ),
                     json!({"hookId": hook.id, "event": event.name(), "error": error.to_string()}),
                 );
-                if webhook.block_on_error {
+                if on_error == OnError::Block {
                     return Verdict::Failed;
                 }
             }

@@ -14,13 +14,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::event::HookEvent;
 use super::fields::EventFields;
 use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
 use super::span::{finish_span, HookSpan};
 use crate::error::{Detail, ErrorCode, HookTimeout, SdkError};
+use crate::hook_event::HookEvent;
 use crate::host::{
     AbortReason, Args, Callable, DispatchId, DispatchSignal, ErrorSlot, Host, HostCall, HostError, HostFuture, Reply,
     ScopeId, SignalSlot, ThrownId,
@@ -30,6 +30,7 @@ use crate::pace::Pace;
 use crate::store::outbox::{idempotency_key, Enqueue, Queued, Target};
 use crate::webhook::deliver::{deliver, ControlAnswer, Environment};
 use crate::webhook::payload;
+use crate::webhook::{Delivery, Handling, WebhookConfig};
 
 pub const CLEANING_UP: &str = "An inline hook callback is still cleaning up";
 
@@ -325,7 +326,7 @@ impl Dispatcher {
         // Webhooks reshape the fields: they get them as a map, made once, when the first needs it.
         let mut fields: Option<Map<String, Value>> = None;
         let mut dispatched = Dispatched::default();
-        let mut critical: Option<(String, String)> = None;
+        let mut critical_failure: Option<(String, String)> = None;
         let mut queued = Vec::new();
         for (position, entry) in applicable.iter().enumerate() {
             if caller.cancelled() {
@@ -336,8 +337,8 @@ impl Dispatcher {
             }
             // After a mock, later PreToolUse callbacks do not run.
             let function = entry.function().filter(|_| dispatched.mocked.is_none());
-            let hook = entry.hook().filter(|hook| hook.webhook.is_some());
-            if function.is_none() && hook.is_none() {
+            let webhook = entry.hook().and_then(|hook| Some((hook, hook.webhook.as_ref()?)));
+            if function.is_none() && webhook.is_none() {
                 continue;
             }
             let mut span = HookSpan::new(entry.name());
@@ -346,19 +347,28 @@ impl Dispatcher {
                 self.call_handler(&round, entry, function, last, &mut span, &mut dispatched)
                     .await?;
             }
-            if let Some(hook) = hook {
+            if let Some((hook, webhook)) = webhook {
+                // Result controls run around the tool call, never in a dispatch (`Entry::applies`).
+                let Handling::Notify { delivery, critical } = webhook.handling else {
+                    continue;
+                };
                 let fields = fields.get_or_insert_with(|| round.input.payload.to_map());
-                match hook.webhook.as_ref().and_then(|webhook| webhook.queue) {
-                    Some(max_attempts) => {
-                        queued.push(queue_row(round.input.event, hook, fields, max_attempts));
+                match delivery {
+                    Delivery::Queue { max_attempts } => {
+                        let row = queue_row(round.input.event, (hook, webhook), fields, max_attempts, critical);
+                        queued.push(row);
                         span.succeeded("queued");
                     }
-                    None => self.notify(&round, hook, fields, &mut span, &mut critical).await?,
+                    Delivery::Direct => {
+                        let failure = &mut critical_failure;
+                        self.notify(&round, (hook, webhook), critical, fields, &mut span, failure)
+                            .await?;
+                    }
                 }
             }
         }
         if !queued.is_empty() {
-            self.enqueue(queued, caller.context, &mut critical).await;
+            self.enqueue(queued, caller.context, &mut critical_failure).await;
         }
         if caller.cancelled() {
             return Err(HookError::Cancelled);
@@ -366,7 +376,7 @@ impl Dispatcher {
         if last_js.is_some() && Instant::now() >= round.timeout.deadline {
             return Err(HookError::Timeout(self.time_out(&round.timeout, caller.scope).await));
         }
-        if let Some((hook_id, cause)) = critical {
+        if let Some((hook_id, cause)) = critical_failure {
             return Err(HookError::Critical { hook_id, cause });
         }
         Ok(dispatched)
@@ -439,19 +449,17 @@ impl Dispatcher {
     }
 
     /// Delivers `hook`'s webhook notification, racing the event's deadline and the caller's
-    /// cancellation. A failed delivery is logged; with `fallback: 'none'` it is also critical,
-    /// and the dispatch fails with the first such hook once every hook ran.
+    /// cancellation. A failed delivery is logged; a `critical` one (`fallback: 'none'`) is kept in
+    /// `failure`, and the dispatch fails with the first such hook once every hook ran.
     async fn notify(
         &self,
         round: &Round<'_>,
-        hook: &HookObject,
+        (hook, webhook): (&HookObject, &Arc<WebhookConfig>),
+        critical: bool,
         fields: &Map<String, Value>,
         span: &mut HookSpan,
-        critical: &mut Option<(String, String)>,
+        failure: &mut Option<(String, String)>,
     ) -> Result<(), HookError> {
-        let Some(webhook) = &hook.webhook else {
-            return Ok(());
-        };
         let Round { caller, timeout, .. } = round;
         let body = payload::build(fields, webhook, &hook.id, &hook.type_name, true);
         let answer = tokio::select! {
@@ -472,10 +480,10 @@ impl Dispatcher {
         };
         span.failed(error.code());
         let fields = json!({"hookId": hook.id, "hookType": hook.type_name, "error": error.to_string()});
-        if webhook.critical {
+        if critical {
             self.log
                 .error(&format!("Critical webhook delivery failed: {}", hook.id), fields);
-            critical.get_or_insert((hook.id.clone(), error.to_string()));
+            failure.get_or_insert((hook.id.clone(), error.to_string()));
         } else {
             self.log
                 .warn(&format!("Webhook delivery failed (non-fatal): {}", hook.id), fields);
@@ -620,10 +628,16 @@ struct Round<'a> {
     timeout: Timeout,
 }
 
-/// `hook`'s notification of `event` as an outbox row: the payload it would have been sent now,
-/// the webhook's URL, timeout and header templates (never their values), and its key.
-fn queue_row(event: HookEvent, hook: &HookObject, fields: &Map<String, Value>, max_attempts: u32) -> Queued {
-    let webhook = hook.webhook.as_deref().expect("queued hooks are webhooks");
+/// `hook`'s notification of `event` through `webhook` as an outbox row: the payload it would
+/// have been sent now, the webhook's URL, timeout and header templates (never their values), and
+/// its key.
+fn queue_row(
+    event: HookEvent,
+    (hook, webhook): (&HookObject, &WebhookConfig),
+    fields: &Map<String, Value>,
+    max_attempts: u32,
+    critical: bool,
+) -> Queued {
     let body = payload::build(fields, webhook, &hook.id, &hook.type_name, true);
     let id = crate::ids::uuid();
     let text = |name: &str| fields.get(name).and_then(Value::as_str).map(str::to_owned);
@@ -642,7 +656,7 @@ fn queue_row(event: HookEvent, hook: &HookObject, fields: &Map<String, Value>, m
         },
         body: body.to_string(),
         max_attempts,
-        critical: webhook.critical,
+        critical,
     }
 }
 

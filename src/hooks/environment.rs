@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::event::HookEvent;
 use super::registry::{Entry, HookObject, ID_PREFIX};
 use crate::error::{Result, SdkError};
+use crate::hook_event::HookEvent;
 use crate::webhook::config::parse_url;
 use crate::webhook::{Environment, WebhookConfig};
 
@@ -102,6 +102,7 @@ pub fn hooks(environment: &Environment) -> Result<Vec<Entry>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::webhook::{Delivery, Handling, OnError};
 
     fn env(pairs: &[(&str, &str)]) -> Environment {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -123,19 +124,23 @@ mod tests {
         ]))
         .unwrap();
         let hooks: Vec<_> = hooks.iter().filter_map(Entry::hook).collect();
-        let summary: Vec<(&str, bool, bool)> = hooks
+        let summary: Vec<(&str, Handling)> = hooks
             .iter()
-            .map(|hook| {
-                let webhook = hook.webhook.as_ref().unwrap();
-                (hook.id.as_str(), webhook.control, webhook.block_on_error)
-            })
+            .map(|hook| (hook.id.as_str(), hook.webhook.as_ref().unwrap().handling))
             .collect();
+        let blocks = Handling::Control {
+            on_error: OnError::Block,
+        };
+        let notifies = Handling::Notify {
+            delivery: Delivery::Direct,
+            critical: false,
+        };
         assert_eq!(
             summary,
             [
-                ("env-webhook:beforeToolCall", true, true),
-                ("env-webhook:afterStep", false, false),
-                ("env-webhook:PostToolUse", true, true)
+                ("env-webhook:beforeToolCall", blocks),
+                ("env-webhook:afterStep", notifies),
+                ("env-webhook:PostToolUse", blocks)
             ]
         );
         assert_eq!(

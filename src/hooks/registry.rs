@@ -9,12 +9,12 @@ use std::sync::Arc;
 use regex::Regex;
 use serde_json::Value;
 
-use super::event::{HookEvent, EVENT_COUNT};
 use crate::error::{Result, SdkError};
+use crate::hook_event::{HookEvent, EVENT_COUNT};
 use crate::host::Callable;
 use crate::js_value::{callable, describe};
 use crate::options::OptionsObject;
-use crate::webhook::WebhookConfig;
+use crate::webhook::{Delivery, Handling, WebhookConfig};
 
 /// A hook object: a handler, a webhook, or both, on one event.
 #[derive(Debug)]
@@ -40,7 +40,7 @@ impl HookObject {
     }
 
     pub fn is_control(&self) -> bool {
-        self.webhook.as_ref().is_some_and(|webhook| webhook.control)
+        self.webhook.as_ref().is_some_and(|webhook| webhook.is_control())
     }
 }
 
@@ -224,7 +224,15 @@ impl Registry {
             .iter()
             .flatten()
             .filter_map(|entry| entry.hook()?.webhook.as_ref())
-            .any(|webhook| webhook.queue.is_some() && webhook.critical)
+            .any(|webhook| {
+                matches!(
+                    webhook.handling,
+                    Handling::Notify {
+                        delivery: Delivery::Queue { .. },
+                        critical: true
+                    }
+                )
+            })
     }
 
     /// The environment variables header templates may use.
@@ -326,7 +334,7 @@ fn parse_hook(
             hook.path()
         )));
     }
-    if handler.is_some() && webhook.as_ref().is_some_and(|webhook| webhook.control) {
+    if handler.is_some() && webhook.as_ref().is_some_and(|webhook| webhook.is_control()) {
         return Err(SdkError::config(format!(
             "{}: a control hook (responseHandling 'toolCall') cannot have a handler",
             hook.path()

@@ -3,18 +3,18 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use futures::future::BoxFuture;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::answer::{read_answer, Assembler};
+use super::answer::Assembler;
 use super::fragments::{decode, finish_text, push_string, push_text, Fragments};
 use super::http::{self, Connection};
+use super::http_model::{malformed, HttpModel};
 use super::secrets::Secrets;
 use super::sse::parse_data;
 use super::{
-    ContentPart, FinishReason, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolChoice, Usage,
+    ContentPart, FinishReason, Message, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolChoice, Usage,
     UserContent,
 };
 use crate::error::{Result, SdkError};
@@ -287,16 +287,27 @@ impl Assembler for StreamAssembler {
     }
 }
 
-impl AnthropicClient {
-    async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
-        let settings = &self.connection.settings;
-        let url = http::endpoint(&self.connection.base_url, "v1/messages");
+impl HttpModel for AnthropicClient {
+    type Assembler = StreamAssembler;
+
+    fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    fn url(&self) -> String {
+        http::endpoint(&self.connection.base_url, "v1/messages")
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
         let version = self.connection.settings.api_version.as_deref().unwrap_or(API_VERSION);
         let mut own = vec![("anthropic-version", version.to_string())];
         if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
             own.push(("x-api-key", key.clone()));
         }
-        let headers = http::header_map(&own, &settings.headers)?;
+        own
+    }
+
+    fn body<'a>(&'a self, request: &ModelRequest<'a>) -> impl Serialize + 'a {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert(
@@ -335,33 +346,17 @@ impl AnthropicClient {
         if let Some(temperature) = request.temperature {
             body.insert("temperature".into(), json!(temperature));
         }
-        body.insert("stream".into(), json!(settings.stream));
-        let body = serde_json::to_vec(&body).map_err(|error| SdkError::model(error.to_string()))?;
-        let opened = http::post(&url, headers, body, &self.connection).await?;
-        read_answer::<StreamAssembler>(opened, &self.connection, on_text, parse_message).await
-    }
-}
-
-impl Model for AnthropicClient {
-    fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        Box::pin(async move {
-            let reply = self.complete_inner(request, on_text).await;
-            reply.map_err(|error| self.connection.seal(error))
-        })
+        body.insert("stream".into(), json!(self.connection.settings.stream));
+        body
     }
 
-    fn is_remote(&self) -> bool {
-        true
+    fn parse(bytes: &[u8], secrets: &Secrets) -> Result<ModelReply> {
+        parse_message(bytes, secrets)
     }
 }
 
 fn parse_message(bytes: &[u8], secrets: &Secrets) -> Result<ModelReply> {
-    let malformed = |error: String| {
-        SdkError::model(format!(
-            "Model response is not a message: {error} in {}",
-            secrets.excerpt(&String::from_utf8_lossy(bytes), 200)
-        ))
-    };
+    let malformed = malformed("a message", bytes, secrets);
     let response: MessageResponse = serde_json::from_slice(bytes).map_err(|error| malformed(error.to_string()))?;
     let mut reply = ModelReply {
         usage: Usage::new(

@@ -1,12 +1,15 @@
 //! Model clients. They turn a conversation into one assistant turn (text + tool calls + usage)
-//! and know nothing of hooks or tools' execution.
+//! and know nothing of hooks or tools' execution. `provider.rs` lists the providers and reads
+//! the options that choose one.
 
 mod answer;
 pub mod anthropic;
 mod fragments;
 mod http;
+mod http_model;
 pub mod messages;
 pub mod openai;
+pub mod provider;
 pub mod scripted;
 mod secrets;
 mod sse;
@@ -21,6 +24,7 @@ use crate::error::Result;
 use crate::host::ScopeId;
 pub use http::{Connection, HttpSettings, DEFAULT_MAX_RESPONSE_BYTES};
 pub use messages::{AssistantToolCall, ContentPart, Message, UserContent};
+pub use provider::{ModelChoice, Provider, ENV_VARS};
 pub use secrets::{display_url, Secrets};
 
 /// A tool as the model sees it.

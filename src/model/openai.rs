@@ -3,19 +3,19 @@
 
 use std::collections::BTreeMap;
 
-use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use serde_json::value::RawValue;
 
-use super::answer::{read_answer, Assembler};
+use super::answer::Assembler;
 use super::fragments::{decode, finish_text, push_string, push_text, Fragments};
 use super::http::{self, Connection};
+use super::http_model::{malformed, HttpModel};
 use super::messages::AssistantToolCall;
 use super::secrets::Secrets;
 use super::sse::parse_data;
 use super::{
-    FinishReason, Message, Model, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolChoice, ToolSchema, Usage,
+    FinishReason, Message, ModelReply, ModelRequest, TextSink, ToolCallRequest, ToolChoice, ToolSchema, Usage,
 };
 use crate::error::{Result, SdkError};
 use crate::ids;
@@ -339,8 +339,36 @@ impl Assembler for StreamAssembler {
     }
 }
 
-impl OpenAiClient {
-    fn body<'a>(&'a self, request: &ModelRequest<'a>) -> Body<'a> {
+impl HttpModel for OpenAiClient {
+    type Assembler = StreamAssembler;
+
+    fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    fn url(&self) -> String {
+        let url = http::endpoint(&self.connection.base_url, "chat/completions");
+        match &self.connection.settings.api_version {
+            Some(version) => http::with_query(&url, "api-version", version),
+            None => url,
+        }
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut own = Vec::new();
+        if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
+            own.push(("authorization", format!("Bearer {key}")));
+        }
+        if let Some(organization) = &self.organization {
+            own.push(("openai-organization", organization.clone()));
+        }
+        if let Some(project) = &self.project {
+            own.push(("openai-project", project.clone()));
+        }
+        own
+    }
+
+    fn body<'a>(&'a self, request: &ModelRequest<'a>) -> impl Serialize + 'a {
         let stream = self.connection.settings.stream;
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if let Some(system) = request.system_prompt {
@@ -379,48 +407,13 @@ impl OpenAiClient {
         }
     }
 
-    async fn complete_inner(&self, request: ModelRequest<'_>, on_text: TextSink<'_>) -> Result<ModelReply> {
-        let mut url = http::endpoint(&self.connection.base_url, "chat/completions");
-        if let Some(version) = &self.connection.settings.api_version {
-            url = http::with_query(&url, "api-version", version);
-        }
-        let mut own = Vec::new();
-        if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
-            own.push(("authorization", format!("Bearer {key}")));
-        }
-        if let Some(organization) = &self.organization {
-            own.push(("openai-organization", organization.clone()));
-        }
-        if let Some(project) = &self.project {
-            own.push(("openai-project", project.clone()));
-        }
-        let headers = http::header_map(&own, &self.connection.settings.headers)?;
-        let body = serde_json::to_vec(&self.body(&request)).map_err(|error| SdkError::model(error.to_string()))?;
-        let opened = http::post(&url, headers, body, &self.connection).await?;
-        read_answer::<StreamAssembler>(opened, &self.connection, on_text, parse_completion).await
-    }
-}
-
-impl Model for OpenAiClient {
-    fn complete<'a>(&'a self, request: ModelRequest<'a>, on_text: TextSink<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        Box::pin(async move {
-            let reply = self.complete_inner(request, on_text).await;
-            reply.map_err(|error| self.connection.seal(error))
-        })
-    }
-
-    fn is_remote(&self) -> bool {
-        true
+    fn parse(bytes: &[u8], secrets: &Secrets) -> Result<ModelReply> {
+        parse_completion(bytes, secrets)
     }
 }
 
 fn parse_completion(bytes: &[u8], secrets: &Secrets) -> Result<ModelReply> {
-    let malformed = |error: String| {
-        SdkError::model(format!(
-            "Model response is not a chat completion: {error} in {}",
-            secrets.excerpt(&String::from_utf8_lossy(bytes), 200)
-        ))
-    };
+    let malformed = malformed("a chat completion", bytes, secrets);
     let completion: Completion = serde_json::from_slice(bytes).map_err(|error| malformed(error.to_string()))?;
     let usage = completion.usage.map(Usage::from).unwrap_or_default();
     let Some(choice) = completion.choices.into_iter().next() else {

@@ -1,6 +1,7 @@
 //! Durable sessions (SPEC §8.2): one store interface, three back ends (in memory, SQLite,
-//! PostgreSQL for many workers, §8.3), and the digests that bind an approval to one call
-//! (`canonical`). Every back end runs through the same conformance suite (`tests/store.rs`).
+//! PostgreSQL for many workers, §8.3), the options that pick one (`options`), and the digests
+//! that bind an approval to one call (`canonical`). Every back end runs through the same
+//! conformance suite (`tests/store.rs`).
 //!
 //! Every operation is async and runs on the Tokio runtime, never on the JS thread. A store that
 //! cannot be read or written answers `StoreError` (the caller's `STORE_ERROR`), never "nothing
@@ -12,6 +13,7 @@ pub mod delivery;
 mod edge;
 mod lease;
 mod memory;
+mod options;
 pub mod outbox;
 mod pooler;
 mod postgres;

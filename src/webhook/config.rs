@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::error::{Result, SdkError};
-use crate::hooks::event::HookEvent;
+use crate::hook_event::HookEvent;
 use crate::js_value::describe;
 use crate::options::{Nulls, OptionsObject};
 
@@ -19,15 +19,40 @@ pub struct WebhookConfig {
     pub allowed_env_vars: Vec<String>,
     pub body: Option<Map<String, Value>>,
     pub event_fields: Option<Vec<String>>,
+    pub handling: Handling,
+}
+
+/// What the answer is for, which decides how the webhook may be sent: a notification now or
+/// through the outbox; a result control always now, since it answers the call it runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handling {
+    /// `responseHandling: 'ignore'` (the default): any 2xx delivers it; its body is not read.
+    Notify {
+        delivery: Delivery,
+        /// `fallback: 'none'`: a failed delivery is a `CriticalHookDeliveryError`.
+        critical: bool,
+    },
     /// `responseHandling: 'toolCall'`: the answer may allow or deny the tool call.
-    pub control: bool,
-    /// `onError: 'block'`: a failed control denies with `hook_control_error`.
-    pub block_on_error: bool,
-    /// `fallback: 'none'`: a failed delivery is a `CriticalHookDeliveryError`.
-    pub critical: bool,
+    Control { on_error: OnError },
+}
+
+/// How a notification is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// `delivery: 'fetch'` (the default): within the event's dispatch.
+    Direct,
     /// `delivery: 'queue'`: written to the store's outbox and delivered by any process attached
-    /// to it, at most this many attempts (`maxAttempts`, default 8).
-    pub queue: Option<u32>,
+    /// to it, at most `max_attempts` times (`maxAttempts`, default 8).
+    Queue { max_attempts: u32 },
+}
+
+/// What a failed result control does (`onError`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// `'continue'` (the default): the next control decides.
+    Continue,
+    /// `'block'`: the call is denied with `hook_control_error`.
+    Block,
 }
 
 /// `maxAttempts` when a queued webhook does not say (SPEC §8.3).
@@ -194,12 +219,14 @@ impl WebhookConfig {
                 return Err(webhook.error("delivery", format_args!("must be 'fetch' or 'queue' (got \"{other}\")")))
             }
         };
-        let queue = match (queued, webhook.get("maxAttempts")) {
-            (false, None) => None,
+        let delivery = match (queued, webhook.get("maxAttempts")) {
+            (false, None) => Delivery::Direct,
             (false, Some(_)) => return Err(webhook.error("maxAttempts", "is only for delivery: 'queue'")),
-            (true, None) => Some(DEFAULT_MAX_ATTEMPTS),
-            (true, Some(value)) => Some(
-                crate::js_value::whole_number(value)
+            (true, None) => Delivery::Queue {
+                max_attempts: DEFAULT_MAX_ATTEMPTS,
+            },
+            (true, Some(value)) => Delivery::Queue {
+                max_attempts: crate::js_value::whole_number(value)
                     .filter(|n| (1..=MAX_ATTEMPTS).contains(n))
                     .map(|n| n as u32)
                     .ok_or_else(|| {
@@ -209,7 +236,7 @@ impl WebhookConfig {
                             value,
                         )
                     })?,
-            ),
+            },
         };
         let timeout = match webhook.get("timeout") {
             None => Duration::from_secs(30),
@@ -270,7 +297,7 @@ impl WebhookConfig {
                 "'toolCall' is only for PreToolUse (beforeToolCall) and PostToolUse (afterToolCall) hooks",
             ));
         }
-        if control && queue.is_some() {
+        if control && delivery != Delivery::Direct {
             return Err(webhook.error(
                 "delivery",
                 "'queue' is only for notifications: a result control (responseHandling 'toolCall') answers the call it runs in and cannot be queued",
@@ -284,6 +311,17 @@ impl WebhookConfig {
                 "{path}: control hooks cannot filter or override the event payload (remove body and eventFields)"
             )));
         }
+        // `fallback` is about deliveries that fail unanswered: a control's failure follows its
+        // `onError` instead.
+        let handling = match (control, block_on_error) {
+            (true, true) => Handling::Control {
+                on_error: OnError::Block,
+            },
+            (true, false) => Handling::Control {
+                on_error: OnError::Continue,
+            },
+            (false, _) => Handling::Notify { delivery, critical },
+        };
         Ok(WebhookConfig {
             url,
             timeout,
@@ -291,11 +329,14 @@ impl WebhookConfig {
             allowed_env_vars,
             body,
             event_fields,
-            control,
-            block_on_error,
-            critical,
-            queue,
+            handling,
         })
+    }
+
+    /// A result control (`responseHandling: 'toolCall'`): it runs around the tool call, never
+    /// in a dispatch.
+    pub fn is_control(&self) -> bool {
+        matches!(self.handling, Handling::Control { .. })
     }
 }
 
@@ -321,7 +362,12 @@ mod tests {
             config.headers[0],
             ("authorization".into(), "Bearer ${HOOK_TOKEN}".into())
         );
-        assert!(config.control && config.block_on_error && config.critical);
+        assert_eq!(
+            config.handling,
+            Handling::Control {
+                on_error: OnError::Block
+            }
+        );
     }
 
     #[test]
@@ -330,7 +376,13 @@ mod tests {
         assert_eq!(config.timeout, Duration::from_secs(30));
         assert!(config.headers.is_empty());
         // A notification that fails is logged; the run goes on.
-        assert!(!config.control && !config.block_on_error && !config.critical);
+        assert_eq!(
+            config.handling,
+            Handling::Notify {
+                delivery: Delivery::Direct,
+                critical: false
+            }
+        );
     }
 
     #[test]
@@ -377,18 +429,34 @@ mod tests {
             HookEvent::PostToolUse,
         )
         .unwrap();
-        assert_eq!(queued.queue, Some(DEFAULT_MAX_ATTEMPTS));
+        let queue = |max_attempts| Delivery::Queue { max_attempts };
+        assert_eq!(
+            queued.handling,
+            Handling::Notify {
+                delivery: queue(DEFAULT_MAX_ATTEMPTS),
+                critical: false
+            }
+        );
         let queued = parse(
             json!({"url": "https://x.test", "delivery": "queue", "maxAttempts": 3, "fallback": "none"}),
             HookEvent::StepEnd,
         )
         .unwrap();
-        assert_eq!((queued.queue, queued.critical), (Some(3), true));
         assert_eq!(
-            parse(json!({"url": "https://x.test"}), HookEvent::StepEnd)
+            queued.handling,
+            Handling::Notify {
+                delivery: queue(3),
+                critical: true
+            }
+        );
+        assert_eq!(
+            parse(json!({"url": "https://x.test", "fallback": "none"}), HookEvent::StepEnd)
                 .unwrap()
-                .queue,
-            None
+                .handling,
+            Handling::Notify {
+                delivery: Delivery::Direct,
+                critical: true
+            }
         );
     }
 

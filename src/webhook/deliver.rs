@@ -132,7 +132,7 @@ async fn post(
 pub async fn deliver(config: &Arc<WebhookConfig>, payload: Value, environment: &Arc<Environment>) -> ControlAnswer {
     let (config, environment) = (config.clone(), environment.clone());
     offload(async move {
-        if config.control {
+        if config.is_control() {
             return control(&config, &payload, &environment).await;
         }
         match notify(&config, &payload, &environment).await {
@@ -221,7 +221,7 @@ async fn control(config: &WebhookConfig, payload: &Value, environment: &Environm
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::event::HookEvent;
+    use crate::hook_event::HookEvent;
     use serde_json::json;
 
     #[test]

@@ -7,5 +7,5 @@ pub mod decision;
 pub mod deliver;
 pub mod payload;
 
-pub use config::WebhookConfig;
+pub use config::{Delivery, Handling, OnError, WebhookConfig};
 pub use deliver::{DeliveryError, Environment};

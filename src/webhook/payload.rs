@@ -50,7 +50,7 @@ pub fn redact_result(result: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::event::HookEvent;
+    use crate::hook_event::HookEvent;
     use serde_json::json;
 
     fn config(extra: Value) -> WebhookConfig {

@@ -1,5 +1,7 @@
 //! Hook events: the eight session events of the inline-hook contract, and the lifecycle events
-//! of the server-side contract, with their aliases (`beforeToolCall` = PreToolUse, …).
+//! of the server-side contract, with their aliases (`beforeToolCall` = PreToolUse, …). Ground
+//! floor: hooks dispatch them and webhook configs are checked against them, so the vocabulary
+//! imports nothing.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookEvent {

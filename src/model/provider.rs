@@ -1,0 +1,364 @@
+//! The model providers, and how the options choose one: `model`, `provider`, `baseUrl` /
+//! `baseURL`, `apiKey` and `advanced.connection`, read into a [`ModelChoice`] that builds its
+//! client. A provider starts here: a [`Provider`] variant, its name, default URL and key
+//! variable, and its client in [`ModelChoice::build`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::anthropic::AnthropicClient;
+use super::openai::OpenAiClient;
+use super::scripted::{parse_turns, Script, ScriptedModel, ScriptedTurn};
+use super::{display_url, Connection, HttpSettings, Model};
+use crate::error::{Result, SdkError};
+use crate::host::{Callable, Host};
+use crate::js_value::{callable, describe, whole_number, MAX_SAFE_INTEGER, MAX_TIMER_MS};
+use crate::options::OptionsObject;
+
+/// Environment variables the options may fall back on (each provider's key variable); the
+/// binding reads exactly these.
+pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    OpenAi,
+    OpenAiCompatible,
+    Anthropic,
+    DeepSeek,
+}
+
+impl Provider {
+    /// Every provider, in the order error texts list them.
+    pub const ALL: [Provider; 4] = [
+        Provider::OpenAi,
+        Provider::OpenAiCompatible,
+        Provider::Anthropic,
+        Provider::DeepSeek,
+    ];
+
+    fn parse(text: &str) -> Option<Self> {
+        Provider::ALL.into_iter().find(|provider| provider.name() == text)
+    }
+
+    fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::OpenAi | Provider::OpenAiCompatible => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+            Provider::DeepSeek => "https://api.deepseek.com",
+        }
+    }
+
+    /// As the option spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::OpenAiCompatible => "openai-compatible",
+            Provider::Anthropic => "anthropic",
+            Provider::DeepSeek => "deepseek",
+        }
+    }
+
+    /// Where the key comes from when `apiKey` is not given (one of [`ENV_VARS`]).
+    fn key_variable(self) -> &'static str {
+        match self {
+            Provider::OpenAi | Provider::OpenAiCompatible => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+            Provider::DeepSeek => "DEEPSEEK_API_KEY",
+        }
+    }
+}
+
+// Made once per agent: the size of the HTTP variant costs nothing worth boxing it for.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum ModelChoice {
+    Http {
+        provider: Provider,
+        model: String,
+        connection: Connection,
+        organization: Option<String>,
+        project: Option<String>,
+    },
+    ScriptedTurns(Vec<ScriptedTurn>),
+    ScriptedFunction(Callable),
+}
+
+impl ModelChoice {
+    /// Reads `model`, `provider`, `baseUrl` / `baseURL` and `apiKey` of `options`, and the
+    /// settings of `connection` (`advanced.connection`). `env` holds the values of [`ENV_VARS`]
+    /// that are set.
+    pub fn read(options: &OptionsObject, connection: &OptionsObject, env: &HashMap<String, String>) -> Result<Self> {
+        let model = options.get("model").ok_or_else(|| {
+            SdkError::config("model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)")
+        })?;
+        let provider_text = options.string("provider")?;
+        let base_url = match (options.string("baseUrl")?, options.string("baseURL")?) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(SdkError::config(format!(
+                    "baseUrl and baseURL are both set and differ (\"{}\" and \"{}\"): pass only one",
+                    display_url(&a),
+                    display_url(&b)
+                )))
+            }
+            (a, b) => a.or(b),
+        };
+        let Value::String(id) = model else {
+            return scripted(model, "model");
+        };
+        if id.trim().is_empty() {
+            return Err(SdkError::config("model must not be empty"));
+        }
+        let provider = match provider_text.as_deref() {
+            None => Provider::OpenAi,
+            Some(text) => Provider::parse(text).ok_or_else(|| {
+                SdkError::config(format!(
+                    "provider must be one of {} (got \"{text}\")",
+                    Provider::ALL.map(Provider::name).join(", ")
+                ))
+            })?,
+        };
+        let field = if options.get("baseUrl").is_some() {
+            "baseUrl"
+        } else {
+            "baseURL"
+        };
+        if let Some(url) = &base_url {
+            check_http_url(url, field)?;
+        }
+        let api_key = options
+            .secret("apiKey")?
+            .or_else(|| env.get(provider.key_variable()).cloned())
+            .filter(|key| !key.is_empty());
+        if api_key.is_none() && base_url.is_none() {
+            return Err(SdkError::config(format!(
+                "apiKey is required for provider {}: pass apiKey or set {}",
+                provider_text.as_deref().unwrap_or("openai"),
+                provider.key_variable()
+            )));
+        }
+        Ok(ModelChoice::Http {
+            provider,
+            model: id.clone(),
+            connection: Connection::new(
+                base_url.unwrap_or_else(|| provider.default_base_url().to_string()),
+                api_key,
+                http_settings(connection)?,
+            ),
+            organization: connection.string("organization")?,
+            project: connection.string("projectId")?,
+        })
+    }
+
+    /// A sub-agent's `model` (at `path`): a model id, on this choice's provider and connection
+    /// (which a scripted model does not have), or `scriptedModel(...)`.
+    pub fn child(&self, value: &Value, path: &str) -> Result<Self> {
+        let Value::String(id) = value else {
+            return scripted(value, path);
+        };
+        match self.with_id(id) {
+            None => Err(SdkError::config(format!(
+                "{path} is a model id, which needs the agent's own model to be a model id too (it is scriptedModel(...)); give the sub-agent scriptedModel(...)"
+            ))),
+            Some(_) if id.trim().is_empty() => Err(SdkError::config(format!("{path} must not be empty"))),
+            Some(choice) => Ok(choice),
+        }
+    }
+
+    /// The same provider and connection with another model id (`setModel`); `None` for a
+    /// scripted model.
+    pub fn with_id(&self, id: &str) -> Option<Self> {
+        let ModelChoice::Http {
+            provider,
+            connection,
+            organization,
+            project,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        Some(ModelChoice::Http {
+            provider: *provider,
+            model: id.to_string(),
+            connection: connection.clone(),
+            organization: organization.clone(),
+            project: project.clone(),
+        })
+    }
+
+    /// `supportedModels()`'s `name` and `provider`.
+    pub fn name(&self) -> (String, &'static str) {
+        match self {
+            ModelChoice::Http { provider, model, .. } => (model.clone(), provider.name()),
+            ModelChoice::ScriptedTurns(_) | ModelChoice::ScriptedFunction(_) => ("scripted".into(), "scripted"),
+        }
+    }
+
+    /// The model client of this choice.
+    pub fn build(&self, host: Arc<dyn Host>) -> Arc<dyn Model> {
+        match self {
+            ModelChoice::Http {
+                provider: Provider::Anthropic,
+                model,
+                connection,
+                ..
+            } => Arc::new(AnthropicClient {
+                model: model.clone(),
+                connection: connection.clone(),
+            }),
+            ModelChoice::Http {
+                provider: provider @ (Provider::OpenAi | Provider::OpenAiCompatible | Provider::DeepSeek),
+                model,
+                connection,
+                organization,
+                project,
+            } => Arc::new(OpenAiClient {
+                model: model.clone(),
+                connection: connection.clone(),
+                organization: organization.clone(),
+                project: project.clone(),
+                completion_tokens_field: *provider == Provider::OpenAi,
+            }),
+            ModelChoice::ScriptedTurns(turns) => Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host)),
+            ModelChoice::ScriptedFunction(function) => Arc::new(ScriptedModel::new(Script::Function(*function), host)),
+        }
+    }
+}
+
+/// `scriptedModel(...)` at `path` (its function, or its turns), or the error for a value that
+/// is neither that nor a model id.
+fn scripted(value: &Value, path: &str) -> Result<ModelChoice> {
+    match value {
+        Value::Object(object) if object.get("kind").and_then(Value::as_str) == Some("scripted") => {
+            if let Some(function) = object.get("script").and_then(callable) {
+                return Ok(ModelChoice::ScriptedFunction(function));
+            }
+            let turns = object.get("turns").unwrap_or(&Value::Null);
+            parse_turns(turns, &format!("{path}.turns")).map(ModelChoice::ScriptedTurns)
+        }
+        other => Err(SdkError::config(format!(
+            "{path} must be a model id string or scriptedModel(...) (got {})",
+            describe(other)
+        ))),
+    }
+}
+
+fn check_http_url(url: &str, field: &str) -> Result<()> {
+    // Shown without user-info and query: they may hold a key.
+    let shown = display_url(url);
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|error| SdkError::config(format!("{field} must be an http(s) URL (\"{shown}\": {error})")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(SdkError::config(format!(
+            "{field} must be an http(s) URL (\"{shown}\" uses {})",
+            parsed.scheme()
+        )));
+    }
+    Ok(())
+}
+
+fn http_settings(connection: &OptionsObject) -> Result<HttpSettings> {
+    let defaults = HttpSettings::default();
+    let headers = match connection.get("headers") {
+        None => Vec::new(),
+        Some(value) => {
+            let headers = OptionsObject::of(
+                value,
+                "advanced.connection.headers",
+                "an object of header names to strings",
+            )?;
+            let mut pairs = Vec::new();
+            for name in headers.map().keys() {
+                let Some(text) = headers.secret(name)? else { continue };
+                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    return Err(SdkError::config(format!(
+                        "advanced.connection.headers has \"{name}\", which is not a valid header name"
+                    )));
+                }
+                if reqwest::header::HeaderValue::from_str(&text).is_err() {
+                    return Err(SdkError::config(format!(
+                        "advanced.connection.headers.{name} is not a valid header value"
+                    )));
+                }
+                pairs.push((name.clone(), text));
+            }
+            pairs
+        }
+    };
+    Ok(HttpSettings {
+        headers,
+        request_timeout: connection
+            .positive_integer("requestTimeoutMs", MAX_TIMER_MS)?
+            .map_or(defaults.request_timeout, Duration::from_millis),
+        max_retries: match connection.get("maxRetries") {
+            None => defaults.max_retries,
+            Some(value) => whole_number(value)
+                .filter(|n| *n <= 10)
+                .ok_or_else(|| connection.invalid("maxRetries", "an integer from 0 to 10", value))?
+                as u32,
+        },
+        stream: match connection.get("stream") {
+            None => defaults.stream,
+            Some(Value::Bool(flag)) => *flag,
+            Some(other) => return Err(connection.invalid("stream", "a boolean", other)),
+        },
+        max_response_bytes: connection
+            .positive_integer("maxResponseBytes", MAX_SAFE_INTEGER)?
+            .map_or(defaults.max_response_bytes, |bytes| {
+                usize::try_from(bytes).unwrap_or(usize::MAX)
+            }),
+        stream_idle_timeout: connection
+            .positive_integer("streamIdleTimeoutMs", MAX_TIMER_MS)?
+            .map(Duration::from_millis),
+        api_version: connection.string("apiVersion")?.filter(|version| !version.is_empty()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_binding_reads_every_providers_key_variable_and_no_other() {
+        let mut variables: Vec<&str> = Provider::ALL.map(Provider::key_variable).to_vec();
+        variables.dedup();
+        assert_eq!(variables, ENV_VARS);
+        for provider in Provider::ALL {
+            assert_eq!(Provider::parse(provider.name()), Some(provider));
+        }
+    }
+
+    #[test]
+    fn a_child_model_takes_the_parents_provider_and_connection() {
+        let options = json!({"model": "claude", "provider": "anthropic", "apiKey": "k"});
+        let options = OptionsObject::of(&options, "options", "an object").unwrap();
+        let parent =
+            ModelChoice::read(&options, &OptionsObject::empty("advanced.connection"), &HashMap::new()).unwrap();
+        let child = parent.child(&json!("claude-haiku"), "advanced.agents.a.model").unwrap();
+        assert_eq!(child.name(), ("claude-haiku".to_string(), "anthropic"));
+        let ModelChoice::Http { connection, .. } = child else {
+            panic!("http model")
+        };
+        assert_eq!(connection.api_key.as_deref(), Some("k"));
+        let scripted = ModelChoice::ScriptedFunction(Callable(1));
+        assert_eq!(
+            scripted.child(&json!("m"), "advanced.agents.a.model").unwrap_err().message,
+            "advanced.agents.a.model is a model id, which needs the agent's own model to be a model id too (it is scriptedModel(...)); give the sub-agent scriptedModel(...)"
+        );
+        assert_eq!(
+            parent
+                .child(&json!(" "), "advanced.agents.a.model")
+                .unwrap_err()
+                .message,
+            "advanced.agents.a.model must not be empty"
+        );
+        assert_eq!(
+            parent.child(&json!(3), "advanced.agents.a.model").unwrap_err().message,
+            "advanced.agents.a.model must be a model id string or scriptedModel(...) (got 3)"
+        );
+    }
+}
