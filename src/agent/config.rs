@@ -20,9 +20,6 @@ use crate::model::{Model, ModelChoice, ToolChoice, ToolSchema};
 use crate::options::OptionsObject;
 use crate::store::StoreConfig;
 
-/// The environment variables the model options fall back on (`crate::model::provider`).
-pub use crate::model::ENV_VARS;
-
 pub const DEFAULT_MAX_TURNS: u32 = 200;
 pub const DEFAULT_TOOL_TIMEOUT_MS: u32 = 600_000;
 /// `advanced.leaseTtlMs` when not given (SPEC §8.3).
@@ -372,11 +369,6 @@ fn with_task(
         });
     }
     Ok(tools)
-}
-
-/// A sub-agent's `model`, read against the agent's own ([`ModelChoice::child`]).
-pub(crate) fn child_model(parent: &ModelChoice, value: &Value, path: &str) -> Result<ModelChoice> {
-    parent.child(value, path)
 }
 
 /// `toolChoice`: `'auto'`, `'none'`, `'required'` or `{ name }`; absent or `null` is nothing

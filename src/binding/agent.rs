@@ -10,13 +10,14 @@ use serde_json::Value;
 
 use super::host::{AbortArgs, Functions, InvokeArgs, JsHost, Returned, StepArgs};
 use super::{local, telemetry};
-use crate::agent::config::{store_of, ENV_VARS};
+use crate::agent::config::store_of;
 use crate::agent::deferred;
 use crate::agent::durable::{self, Stored};
 use crate::agent::events::Published;
 use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
 use crate::host::ScopeId;
+use crate::model::ENV_VARS;
 use crate::offload::offload;
 use crate::text::parse_js_json;
 

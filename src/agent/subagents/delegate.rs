@@ -9,7 +9,6 @@ use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::{Child, TaskRequest};
-use crate::agent::config::child_model;
 use crate::agent::confirm::Remembered;
 use crate::agent::control::RunControl;
 use crate::agent::definition::Agent;
@@ -96,12 +95,11 @@ impl Delegation<'_> {
         }
         let model = match &spec.model {
             None => Ok(site.settings.model.clone()),
-            Some(value) => child_model(
-                &agent.config.model,
-                value,
-                &format!("advanced.agents.{}.model", spec.name),
-            )
-            .map(|choice| choice.build(agent.host.clone())),
+            Some(value) => agent
+                .config
+                .model
+                .child(value, &format!("advanced.agents.{}.model", spec.name))
+                .map(|choice| choice.build(agent.host.clone())),
         };
         let started = |sub_operation_id: &str, success: bool| payloads::SubagentStarted {
             event: HookEvent::SubagentStarted.name(),
