@@ -1,13 +1,14 @@
 'use strict'
-// The public API. It stays thin: every export is an async JS function (promises of the
-// caller's own realm, even under Jest), the error classes are real JS classes, and AbortSignal
-// plumbing lives here. Options, the loop, tools' results and events are handled in Rust.
+// The public API, kept thin: every export is an async JS function (promises of the caller's
+// own realm, even under Jest), the error classes are real JS classes, and the AbortSignal
+// plumbing is JS. Options, the loop, tools' results and events are handled in Rust. This file
+// names the exports and enums; the rest is split by concern:
 //
 // lib/errors.js   the error classes and `toError`
-// lib/wire.js     how values cross to Rust and back: the binding's functions' one result
-//                 shape, the options' functions, and what Rust calls (`invoke`, ...)
+// lib/wire.js     how values cross to Rust and back: the one result shape of the binding's
+//                 functions, the options' functions, and what Rust calls (`invoke`, ...)
 // lib/response.js `AgentResponse`, one run's events
-// lib/agent.js    `Agent`, `createAgent`, `resumeAgent`, and the store's functions
+// lib/agent.js    `Agent`, `createAgent`, `resumeAgent`, and the functions that reach a store
 
 const { SdkError, ConfigError, AbortError, HookTimeoutError, CriticalHookDeliveryError } = require('./lib/errors.js')
 const { native, unwrap, DEFERRED } = require('./lib/wire.js')

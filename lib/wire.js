@@ -418,7 +418,6 @@ function makeAbortDispatch(scopes) {
   }
 }
 
-
 module.exports = {
   native,
   Reply,
@@ -434,6 +433,5 @@ module.exports = {
   makeInvoke,
   makeStepGenerator,
   makeAbortDispatch,
-  encodeReply,
   DEFERRED,
 }
