@@ -1,4 +1,7 @@
-//! The one error type of the core. Each code maps to a JS error class in `index.js`.
+//! The one error type of the core. It crosses to JS as its `Serialize` JSON, which `toError`
+//! (`lib/errors.js`) turns into the error the caller gets: a plain `Error` for no code, the
+//! class of its code where it has one (`ConfigError`, `AbortError`, `HookTimeoutError`,
+//! `CriticalHookDeliveryError`), else an `SdkError` carrying the code.
 
 use std::fmt;
 
@@ -31,6 +34,9 @@ pub enum ErrorCode {
     ToolTimeout,
     /// A plain JS `Error` (no code), as the contract words some failures.
     Plain,
+    /// A failure of the runtime itself, not of the caller's input (the binding could not do
+    /// what it was asked): a bug to report.
+    Internal,
     /// A webhook with `fallback: 'none'` could not be delivered; `critical` names it.
     CriticalHookDelivery,
     /// `send` or `resume` while paused calls wait for a decision (the message names them).
@@ -51,6 +57,15 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// The `code` the JS error carries: none for a plain `Error`.
+    pub fn js_code(self) -> Option<&'static str> {
+        match self {
+            ErrorCode::Plain => None,
+            code => Some(code.code()),
+        }
+    }
+
+    /// The code's string; `""` for [`ErrorCode::Plain`], which has none ([`ErrorCode::js_code`]).
     pub fn code(self) -> &'static str {
         match self {
             ErrorCode::Config => "CONFIG_ERROR",
@@ -64,6 +79,7 @@ impl ErrorCode {
             ErrorCode::HookAborted => "HOOK_ABORTED",
             ErrorCode::HookTimeout => "HOOK_TIMEOUT",
             ErrorCode::Plain => "",
+            ErrorCode::Internal => "INTERNAL",
             ErrorCode::CriticalHookDelivery => "CRITICAL_HOOK_DELIVERY",
             ErrorCode::ApprovalsPending => "APPROVALS_PENDING",
             ErrorCode::NothingToResume => "NOTHING_TO_RESUME",
@@ -176,12 +192,15 @@ impl fmt::Display for SdkError {
 
 impl std::error::Error for SdkError {}
 
-/// `{ code, message }` and the detail's keys: `status`, `thrown`, `event` + `timeoutMs` +
-/// `dispatch`, or `hookId` + `cause`. What the binding hands to `index.js` (`toError`).
+/// `{ code, message }` (no `code` for a plain `Error`) and the detail's keys: `status`,
+/// `thrown`, `event` + `timeoutMs` + `dispatch`, or `hookId` + `cause`. What the binding hands
+/// to `toError` in `lib/errors.js`.
 impl Serialize for SdkError {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("code", self.code.code())?;
+        if let Some(code) = self.code.js_code() {
+            map.serialize_entry("code", code)?;
+        }
         map.serialize_entry("message", &self.message)?;
         match &self.detail {
             Detail::None => {}
@@ -208,7 +227,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The JSON `toError` in `index.js` reads: the detail's keys beside `code` and `message`.
+    /// The JSON `toError` in `lib/errors.js` reads: the detail's keys beside `code` and `message`.
     #[test]
     fn each_detail_crosses_as_the_keys_to_error_reads() {
         let error = |detail| serde_json::to_value(SdkError::new(ErrorCode::Model, "m").with_detail(detail)).unwrap();
@@ -236,10 +255,10 @@ mod tests {
             }),
             json!({"code": "MODEL_ERROR", "message": "m", "hookId": "h", "cause": "c"})
         );
-        // A plain `Error` crosses with the empty code.
+        // A plain `Error` crosses without a code.
         assert_eq!(
             serde_json::to_value(SdkError::new(ErrorCode::Plain, "p")).unwrap(),
-            json!({"code": "", "message": "p"})
+            json!({"message": "p"})
         );
     }
 

@@ -121,19 +121,6 @@ pub enum Reply {
     Handler,
 }
 
-impl Reply {
-    /// As it crosses to the host.
-    pub fn code(self) -> u32 {
-        match self {
-            Reply::Data => 0,
-            Reply::DataWithMock => 1,
-            Reply::Json => 2,
-            Reply::Tool => 3,
-            Reply::Handler => 4,
-        }
-    }
-}
-
 /// One call of a user function.
 #[derive(Debug, Clone)]
 pub struct HostCall {

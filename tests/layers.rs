@@ -179,21 +179,9 @@ fn imports(text: &str, source: &Source, modules: &BTreeSet<String>, reexports: &
         };
         let rest = &text[captures.get(0).unwrap().end()..];
         for path in paths(rest) {
-            let mut segments: Vec<&str> = if base.is_empty() {
-                Vec::new()
-            } else {
-                base.split("::").collect()
-            };
-            let mut longest = None;
-            for segment in path.split("::") {
-                segments.push(segment);
-                let module = segments.join("::");
-                if modules.contains(&module) {
-                    longest = Some(module);
-                }
-            }
-            if let Some(module) = longest {
-                found.insert(module);
+            if let Some((module, item)) = resolve(&base, &path, modules) {
+                let origin = item.and_then(|item| reexports.get(&module)?.get(item));
+                found.insert(origin.cloned().unwrap_or(module));
             }
         }
     }

@@ -48,6 +48,9 @@ pub struct Session {
 
 type CloseAttempt = Shared<BoxFuture<'static, Result<()>>>;
 
+/// Why a closed session refuses runs, and why `close()` aborts the active one.
+pub const CLOSED: &str = "Session is closed";
+
 struct State {
     settings: RunSettings,
     /// Made by `resumeAgent`: SessionStart says `isResume: true`.
@@ -365,7 +368,7 @@ impl Session {
         let settings = {
             let state = lock(&self.state);
             if state.closing || state.closed {
-                return Err(SdkError::new(ErrorCode::SessionClosed, "Session is closed"));
+                return Err(SdkError::new(ErrorCode::SessionClosed, CLOSED));
             }
             if !self.conversation.begin(&control) {
                 return Err(SdkError::new(
@@ -550,7 +553,7 @@ impl Session {
 
     async fn stop_active_run(&self) {
         if let Some(control) = self.conversation.active() {
-            control.abort("Session is closed".into());
+            control.abort(CLOSED.into());
             control.finished().await;
         }
     }

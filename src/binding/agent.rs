@@ -1,4 +1,6 @@
-//! `NativeAgent` and `NativeRun`: the session and one of its runs, as JS classes.
+//! `NativeAgent` and `NativeRun`: the session and one of its runs, as JS classes; and the
+//! functions that reach a stored session from outside an agent (`resumeAgent`'s read,
+//! `completeToolCall`, `drainOutbox`, `approvalToken`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -9,7 +11,8 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use super::host::{AbortArgs, Functions, InvokeArgs, JsHost, Returned, StepArgs};
-use super::{local, telemetry};
+use super::result::{native, NativeResult};
+use super::{arguments, local, telemetry};
 use crate::agent::config::store_of;
 use crate::agent::deferred;
 use crate::agent::durable::{self, Stored};
@@ -21,21 +24,21 @@ use crate::model::ENV_VARS;
 use crate::offload::offload;
 use crate::text::parse_js_json;
 
-fn error_json(error: &SdkError) -> String {
-    serde_json::to_string(error).unwrap_or_default()
-}
+/// Why `close()` aborts the active run: the wrapper aborts the run's signal with it too.
+#[napi]
+pub const SESSION_CLOSED: &str = crate::agent::session::CLOSED;
 
-/// A promise of `null` when `work` succeeds, else of its error's JSON. Node stays alive until
-/// it settles: `work` (SessionStart, a close) may wait on webhooks and timers of the workers.
-fn failure_of<'env>(
+/// A promise of what `work` yields, once it is done. Node stays alive until it settles: `work`
+/// (SessionStart, a close, a decision) may wait on webhooks and timers of the workers.
+fn settled<'env, T: ToNapiValue + 'static>(
     env: &'env Env,
-    work: impl std::future::Future<Output = std::result::Result<(), SdkError>> + 'static,
-) -> Result<PromiseRaw<'env, Option<String>>> {
+    work: impl std::future::Future<Output = std::result::Result<T, SdkError>> + 'static,
+) -> Result<PromiseRaw<'env, NativeResult<T>>> {
     let keep_alive = local::KeepAlive::new(env.raw())?;
     local::promise(env, async move {
-        let failure = work.await.err().map(|error| error_json(&error));
+        let outcome = work.await;
         drop(keep_alive);
-        failure
+        native(outcome)
     })
 }
 
@@ -50,6 +53,20 @@ fn read_environment(environment: &Object, names: &[impl AsRef<str>]) -> Result<H
         }
     }
     Ok(values)
+}
+
+/// `process.env` as the JSON of its string entries, taken by the calls that learn which
+/// variables they need only later, from the store (the hooks of a stored session, the header
+/// templates of rows queued by other processes).
+fn environment_snapshot(environment: &str) -> HashMap<String, String> {
+    parse_js_json::<HashMap<String, Value>>(environment)
+        .map(|variables| {
+            variables
+                .into_iter()
+                .filter_map(|(name, value)| value.as_str().map(|value| (name, value.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A stored session, read by `loadSession` for `resumeAgent`; taken by `createSession`.
@@ -67,26 +84,22 @@ impl NativeStored {
     }
 }
 
-/// Reads session `sessionId` from the store `options` name, off the JS thread: the stored
-/// session, or the JSON of the error (`SESSION_NOT_FOUND`, `STORE_ERROR`, a `ConfigError`).
-#[napi(ts_return_type = "Promise<NativeStored | string>")]
-pub async fn load_session(options: String, session_id: String) -> Either<NativeStored, String> {
-    let store = parse_js_json::<Value>(&options)
-        .map_err(|error| SdkError::config(format!("options could not be read: {error}")))
-        .and_then(|options| store_of(&options));
-    let loaded = match store {
-        Ok(store) => durable::load(&store, &session_id).await,
-        Err(error) => Err(error),
+/// `resumeAgent(options)`: reads session `options.sessionId` from the store `options` name, off
+/// the JS thread (`SESSION_NOT_FOUND`, `STORE_ERROR`, a `ConfigError`). `options` is `None` for
+/// `undefined`.
+#[napi]
+pub async fn load_session(options: Option<String>) -> NativeResult<NativeStored> {
+    let loaded = async {
+        let options = arguments::options(options.as_deref())?;
+        let session_id = arguments::stored_session_id(&options)?;
+        durable::load(&store_of(&options)?, &session_id).await
     };
-    match loaded {
-        Ok(stored) => Either::A(NativeStored {
-            stored: Mutex::new(Some(stored)),
-        }),
-        Err(error) => Either::B(error_json(&error)),
-    }
+    native(loaded.await.map(|stored| NativeStored {
+        stored: Mutex::new(Some(stored)),
+    }))
 }
 
-/// `approvalToken(...)`: `{ "fingerprint", "token" }` of `input` (JSON), or `{ "error" }`.
+/// `approvalToken(...)`: the token of `input` (JSON).
 #[napi]
 pub fn approval_token(
     secret: String,
@@ -94,112 +107,88 @@ pub fn approval_token(
     tool_call_id: String,
     tool_name: String,
     input: String,
-) -> String {
+) -> NativeResult<String> {
     let made = parse_js_json::<Value>(&input)
         .map_err(|error| format!("input could not be read: {error}"))
         .and_then(|input| crate::agent::approvals::token_for(&secret, &session_id, &tool_call_id, &tool_name, &input));
-    match made {
-        Ok((fingerprint, token)) => serde_json::json!({ "fingerprint": fingerprint, "token": token }).to_string(),
-        Err(message) => serde_json::json!({ "error": SdkError::new(ErrorCode::InvalidInput, message) }).to_string(),
-    }
+    native(
+        made.map(|(_fingerprint, token)| token)
+            .map_err(|message| SdkError::new(ErrorCode::InvalidInput, message)),
+    )
 }
 
-/// `drainOutbox({ store })`: tries every queued notification of the store once now. `environment`
-/// is `process.env` as JSON (the header templates of rows queued by other processes may name any
-/// variable). Resolves `{ "drained": { delivered, failed, remaining } }` or `{ "error": … }`.
-#[napi(ts_return_type = "Promise<string>")]
-pub async fn drain_outbox(options: String, environment: String) -> String {
+/// `drainOutbox({ store })`: tries every queued notification of the store once now; the JSON of
+/// `{ delivered, failed, remaining }`. `environment` is `process.env` as JSON: the header
+/// templates of rows queued by other processes may name any variable.
+#[napi]
+pub async fn drain_outbox(options: String, environment: String) -> NativeResult<String> {
     let drained = async {
         let options = parse_js_json::<Value>(&options)
             .map_err(|error| SdkError::config(format!("options could not be read: {error}")))?;
         let config = store_of(&options)?;
-        let environment: HashMap<String, String> = parse_js_json::<HashMap<String, Value>>(&environment)
-            .map(|variables| {
-                variables
-                    .into_iter()
-                    .filter_map(|(name, value)| value.as_str().map(|value| (name, value.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        durable::drain_outbox(&config, &environment).await
+        durable::drain_outbox(&config, &environment_snapshot(&environment)).await
     };
-    match drained.await {
-        Ok(drained) => serde_json::json!({ "drained": {
+    native(drained.await.map(|drained| {
+        serde_json::json!({
             "delivered": drained.delivered, "failed": drained.failed, "remaining": drained.remaining
-        }})
-        .to_string(),
-        Err(error) => serde_json::json!({ "error": error }).to_string(),
-    }
+        })
+        .to_string()
+    }))
 }
 
-/// `completeToolCall`: publishes `result` (JSON) as deferred call `toolCallId`'s result in the
-/// session `stored` was read from, once; the stored webhook hooks see it first. Resolves
-/// `{ "completed": { published, result } }` or `{ "error": … }`.
-#[napi(ts_return_type = "Promise<string>")]
-pub fn complete_tool_call<'env>(
-    env: &'env Env,
-    stored: &NativeStored,
-    options: String,
-    tool_call_id: String,
-    result: String,
-    environment: Object,
-) -> Result<PromiseRaw<'env, Option<String>>> {
-    let stored = stored.take();
-    let names = stored.as_ref().map(deferred::environment_names).unwrap_or_default();
-    let environment = read_environment(&environment, &names)?;
-    let keep_alive = local::KeepAlive::new(env.raw())?;
-    local::promise(env, async move {
-        let work = async move {
-            let stored =
-                stored.ok_or_else(|| SdkError::new(ErrorCode::InvalidInput, "this stored session was used already"))?;
-            let store =
-                store_of(&parse_js_json::<Value>(&options).map_err(|error| SdkError::config(error.to_string()))?)?;
-            let result: Value = parse_js_json(&result).map_err(|error| {
-                SdkError::new(ErrorCode::InvalidInput, format!("result could not be read: {error}"))
-            })?;
-            deferred::complete(&store, stored, &tool_call_id, &result, environment).await
-        };
-        let outcome = match offload(work).await {
-            Ok(Ok(completed)) => serde_json::json!({ "completed": completed.to_json() }),
-            Ok(Err(error)) => serde_json::json!({ "error": error }),
-            Err(error) => {
-                serde_json::json!({ "error": SdkError::new(ErrorCode::Plain, format!("the publication failed: {error}")) })
-            }
-        };
-        drop(keep_alive);
-        Some(outcome.to_string())
+/// `completeToolCall({ store, sessionId, toolCallId, result })`: publishes `result` (JSON) as
+/// deferred call `toolCallId`'s result in the stored session, once; its stored webhook hooks
+/// see it first. `call` is the JSON of `{ sessionId, toolCallId, advanced: { store } }`,
+/// `environment` that of `process.env`. Resolves the JSON of `{ published, result }`.
+#[napi]
+pub async fn complete_tool_call(call: String, result: String, environment: String) -> NativeResult<String> {
+    let work = async move {
+        let call = parse_js_json::<Value>(&call).map_err(|error| SdkError::config(error.to_string()))?;
+        let (session_id, tool_call_id) = arguments::tool_call_ids(&call)?;
+        let store = store_of(&call)?;
+        let stored = durable::load(&store, &session_id).await?;
+        let names = deferred::environment_names(&stored);
+        let mut environment = environment_snapshot(&environment);
+        environment.retain(|name, _| names.contains(name));
+        let result: Value = parse_js_json(&result)
+            .map_err(|error| SdkError::new(ErrorCode::InvalidInput, format!("result could not be read: {error}")))?;
+        deferred::complete(&store, stored, &tool_call_id, &result, environment).await
+    };
+    native(match offload(work).await {
+        Ok(completed) => completed.map(|completed| completed.to_json().to_string()),
+        Err(error) => Err(SdkError::new(
+            ErrorCode::Internal,
+            format!("the publication failed: {error}"),
+        )),
     })
 }
 
-/// A created session, or the JSON of the error that prevented it.
+/// A created session. `options` is `None` for `undefined`; the functions are `lib/wire.js`'s
+/// (their arguments: [`InvokeArgs`], [`AbortArgs`], [`StepArgs`]).
 // The wrapper's functions and the loaded session cross as arguments: one call makes the agent.
 #[allow(clippy::too_many_arguments)]
 #[napi(
-    ts_args_type = "options: string, invoke: (fn: number, argsJson: string, scope: number, reply: number, signalArg: number, signalKey: string | null, dispatch: number | null, last: boolean, linked: boolean, errorJson: string | null) => string | Promise<string>, abortDispatch: (scope: number, dispatch: number, event: string, timeoutMs: number) => string, stepGenerator: (scope: number, generator: number, finish: boolean) => string | Promise<string>, nextTurn: () => Promise<string>, environment: object, wake: () => void, stored?: NativeStored | undefined | null"
+    ts_args_type = "options: string | undefined, invoke: (...args: InvokeArgs) => Returned, abortDispatch: (...args: AbortArgs) => Returned, stepGenerator: (...args: StepArgs) => Returned, nextTurn: () => Promise<string>, environment: object, wake: () => void, stored?: NativeStored | undefined | null"
 )]
 pub fn create_session(
     env: &Env,
-    options: String,
-    invoke: Function<InvokeArgs, Returned>,
-    abort_dispatch: Function<AbortArgs, Returned>,
-    step_generator: Function<StepArgs, Returned>,
+    options: Option<String>,
+    invoke: Function<FnArgs<InvokeArgs>, Returned>,
+    abort_dispatch: Function<FnArgs<AbortArgs>, Returned>,
+    step_generator: Function<FnArgs<StepArgs>, Returned>,
     next_turn: Function<(), Returned>,
     environment: Object,
     wake: Function<(), ()>,
     stored: Option<&NativeStored>,
-) -> Result<Either<NativeAgent, String>> {
-    let options: Value = match parse_js_json(&options) {
+) -> Result<NativeResult<NativeAgent>> {
+    let options = match arguments::options(options.as_deref()) {
         Ok(options) => options,
-        Err(error) => {
-            return Ok(Either::B(error_json(&SdkError::config(format!(
-                "options could not be read: {error}"
-            )))))
-        }
+        Err(error) => return Ok(native(Err(error))),
     };
     let variables = read_environment(&environment, ENV_VARS)?;
     let config = match AgentConfig::from_options(&options, &variables) {
         Ok(config) => config,
-        Err(error) => return Ok(Either::B(error_json(&error))),
+        Err(error) => return Ok(native(Err(error))),
     };
     if local::init(env, wake)? {
         telemetry::start_for(env)?;
@@ -215,14 +204,14 @@ pub fn create_session(
         None => Session::new(config, host),
         Some(stored) => match Session::from_store(config, host, stored) {
             Ok(session) => session,
-            Err(error) => return Ok(Either::B(error_json(&error))),
+            Err(error) => return Ok(native(Err(error))),
         },
     };
-    Ok(Either::A(NativeAgent {
+    Ok(native(Ok(NativeAgent {
         environment_names: session.environment_names(),
         session,
         open: Rc::new(local::AgentCount::new(env.raw())?),
-    }))
+    })))
 }
 
 #[napi]
@@ -252,7 +241,7 @@ impl NativeAgent {
         serde_json::to_string(&self.session.messages()).unwrap_or_else(|_| "[]".into())
     }
 
-    /// Starts a run, or returns the JSON of the error that refused it.
+    /// Starts a run with `message` (JSON).
     #[napi]
     pub fn send(
         &self,
@@ -261,20 +250,14 @@ impl NativeAgent {
         scope: u32,
         options: String,
         environment: Object,
-    ) -> Either<NativeRun, String> {
-        match self.start_run(env, Some(&message), ScopeId(scope), &options, &environment) {
-            Ok(run) => Either::A(run),
-            Err(refused) => Either::B(error_json(&refused)),
-        }
+    ) -> NativeResult<RunStarted> {
+        native(self.start_run(env, Some(&message), ScopeId(scope), &options, &environment))
     }
 
-    /// `resume()`: goes on with the paused turn, or returns the JSON of the error that refused it.
+    /// `resume()`: goes on with the paused turn.
     #[napi]
-    pub fn resume(&self, env: &Env, scope: u32, options: String, environment: Object) -> Either<NativeRun, String> {
-        match self.start_run(env, None, ScopeId(scope), &options, &environment) {
-            Ok(run) => Either::A(run),
-            Err(refused) => Either::B(error_json(&refused)),
-        }
+    pub fn resume(&self, env: &Env, scope: u32, options: String, environment: Object) -> NativeResult<RunStarted> {
+        native(self.start_run(env, None, ScopeId(scope), &options, &environment))
     }
 
     /// `pendingApprovals` as JSON.
@@ -283,18 +266,18 @@ impl NativeAgent {
         serde_json::to_string(&self.session.pending_approvals()).unwrap_or_else(|_| "[]".into())
     }
 
-    /// `approve(toolCallId, options)` (`reject` when `approve` is false): resolves `null` once
-    /// the decision is stored, else the JSON of the error that refused it.
-    #[napi(ts_return_type = "Promise<string | null>")]
+    /// `approve(toolCallId, options)` (`reject` when `approve` is false): resolves once the
+    /// decision is stored.
+    #[napi]
     pub fn decide<'env>(
         &self,
         env: &'env Env,
         approve: bool,
         tool_call_id: String,
         options: String,
-    ) -> Result<PromiseRaw<'env, Option<String>>> {
+    ) -> Result<PromiseRaw<'env, NativeResult<()>>> {
         let session = self.session.clone();
-        failure_of(env, async move {
+        settled(env, async move {
             let options: Value = parse_js_json(&options).map_err(|error| {
                 SdkError::new(
                     ErrorCode::InvalidInput,
@@ -322,26 +305,19 @@ impl NativeAgent {
     }
 
     /// `setModel`, `setMaxTurns`, `setPermissionMode`, `setDefaultContext`: `setting` names
-    /// which, `value` is its JSON; returns the JSON of the error that refused it, or null.
+    /// which, `value` is its JSON.
     #[napi]
-    pub fn set(&self, setting: String, value: String) -> Option<String> {
-        let value: Value = match parse_js_json(&value) {
-            Ok(value) => value,
-            Err(error) => {
-                return Some(error_json(&SdkError::new(
-                    ErrorCode::InvalidInput,
-                    format!("the value could not be read: {error}"),
-                )))
-            }
-        };
-        let set = match setting.as_str() {
-            "model" => self.session.set_model(&value),
-            "maxTurns" => self.session.set_max_turns(&value),
-            "permissionMode" => self.session.set_permission_mode(&value),
-            "defaultContext" => self.session.set_default_context(&value),
-            other => Err(SdkError::new(ErrorCode::InvalidInput, format!("no setting {other}"))),
-        };
-        set.err().map(|error| error_json(&error))
+    pub fn set(&self, setting: String, value: String) -> NativeResult<()> {
+        let set = parse_js_json::<Value>(&value)
+            .map_err(|error| SdkError::new(ErrorCode::InvalidInput, format!("the value could not be read: {error}")))
+            .and_then(|value| match setting.as_str() {
+                "model" => self.session.set_model(&value),
+                "maxTurns" => self.session.set_max_turns(&value),
+                "permissionMode" => self.session.set_permission_mode(&value),
+                "defaultContext" => self.session.set_default_context(&value),
+                other => Err(SdkError::new(ErrorCode::InvalidInput, format!("no setting {other}"))),
+            });
+        native(set)
     }
 
     /// `getDefaultContext()` as JSON.
@@ -350,7 +326,6 @@ impl NativeAgent {
         serde_json::to_string(&*self.session.default_context()).unwrap_or_else(|_| "{}".into())
     }
 
-    /// `fork()`: the conversation of `other` becomes this agent's (before its SessionStart).
     /// `mcpServerStatus()`, as JSON.
     #[napi]
     pub fn mcp_server_status(&self) -> String {
@@ -363,19 +338,20 @@ impl NativeAgent {
         self.session.mcp_list_tools().to_string()
     }
 
+    /// `fork()`: the conversation of `other` becomes this agent's (before its SessionStart).
     #[napi]
     pub fn copy_conversation_from(&self, other: &NativeAgent) {
         self.session.copy_conversation_from(&other.session);
     }
 
-    /// Runs SessionStart; resolves `null`, or the JSON of the error that stopped it.
-    #[napi(ts_return_type = "Promise<string | null>")]
+    /// Runs SessionStart (`createAgent`, `resumeAgent`, `fork()`).
+    #[napi]
     pub fn start<'env>(
         &self,
         env: &'env Env,
         scope: u32,
         environment: Object,
-    ) -> Result<PromiseRaw<'env, Option<String>>> {
+    ) -> Result<PromiseRaw<'env, NativeResult<()>>> {
         let open = self.open.clone();
         self.with_environment(env, &environment, move |session, environment| async move {
             let started = session.start(ScopeId(scope), environment).await;
@@ -387,14 +363,15 @@ impl NativeAgent {
         })
     }
 
-    /// Resolves `null`, or the JSON of the error that stopped the close.
-    #[napi(ts_return_type = "Promise<string | null>")]
+    /// `close()`: concurrent calls share one attempt ([`Session::close`]), so they pass the same
+    /// `scope`.
+    #[napi]
     pub fn close<'env>(
         &self,
         env: &'env Env,
         scope: u32,
         environment: Object,
-    ) -> Result<PromiseRaw<'env, Option<String>>> {
+    ) -> Result<PromiseRaw<'env, NativeResult<()>>> {
         let open = self.open.clone();
         self.with_environment(env, &environment, move |session, environment| async move {
             session.close(ScopeId(scope), environment).await?;
@@ -413,7 +390,7 @@ impl NativeAgent {
         scope: ScopeId,
         options: &str,
         environment: &Object,
-    ) -> std::result::Result<NativeRun, SdkError> {
+    ) -> std::result::Result<RunStarted, SdkError> {
         let read = |what: &str, text: &str| {
             parse_js_json::<Value>(text)
                 .map_err(|error| SdkError::new(ErrorCode::InvalidInput, format!("{what} could not be read: {error}")))
@@ -425,7 +402,7 @@ impl NativeAgent {
         let tool_choice = SendOptions::tool_choice(&options)?;
         let not_started = |error: napi::Error| {
             SdkError::new(
-                ErrorCode::Plain,
+                ErrorCode::Internal,
                 format!("the run could not be started: {}", error.reason),
             )
         };
@@ -451,13 +428,16 @@ impl NativeAgent {
             drop(keep_alive);
         })
         .map_err(not_started)?;
-        Ok(NativeRun {
-            may_be_stopped: self.session.runs_may_be_stopped(),
-            events: Arc::new(handle.events),
-            control: handle.control,
-            session_id: self.session.id.clone().into(),
+        Ok(RunStarted {
             request_id: handle.request_id,
             input_id: handle.input_id,
+            is_accepted: handle.control.is_admitted(),
+            may_be_stopped: self.session.runs_may_be_stopped(),
+            run: NativeRun {
+                events: Arc::new(handle.events),
+                control: handle.control,
+                session_id: self.session.id.clone().into(),
+            },
         })
     }
 
@@ -467,23 +447,34 @@ impl NativeAgent {
         env: &'env Env,
         environment: &Object,
         work: impl FnOnce(Arc<Session>, HashMap<String, String>) -> Work,
-    ) -> Result<PromiseRaw<'env, Option<String>>>
+    ) -> Result<PromiseRaw<'env, NativeResult<()>>>
     where
         Work: std::future::Future<Output = std::result::Result<(), SdkError>> + 'static,
     {
         let environment = read_environment(environment, &self.environment_names)?;
-        failure_of(env, work(self.session.clone(), environment))
+        settled(env, work(self.session.clone(), environment))
     }
+}
+
+/// A run `send` or `resume` started, with what the wrapper reads of it at once: one object,
+/// read without crossing again.
+#[napi(object, object_from_js = false)]
+pub struct RunStarted {
+    pub run: NativeRun,
+    /// The run's `submission` ids: which request it is, and which input started it.
+    pub request_id: String,
+    pub input_id: String,
+    /// The run was accepted when it started: `accepted()` need not be awaited.
+    pub is_accepted: bool,
+    /// The run may be stopped from outside it: `stopped()` is worth waiting on.
+    pub may_be_stopped: bool,
 }
 
 #[napi]
 pub struct NativeRun {
-    may_be_stopped: bool,
     events: Arc<EventReader>,
     control: Arc<RunControl>,
     session_id: Arc<str>,
-    request_id: String,
-    input_id: String,
 }
 
 #[napi]
@@ -493,7 +484,7 @@ impl NativeRun {
     /// current turn publishes (a streamed answer's deltas that arrived together come in one
     /// batch). `null` once the run has ended and every event was taken. Waited for on the JS
     /// thread, where the run publishes them.
-    #[napi(ts_return_type = "Promise<string | null>")]
+    #[napi]
     pub fn next<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let events = self.events.clone();
         let session_id = self.session_id.clone();
@@ -510,45 +501,20 @@ impl NativeRun {
         })
     }
 
-    /// The run's `submission` ids: which request it is, and which input started it.
-    #[napi(getter)]
-    pub fn request_id(&self) -> String {
-        self.request_id.clone()
-    }
-
-    #[napi(getter)]
-    pub fn input_id(&self) -> String {
-        self.input_id.clone()
-    }
-
-    /// The run was accepted when it started (nothing to wait for: `accepted()` is not needed).
-    #[napi(getter)]
-    pub fn is_accepted(&self) -> bool {
-        self.control.is_admitted()
-    }
-
-    /// Whether the run may be stopped from outside it (`stopped()` is worth waiting on).
-    #[napi(getter)]
-    pub fn may_be_stopped(&self) -> bool {
-        self.may_be_stopped
-    }
-
-    /// Resolves `null` once the run is accepted (it holds the session and may start), or the
-    /// JSON of the error that refused it (`SESSION_LEASED`, `APPROVALS_PENDING`, ...): what
-    /// `send` / `resume` reject with.
-    #[napi(ts_return_type = "Promise<string | null>")]
-    pub fn accepted<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
+    /// Resolves once the run is accepted (it holds the session and may start), or with the
+    /// error that refused it (`SESSION_LEASED`, `APPROVALS_PENDING`, ...): what `send` /
+    /// `resume` reject with.
+    #[napi]
+    pub fn accepted<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, NativeResult<()>>> {
         let control = self.control.clone();
-        local::promise(env, async move {
-            control.admitted().await.err().map(|refusal| error_json(&refusal))
-        })
+        local::promise(env, async move { native(control.admitted().await) })
     }
 
     /// Resolves with the abort's reason once the run is aborted before it ends (however it was:
     /// the caller, a lost claim on the session, a critical queued notification given up), or
     /// `null` once it ended otherwise: the wrapper then aborts the run's JS signal too, so the
     /// tools and callbacks still running hear of it.
-    #[napi(ts_return_type = "Promise<string | null>")]
+    #[napi]
     pub fn stopped<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let control = self.control.clone();
         local::promise(env, async move {
@@ -560,14 +526,11 @@ impl NativeRun {
         })
     }
 
-    /// Resolves (with `null`) once the run has published its last event.
-    #[napi(ts_return_type = "Promise<null>")]
-    pub fn finished<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
+    /// Resolves once the run has published its last event.
+    #[napi]
+    pub fn finished<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         let control = self.control.clone();
-        local::promise(env, async move {
-            control.finished().await;
-            None
-        })
+        local::promise(env, async move { control.finished().await })
     }
 
     /// A reader of every event is waiting (`stream()`), not only of text (`textStream()`).

@@ -1,17 +1,16 @@
-//! The core's `Host`: `index.js` hands over `invoke(fn, argsJson, scope, reply, signalArg,
-//! signalKey, dispatch, last, linked, errorJson) => reply | Promise<reply>`, which calls the user
-//! function `fn` names, `abortDispatch(scope, dispatch, event, timeoutMs)`, and
-//! `stepGenerator(scope, generator, finish)`, which advances a generator a tool returned, and
-//! `nextTurn()`, which resolves on a later turn of the event loop. A session's
-//! futures are polled on the JS thread (`local.rs`), so both are called directly.
-//! The arguments cross as JSON text: it is cheaper than building objects through napi, and the
-//! values land in the caller's own JS realm (Jest runs tests in a VM realm). The rest of a call
-//! crosses as plain numbers and strings, with nothing to parse.
+//! The core's `Host`, made of four functions `lib/wire.js` hands over: `invoke` calls a user
+//! function (its arguments: [`InvokeArgs`]), `abortDispatch` aborts a dispatch's signal,
+//! `stepGenerator` advances a generator a tool returned, and `nextTurn` resolves on a later turn
+//! of the event loop. A session's futures are polled on the JS thread (`local.rs`), so they are
+//! called directly. A call's arguments cross as JSON text: it is cheaper than building objects
+//! through napi, and the values land in the caller's own JS realm (Jest runs tests in a VM
+//! realm). The rest of a call crosses as plain numbers and strings, with nothing to parse.
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Either, FnArgs, FunctionRef, Promise};
 use napi::Env;
+use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -21,33 +20,74 @@ use crate::host::{
 };
 use crate::text::parse_js_json;
 
-/// What `invoke` and `abortDispatch` return: a reply at once, or a promise of one.
+/// What `invoke` and the other functions return: a reply at once, or a promise of one.
+#[napi]
 pub type Returned = Either<String, Promise<String>>;
 
-/// `(fn, argsJson, scope, reply, signalArg, signalKey, dispatch, last, linked, errorJson)`:
-/// `reply` is [`Reply::code`]; `signalArg` is -1 for no signal, `dispatch` null for the
-/// scope's own signal; `errorJson` is `[arg, key, message, thrown]` or null.
-pub type InvokeArgs = FnArgs<(
+/// The arguments of `invoke`, in order (described here only: the binding's types, the
+/// `createSession` signature and `lib/wire.js` point here):
+/// - `fn`: the user function's number ([`crate::host::Callable`]);
+/// - `argsJson`: its arguments, the text of one JSON array ([`crate::host::Args`]);
+/// - `scope`: the caller-side operation ([`ScopeId`]; 0 is none);
+/// - `reply`: how its return is read ([`Reply`]);
+/// - `signalArg`, `signalKey`: `args[signalArg][signalKey]` gets an `AbortSignal` (`signalArg`
+///   is -1 for none, [`crate::host::SignalSlot`]);
+/// - `dispatch`: that signal is dispatch `dispatch`'s, made on first use; `null` for the
+///   scope's own signal;
+/// - `last`: the call is the dispatch's last ([`crate::host::DispatchSignal`]);
+/// - `linked`: the dispatch's signal also follows the scope's;
+/// - `errorJson`: `[arg, key, message, thrown]`, `args[arg][key]` gets the error (the thrown
+///   value itself when `thrown` names one, [`crate::host::ErrorSlot`]), or `null`.
+///
+/// The reply is the return as `reply` reads it, `""` for `undefined`, or `!` and
+/// `{ message, thrown? }` when the function threw (see [`reply`]).
+#[napi]
+pub type InvokeArgs = (
     u32,
     String,
     u32,
-    u32,
+    Reply,
     i32,
     Option<&'static str>,
     Option<u32>,
     bool,
     bool,
     Option<String>,
-)>;
-pub type InvokeRef = FunctionRef<InvokeArgs, Returned>;
+);
+pub type InvokeRef = FunctionRef<FnArgs<InvokeArgs>, Returned>;
 
-/// `(scope, dispatch, event, timeoutMs)`
-pub type AbortArgs = FnArgs<(u32, u32, &'static str, u32)>;
-pub type AbortRef = FunctionRef<AbortArgs, Returned>;
+/// `(scope, dispatch, event, timeoutMs)`: `event` is `''` for a tool's timeout.
+#[napi]
+pub type AbortArgs = (u32, u32, &'static str, u32);
+pub type AbortRef = FunctionRef<FnArgs<AbortArgs>, Returned>;
 
 /// `(scope, generator, finish)`: `finish` calls `return()` instead of `next()`.
-pub type StepArgs = FnArgs<(u32, u32, bool)>;
-pub type StepRef = FunctionRef<StepArgs, Returned>;
+#[napi]
+pub type StepArgs = (u32, u32, bool);
+pub type StepRef = FunctionRef<FnArgs<StepArgs>, Returned>;
+
+/// [`crate::host::Reply`] as it crosses: `binding.d.ts` carries its numbers, and `lib/wire.js`
+/// reads them from the binding (`Reply.Tool`).
+#[napi]
+pub enum Reply {
+    Data,
+    DataWithMock,
+    Json,
+    Tool,
+    Handler,
+}
+
+impl From<crate::host::Reply> for Reply {
+    fn from(reply: crate::host::Reply) -> Self {
+        match reply {
+            crate::host::Reply::Data => Reply::Data,
+            crate::host::Reply::DataWithMock => Reply::DataWithMock,
+            crate::host::Reply::Json => Reply::Json,
+            crate::host::Reply::Tool => Reply::Tool,
+            crate::host::Reply::Handler => Reply::Handler,
+        }
+    }
+}
 
 /// `()`: a promise that resolves on a later turn of the event loop (`setImmediate`).
 pub type TurnRef = FunctionRef<(), Returned>;
@@ -120,7 +160,7 @@ impl Crossing {
                     call.function.0,
                     call.args.into_json(),
                     call.scope.0,
-                    call.reply.code(),
+                    Reply::from(call.reply),
                     signal_arg,
                     signal_key,
                     dispatch,

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Wake, Waker};
 
-use napi::bindgen_prelude::{Function, FunctionRef, PromiseRaw};
+use napi::bindgen_prelude::{Function, FunctionRef, PromiseRaw, ToNapiValue};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
 use nohash_hasher::IntMap;
@@ -420,12 +420,12 @@ impl Driver {
     }
 }
 
-/// A promise made now and settled with what `work` yields (a string, or `null`); `work` is
-/// polled on the JS thread, so settling it needs no thread hop.
-pub fn promise<'env>(
+/// A promise made now and settled with what `work` yields; `work` is polled on the JS thread,
+/// so settling it needs no thread hop.
+pub fn promise<'env, T: ToNapiValue + 'static>(
     env: &'env Env,
-    work: impl Future<Output = Option<String>> + 'static,
-) -> napi::Result<PromiseRaw<'env, Option<String>>> {
+    work: impl Future<Output = T> + 'static,
+) -> napi::Result<PromiseRaw<'env, T>> {
     let mut deferred = std::ptr::null_mut();
     let mut promise = std::ptr::null_mut();
     // SAFETY: `env` is the live env of this (the JS) thread; both out-pointers are ours.
@@ -435,19 +435,11 @@ pub fn promise<'env>(
         // Settled inside a poll, so this is the JS thread and its env is current.
         let Some(env) = current_env() else { return };
         // SAFETY: on the JS thread with its current env; `deferred` was made by that env and is
-        // resolved exactly once, here; `text` outlives the call that copies it.
+        // resolved exactly once, here.
         let status = unsafe {
-            let mut settled = std::ptr::null_mut();
-            let made = match value {
-                Some(text) => {
-                    sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut settled)
-                }
-                None => sys::napi_get_null(env, &mut settled),
-            };
-            if made == sys::Status::napi_ok {
-                sys::napi_resolve_deferred(env, deferred, settled)
-            } else {
-                made
+            match T::to_napi_value(env, value) {
+                Ok(settled) => sys::napi_resolve_deferred(env, deferred, settled),
+                Err(error) => error.status.into(),
             }
         };
         // Only an env shutting down refuses these; nobody is left to tell.

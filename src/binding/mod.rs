@@ -1,9 +1,12 @@
 //! The Node-API edge: the only code that knows napi. It converts between JS values and the
-//! core's types and calls the core; `index.js` wraps it in the public API.
+//! core's types and calls the core; `index.js` and `lib/` wrap it in the public API. Whatever
+//! can fail returns a [`result::NativeResult`].
 
 pub mod agent;
+mod arguments;
 pub mod host;
 pub mod local;
+pub mod result;
 pub mod telemetry;
 
 /// The loop allocates many small, short-lived values (events, hook inputs, JSON text) on the

@@ -9,6 +9,8 @@ use std::sync::{Once, OnceLock};
 use napi::Env;
 use napi_derive::napi;
 
+use super::result::{native, NativeResult};
+use crate::error::{ErrorCode, SdkError};
 use crate::telemetry::{Settings, Telemetry};
 
 static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
@@ -56,13 +58,16 @@ pub(crate) fn flush_at_exit() {
     }
 }
 
-/// Sends every finished span now (off the JS thread); `null` when done or export is off, else
-/// why it failed.
-#[napi(ts_return_type = "Promise<string | null>")]
-pub async fn flush_telemetry() -> Option<String> {
-    match tokio::task::spawn_blocking(flush).await {
-        Ok(outcome) => outcome.err(),
+/// Sends every finished span now (off the JS thread); at once when export is off. A failed
+/// export is a plain `Error` saying why.
+#[napi]
+pub async fn flush_telemetry() -> NativeResult<()> {
+    native(match tokio::task::spawn_blocking(flush).await {
+        Ok(outcome) => outcome.map_err(|problem| SdkError::new(ErrorCode::Plain, problem)),
         // The flush itself failed (a panic), not the export.
-        Err(error) => Some(format!("the flush of spans failed: {error}")),
-    }
+        Err(error) => Err(SdkError::new(
+            ErrorCode::Internal,
+            format!("the flush of spans failed: {error}"),
+        )),
+    })
 }

@@ -68,40 +68,64 @@ impl Host for FakeHost {
                 })
             }),
         };
-        if call.reply == Reply::Tool {
-            // As `index.js` does for a tool's return: `{ returned }`, or `{}` for `undefined`.
-            return Box::pin(async move {
-                Ok(Some(match reply.await? {
-                    Some(value) => json!({ "returned": value }),
-                    None => json!({}),
-                }))
-            });
-        }
-        if call.reply != Reply::DataWithMock {
-            return reply;
-        }
-        // As `index.js` does for PreToolUse: `{ returned, mocked }`. A fake function mocks by
-        // returning `{ "$mock": result, "$returned": value }`.
-        Box::pin(async move {
-            let value = reply.await?;
-            Ok(Some(match value {
-                Some(Value::Object(object)) if object.contains_key("$mock") => {
-                    let mut wrapped = serde_json::Map::new();
-                    if let Some(returned) = object.get("$returned") {
-                        wrapped.insert("returned".into(), returned.clone());
-                    }
-                    wrapped.insert("mocked".into(), object["$mock"].clone());
-                    Value::Object(wrapped)
-                }
-                Some(value) => json!({ "returned": value }),
-                None => json!({}),
-            }))
-        })
+        let kind = call.reply;
+        Box::pin(async move { Ok(encode(kind, reply.await?)) })
     }
 
     fn abort(&self, _scope: ScopeId, dispatch: DispatchId, reason: AbortReason) -> AbortFuture {
         self.aborts.lock().unwrap().push((dispatch, reason));
         Box::pin(async {})
+    }
+}
+
+/// What a fake function returned, as `invoke` in `lib/wire.js` encodes it for `reply`: a tool's
+/// return as `{ returned }` (`{}` for `undefined`); PreToolUse's as `{ returned?, mocked? }`,
+/// where a fake function mocks by returning `{ "$mock": result, "$returned"?: value }`; the
+/// rest as it is. `__test__/fixtures/replies.json` pins both encodings.
+pub fn encode(reply: Reply, value: Option<Value>) -> Option<Value> {
+    match reply {
+        Reply::Tool => Some(match value {
+            Some(value) => json!({ "returned": value }),
+            None => json!({}),
+        }),
+        Reply::DataWithMock => Some(match value {
+            Some(Value::Object(mut object)) if object.contains_key("$mock") => {
+                let mut wrapped = serde_json::Map::new();
+                if let Some(returned) = object.remove("$returned") {
+                    wrapped.insert("returned".into(), returned);
+                }
+                wrapped.insert("mocked".into(), object.remove("$mock").unwrap_or_default());
+                Value::Object(wrapped)
+            }
+            Some(value) => json!({ "returned": value }),
+            None => json!({}),
+        }),
+        Reply::Data | Reply::Json | Reply::Handler => value,
+    }
+}
+
+#[test]
+fn the_fake_host_encodes_replies_as_the_wire_does() {
+    let fixture: Value = serde_json::from_str(include_str!("../../__test__/fixtures/replies.json")).unwrap();
+    for case in fixture["cases"].as_array().unwrap() {
+        let reply = match case["reply"].as_str().unwrap() {
+            "Data" => Reply::Data,
+            "DataWithMock" => Reply::DataWithMock,
+            "Json" => Reply::Json,
+            "Tool" => Reply::Tool,
+            other => panic!("no reply {other} in the fixture's cases"),
+        };
+        let returned = match (case.get("mocked"), case.get("returned")) {
+            (Some(mocked), returned) => {
+                let mut mocking = json!({ "$mock": mocked });
+                if let Some(returned) = returned {
+                    mocking["$returned"] = returned.clone();
+                }
+                Some(mocking)
+            }
+            (None, returned) => returned.cloned(),
+        };
+        assert_eq!(encode(reply, returned), case.get("encoded").cloned(), "{case}");
     }
 }
 

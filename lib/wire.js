@@ -1,0 +1,437 @@
+'use strict'
+// The wire between the binding and user code: how options cross (`splitFunctions`), the
+// operations user functions run in (`Scope`), and the functions Rust calls — `invoke`,
+// `stepGenerator`, `abortDispatch`, `nextTurn` (src/binding/host.rs) — with the encoding of
+// their replies; and `unwrap`, the one reader of what a failing binding function returns.
+
+const native = require('../binding.js')
+const { SdkError, ConfigError, HookTimeoutError, messageOf, toError } = require('./errors.js')
+
+/** How Rust wants a function's return read: `Reply` in src/binding/host.rs. */
+const { Reply } = native
+
+const FUNCTION_KEY = '$function'
+// Marks an option value JSON cannot carry (NaN, Infinity, a bigint, a symbol), so Rust can name it.
+const JS_VALUE_KEY = '$js'
+
+/**
+ * What a binding function that can fail returned (`NativeResult` in src/binding/result.rs):
+ * its value, or its error thrown. `scope` is the operation whose thrown values the error may
+ * name.
+ */
+function unwrap(made, scope) {
+  if (made?.error !== undefined) throw toError(made.error, scope)
+  return made
+}
+
+/** `process.env` as the JSON of its string entries, for calls that learn from the store which variables they need. */
+function environmentJson() {
+  return JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([, value]) => typeof value === 'string')))
+}
+
+/**
+ * Replaces every function in `value` with `{ "$function": n }`, so options cross into Rust as
+ * JSON; the functions stay here and are called by number (with their object as `this`).
+ * Values JSON would silently change (NaN, Infinity, bigints, symbols) become `{ "$js": text }`,
+ * for Rust to name. A cycle, or a getter that throws, is refused with `refuse(message)`'s
+ * error, naming where it is (`root` names `value` itself).
+ */
+function splitFunctions(value, root = 'the options', refuse = (message) => new ConfigError(message)) {
+  const functions = []
+  /** The objects being walked, with where they are (`''` for the value itself). */
+  const open = new Map()
+  const describe = (path) => (path === '' ? root : path)
+  const walk = (value, owner, path) => {
+    if (typeof value === 'function') {
+      functions.push({ fn: value, owner })
+      return { [FUNCTION_KEY]: functions.length - 1 }
+    }
+    if ((typeof value === 'number' && !Number.isFinite(value)) || typeof value === 'bigint' || typeof value === 'symbol') {
+      return { [JS_VALUE_KEY]: typeof value === 'bigint' ? `${value}n` : String(value) }
+    }
+    if (value === null || typeof value !== 'object') return value
+    if (open.has(value)) {
+      const subject = root === 'the options' ? 'options contain' : `${root} contains`
+      throw refuse(`${subject} a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
+    }
+    open.set(value, path)
+    let copy
+    try {
+      copy = Array.isArray(value) ? value.map((item, index) => walk(item, undefined, `${path}[${index}]`)) : {}
+      if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value, path === '' ? key : `${path}.${key}`)
+    } catch (error) {
+      if (error instanceof SdkError) throw error
+      throw refuse(`${describe(path)} could not be read: ${messageOf(error)}`)
+    }
+    open.delete(value)
+    return copy
+  }
+  return { data: walk(value, undefined, ''), functions }
+}
+
+/** An AbortSignal of any realm (Jest's VM realm has its own class). */
+function isSignal(value) {
+  return value !== null && typeof value === 'object' && typeof value.aborted === 'boolean' && typeof value.addEventListener === 'function'
+}
+
+function isError(value) {
+  return value instanceof Error || Object.prototype.toString.call(value) === '[object Error]'
+}
+
+const NEVER_ABORTED = new AbortController().signal
+
+/** Rust schedules its work on the JS thread through a threadsafe function made on this no-op. */
+function wakeNothing() {}
+
+// Node's own, not the global a test's fake timers replace: a run's turns must not wait for them.
+const { setImmediate: immediate } = require('node:timers')
+
+/** Resolves on a later turn of the event loop, once its timers and I/O had their turn: Rust
+ * awaits it between the steps of a run that has held the loop for a while. */
+function nextTurn() {
+  return new Promise((resolve) => immediate(resolve, ''))
+}
+
+/**
+ * One caller-side operation (`createAgent`, a `send`, `close`): the signal its user functions
+ * get, the values they threw (so the caller can get the very same one back), and the signals
+ * of its hook dispatches, which Rust aborts at their deadline.
+ */
+class Scope {
+  constructor(signal = NEVER_ABORTED) {
+    this.signal = signal
+    this.thrown = new Map()
+    this.dispatches = new Map()
+    this.reasons = new Map()
+    this.generators = new Map()
+    this.nextGenerator = 1
+  }
+
+  /** Keeps a generator a tool returned, for `stepGenerator`. */
+  keepGenerator(generator) {
+    const id = this.nextGenerator++
+    this.generators.set(id, generator)
+    return id
+  }
+
+  keep(error) {
+    const id = this.thrown.size + 1
+    this.thrown.set(id, error)
+    return id
+  }
+
+  /** The signal of dispatch `id`; `linked` also follows the operation's own signal. */
+  dispatchSignal(id, linked) {
+    if (this.reasons.has(id)) return AbortSignal.abort(this.reasons.get(id))
+    let entry = this.dispatches.get(id)
+    if (!entry) {
+      const controller = new AbortController()
+      entry = { controller, signal: linked ? AbortSignal.any([this.signal, controller.signal]) : controller.signal }
+      this.dispatches.set(id, entry)
+    }
+    return entry.signal
+  }
+
+  /** Rust's clock ran out for dispatch `id`: abort its signal with a HookTimeoutError (a
+   * tool's, event `''`: with the tool timeout's error). */
+  timeOut(id, event, timeoutMs) {
+    const reason = event === '' ? new SdkError('TOOL_TIMEOUT', `Tool execution timeout after ${timeoutMs}ms`) : new HookTimeoutError(event, timeoutMs)
+    this.reasons.set(id, reason)
+    this.dispatches.get(id)?.controller.abort(reason)
+    this.dispatches.delete(id)
+  }
+}
+
+/**
+ * One agent's operations by id, for `invoke` and the functions beside it. Ids start at 1: 0 is
+ * none (`ScopeId::NONE` in src/host.rs), and a call of none gets a scope of its own.
+ */
+class Scopes extends Map {
+  #next = 1
+
+  /** The id of an operation about to start. */
+  newId() {
+    return this.#next++
+  }
+}
+
+/** Where an input's lazily made dispatch signal comes from, kept on a hidden key. */
+const SIGNAL_SOURCE = Symbol('signalSource')
+const sourceDescriptor = { value: null, enumerable: false, configurable: true, writable: false }
+/** One getter for every input: V8 then reuses the objects' shapes instead of making new ones. */
+const lazySignalDescriptors = new Map()
+
+function lazySignalDescriptor(key) {
+  let descriptor = lazySignalDescriptors.get(key)
+  if (!descriptor) {
+    descriptor = {
+      get() {
+        // A getter copied onto another object by its descriptor has no source there.
+        const source = this?.[SIGNAL_SOURCE]
+        return source === undefined ? undefined : source.scope.dispatchSignal(source.dispatch, source.linked)
+      },
+      enumerable: true,
+      configurable: true,
+    }
+    lazySignalDescriptors.set(key, descriptor)
+  }
+  return descriptor
+}
+
+function defineLazySignal(target, key, scope, dispatch, linked) {
+  sourceDescriptor.value = { scope, dispatch, linked }
+  Object.defineProperty(target, SIGNAL_SOURCE, sourceDescriptor)
+  sourceDescriptor.value = null
+  Object.defineProperty(target, key, lazySignalDescriptor(key))
+}
+
+/** A value that is not plain data, found by `checkPlainData`: what is wrong, and where. */
+class NotData extends Error {
+  constructor(problem) {
+    super(problem)
+    this.problem = problem
+    /** The keys leading to it, outermost first (`.a`, `[0]`). */
+    this.where = []
+  }
+
+  /** `the value.a[0] is a getter` */
+  describe() {
+    return `the value${this.where.join('')} ${this.problem}`
+  }
+}
+
+/** Deeper than this is taken for a cycle (JSON.stringify would refuse one anyway). */
+const MAX_DATA_DEPTH = 100
+const { isProxy } = require('node:util').types
+
+/**
+ * Checks that `value` is plain data, for decisions and hook outputs: only own enumerable data
+ * properties, so that `JSON.stringify` then reads exactly what was checked. A getter (it could
+ * answer differently on each read, or throw), a `toJSON` (it could replace what was checked), a
+ * Proxy, a function, a symbol, a bigint or a cycle throws `NotData` naming where it is. Checked
+ * in place, nothing copied: this runs for every hook output.
+ */
+function checkPlainData(value, depth = 0) {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'undefined':
+    case 'number':
+      return
+    case 'object':
+      break
+    default:
+      throw new NotData(`is ${describeValue(value)}`)
+  }
+  if (value === null) return
+  if (depth > MAX_DATA_DEPTH) throw new NotData('is nested too deeply, or circular')
+  if (isProxy(value)) throw new NotData('is a Proxy')
+  if (typeof value.toJSON === 'function') throw new NotData('has a toJSON method')
+  const array = Array.isArray(value)
+  for (const key of Object.keys(value)) {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key)
+    try {
+      if (descriptor !== undefined && !('value' in descriptor)) throw new NotData('is a getter')
+      checkPlainData(descriptor?.value, depth + 1)
+    } catch (error) {
+      if (error instanceof NotData) error.where.unshift(array ? `[${key}]` : `.${key}`)
+      throw error
+    }
+  }
+}
+
+function describeValue(value) {
+  if (typeof value === 'function') return 'a function'
+  if (typeof value === 'symbol') return 'a symbol'
+  if (typeof value === 'bigint') return 'a bigint'
+  if (typeof value === 'object') return 'an object'
+  return typeof value
+}
+
+const GENERATOR_TAGS = new Set(['[object Generator]', '[object AsyncGenerator]'])
+
+/** What `deferred()` returns: the tool's result comes later, from `completeToolCall`. */
+const DEFERRED = Symbol.for('agent-runtime-hooks.deferred')
+const isDeferred = (value) => value !== null && typeof value === 'object' && value[DEFERRED] === true
+
+/**
+ * What a tool returned that JSON would flatten to `{}` or drop: a function, a symbol, an
+ * iterator or iterable that is not an array or a generator. `undefined` when it is JSON.
+ */
+function notJson(value) {
+  if (typeof value === 'function' || typeof value === 'symbol') return describeValue(value)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+  if (typeof value.next === 'function') return 'an iterator that is not a generator'
+  if (typeof value[Symbol.iterator] === 'function' || typeof value[Symbol.asyncIterator] === 'function') {
+    return `an iterable ${Object.prototype.toString.call(value).slice(8, -1)}`
+  }
+  return undefined
+}
+
+/**
+ * The function Rust calls for every user function; its arguments are described once, on
+ * `InvokeArgs` in src/binding/host.rs. The call gets its signal and error as those say; `reply`
+ * says how the return is read (plain data, with `mock()` for PreToolUse; JSON; a tool's return,
+ * a generator kept for `stepGenerator`; a handler). The reply is that text, `''` for
+ * `undefined`, or `'!'` and `{ message, thrown }` when the function threw or its value could not
+ * be read; a promise of it when the function returned one.
+ */
+function makeInvoke(functions, scopes) {
+  return function invoke(fn, argsJson, scopeId, reply, signalArg, signalKey, dispatch, last, linked, errorJson) {
+    const args = JSON.parse(argsJson)
+    const scope = scopes.get(scopeId) ?? new Scope()
+    // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply, as
+    // the JSON text it had when mocked. A result that is not plain data is reported as such:
+    // the call then fails (never runs).
+    let mocked
+    if (reply === Reply.DataWithMock) {
+      args[0].mock = (result) => {
+        if (mocked !== undefined || result === undefined) return false
+        try {
+          checkPlainData(result)
+          mocked = JSON.stringify(result)
+        } catch (error) {
+          mocked = JSON.stringify({ [JS_VALUE_KEY]: `a value that is not plain data (${error instanceof NotData ? error.describe() : messageOf(error)})` })
+        }
+        return true
+      }
+    }
+    if (signalArg >= 0 && dispatch === null) args[signalArg][signalKey] = scope.signal
+    // A dispatch's signal is made on first use: most callbacks never look at it.
+    else if (signalArg >= 0) defineLazySignal(args[signalArg], signalKey, scope, dispatch, linked)
+    if (errorJson !== null) {
+      const [arg, key, message, thrownId] = JSON.parse(errorJson)
+      const thrown = thrownId == null ? undefined : scope.thrown.get(thrownId)
+      args[arg][key] = isError(thrown) ? thrown : new Error(message)
+    }
+    const settled = (value) => {
+      if (dispatch !== null && last) scope.dispatches.delete(dispatch)
+      return encodeReply(value, reply, scope, mocked, functions)
+    }
+    const failed = (thrown) => {
+      // A callback that mocked and then threw still mocked: the mock wins.
+      if (mocked !== undefined) return settled(undefined)
+      if (dispatch !== null) scope.dispatches.delete(dispatch)
+      return failure(thrown, scope)
+    }
+    // Reply at once to a plain value; through a promise only when the function returned one.
+    let returned
+    try {
+      const { fn: user, owner } = functions[fn]
+      returned = user.apply(owner, args)
+    } catch (thrown) {
+      return failed(thrown)
+    }
+    try {
+      const thenable = returned !== null && (typeof returned === 'object' || typeof returned === 'function') && typeof returned.then === 'function'
+      if (thenable) return Promise.resolve(returned).then(settled, failed).then(undefined, failed)
+      return settled(returned)
+    } catch (thrown) {
+      return failed(thrown)
+    }
+  }
+}
+
+/** `!` and `{ message, thrown }`: `thrown` numbers the value kept in the scope. */
+function failure(thrown, scope) {
+  try {
+    return `!${JSON.stringify({ message: messageOf(thrown), thrown: scope.keep(thrown) })}`
+  } catch {
+    return '!{"message":"an error that cannot be described"}'
+  }
+}
+
+/** The reply text for `value`, read as `reply` says. Throws when it cannot be read. */
+function encodeReply(value, reply, scope, mocked, functions) {
+  if (reply === Reply.Handler) {
+    // confirmationHandlerFactory's handler: its method is kept and called by number.
+    if (value === null || typeof value !== 'object' || typeof value.requestConfirmation !== 'function') {
+      return JSON.stringify({ [JS_VALUE_KEY]: value === null ? 'null' : `${describeValue(value)} without a requestConfirmation method` })
+    }
+    functions.push({ fn: value.requestConfirmation, owner: value })
+    return `{"function":${functions.length - 1}}`
+  }
+  if (reply === Reply.Tool) {
+    if (isDeferred(value)) return '{"deferred":true}'
+    if (value !== null && typeof value === 'object' && GENERATOR_TAGS.has(Object.prototype.toString.call(value))) {
+      return `{"generator":${scope.keepGenerator(value)}}`
+    }
+    const invalid = notJson(value)
+    if (invalid !== undefined) return JSON.stringify({ invalid })
+    const json = JSON.stringify(value)
+    return json === undefined ? '{}' : `{"returned":${json}}`
+  }
+  if (reply === Reply.Data || reply === Reply.DataWithMock) {
+    // Not data: Rust gets a marker it names, and treats as the invalid decision it is.
+    try {
+      checkPlainData(value)
+    } catch (error) {
+      if (!(error instanceof NotData)) throw error
+      value = { [JS_VALUE_KEY]: `a value that is not plain data (${error.describe()})` }
+    }
+  }
+  if (reply === Reply.DataWithMock) {
+    const returned = JSON.stringify(value)
+    const parts = [returned === undefined ? '' : `"returned":${returned}`, mocked === undefined ? '' : `"mocked":${mocked}`]
+    return `{${parts.filter(Boolean).join(',')}}`
+  }
+  return JSON.stringify(value) ?? ''
+}
+
+/**
+ * Advances generator `id` of scope `scopeId` (a tool's): `finish` calls `return()`. Replies
+ * `{ done, value }`, `{ done, invalid }`, or a failure as `invoke` does; a promise of it for
+ * an async generator.
+ */
+function makeStepGenerator(scopes) {
+  return function stepGenerator(scopeId, id, finish) {
+    const scope = scopes.get(scopeId)
+    const generator = scope?.generators.get(id)
+    if (generator === undefined) return '{"done":true}'
+    const settled = ({ done, value } = {}) => {
+      if (done) scope.generators.delete(id)
+      if (done && isDeferred(value)) return '{"done":true,"deferred":true}'
+      const invalid = notJson(value)
+      if (invalid !== undefined) return JSON.stringify({ done: Boolean(done), invalid })
+      const json = JSON.stringify(value)
+      return json === undefined ? `{"done":${Boolean(done)}}` : `{"done":${Boolean(done)},"value":${json}}`
+    }
+    const failed = (thrown) => {
+      scope.generators.delete(id)
+      return failure(thrown, scope)
+    }
+    try {
+      const step = finish ? generator.return(undefined) : generator.next()
+      if (typeof step?.then === 'function') return Promise.resolve(step).then(settled, failed).then(undefined, failed)
+      return settled(step)
+    } catch (thrown) {
+      return failed(thrown)
+    }
+  }
+}
+
+/** Rust's clock ran out for dispatch `dispatch` of scope `scopeId`: abort its signal. */
+function makeAbortDispatch(scopes) {
+  return function abortDispatch(scopeId, dispatch, event, timeoutMs) {
+    scopes.get(scopeId)?.timeOut(dispatch, event, timeoutMs)
+    return ''
+  }
+}
+
+module.exports = {
+  native,
+  Reply,
+  unwrap,
+  environmentJson,
+  splitFunctions,
+  describeValue,
+  isSignal,
+  Scope,
+  Scopes,
+  nextTurn,
+  wakeNothing,
+  makeInvoke,
+  makeStepGenerator,
+  makeAbortDispatch,
+  DEFERRED,
+}
