@@ -58,6 +58,8 @@ fn module_of(relative: &str) -> String {
 
 struct Source {
     module: String,
+    /// Its file, under `src/`.
+    path: String,
     /// The code before its tests (circles are about the code that ships).
     code: String,
     all: String,
@@ -75,6 +77,7 @@ fn sources() -> Vec<Source> {
                 let code = without_tests(&all);
                 out.push(Source {
                     module: module_of(&relative),
+                    path: relative.clone(),
                     code,
                     all,
                 });
@@ -311,4 +314,41 @@ fn no_modules_import_each_other_in_a_circle() {
             panic!("modules import each other in a circle: {}", circle.join(" -> "));
         }
     }
+}
+
+/// `docs/architecture.md` names every file of `src/`: a file on the ground (`src/sync.rs`) by
+/// its path, a file in a folder by its name in the folder's section of the map (`src/agent/`,
+/// or `run/` inside it).
+#[test]
+fn every_module_is_named_in_the_architecture_doc() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let mut missing = Vec::new();
+    for source in sources() {
+        let relative = source.path.clone();
+        let named = match source.module.rsplit_once("::") {
+            None => doc.contains(&format!("src/{relative}")) || doc.contains(&format!("src/{}/", source.module)),
+            Some((folder, _)) => {
+                let file = Path::new(&relative).file_name().unwrap().to_string_lossy().to_string();
+                let section = folder.rsplit("::").next().unwrap();
+                let file = if doc.contains(&format!("src/{}/", folder.replace("::", "/")))
+                    || doc.contains(&format!(" {section}/"))
+                {
+                    file
+                } else {
+                    String::from("\u{0}")
+                };
+                // A folder's face is `mod.rs`; every other file is named by its file name.
+                doc.contains(&format!(" {file} ")) || doc.contains(&format!("`{file}`")) || file == "mod.rs"
+            }
+        };
+        if !named {
+            missing.push(relative);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "files of src/ that docs/architecture.md does not name:\n{}",
+        missing.join("\n")
+    );
 }
