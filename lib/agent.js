@@ -1,7 +1,8 @@
 'use strict'
 // `Agent`, and the functions that make one or reach a session without one: `createAgent`,
-// `resumeAgent`, `prompt`, `completeToolCall`, `drainOutbox`, `approvalToken`. Every option and
-// argument is checked in Rust; these only carry them across, with the caller's signals.
+// `resumeAgent`, `prompt`, `completeToolCall`, `drainOutbox`, `approvalToken`. Options and
+// arguments are checked in Rust; what is checked here cannot cross as JSON (a signal) or must
+// be a string before it can be passed at all.
 
 const { AbortError, invalidInput, messageOf } = require('./errors.js')
 const { AgentResponse } = require('./response.js')
