@@ -1,4 +1,4 @@
-//! What a JS value looks like once it crossed as JSON: the markers `index.js` puts where JSON
+//! What a JS value looks like once it crossed as JSON: the markers `lib/wire.js` puts where JSON
 //! cannot carry a value (`{ "$function": n }` for a user function, `{ "$js": "NaN" }` for the
 //! rest), their short descriptions for error messages, and JS's number limits. Ground floor:
 //! imports nothing of this crate but `host`'s `Callable`.
@@ -10,7 +10,7 @@ use crate::host::Callable;
 /// The key that marks a user function in the options JSON: `{ "$function": 3 }`.
 pub const FUNCTION_KEY: &str = "$function";
 
-/// The key `index.js` uses for a value JSON cannot carry: `{ "$js": "NaN" }`.
+/// The key `lib/wire.js` uses for a value JSON cannot carry: `{ "$js": "NaN" }`.
 pub const JS_VALUE_KEY: &str = "$js";
 
 /// The largest delay a JS timer takes; also the bound of counts such as `maxTurns`.
