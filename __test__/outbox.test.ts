@@ -326,6 +326,9 @@ describe.each(backends)('a worker killed with queued notifications ($name)', (ba
       ...backend.env(),
       EFFECTS: ledger,
       CALLS: JSON.stringify([{ id: 'call_write', name: 'Write', input: { file_path: 'a.txt', content: 'x' } }]),
+      // A lease a loaded machine keeps renewed (renewals every ~0.7 s); the killed worker's claim
+      // still expires before the second process starts.
+      LEASE_TTL_MS: '2000',
       // Idempotent: after the crash it goes through the whole pipeline again, PreToolUse included.
       SIDE_EFFECT: 'idempotent',
       // A short timeout: a row the killed worker held mid-attempt is claimed again 0.5 s + 5 s later.
