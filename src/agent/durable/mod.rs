@@ -77,7 +77,8 @@ pub struct Durable {
     /// The variables this session's runs read, for its store's deliverer (queued rows' header
     /// templates), handed over once the store is open.
     environment: Mutex<Environment>,
-    handed: std::sync::atomic::AtomicBool,
+    /// The store's deliverer, looked up once when the store opens.
+    deliverer: std::sync::OnceLock<Arc<delivery::Deliverer>>,
 }
 
 impl std::fmt::Debug for Durable {
@@ -142,7 +143,7 @@ impl Durable {
             known: Mutex::new(Some(0)),
             recovered: std::sync::atomic::AtomicBool::new(false),
             environment: Mutex::default(),
-            handed: std::sync::atomic::AtomicBool::new(false),
+            deliverer: std::sync::OnceLock::new(),
         }
     }
 
@@ -175,9 +176,11 @@ impl Durable {
             .store
             .get_or_try_init(|| self.hop("open the store", async move { store::open(&config).await }))
             .await?;
-        if !self.handed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            delivery::attach(store).remember_environment(&lock(&self.environment));
-        }
+        self.deliverer.get_or_init(|| {
+            let deliverer = delivery::attach(store);
+            deliverer.remember_environment(&lock(&self.environment));
+            deliverer
+        });
         Ok(store.clone())
     }
 
@@ -188,16 +191,15 @@ impl Durable {
             return;
         }
         lock(&self.environment).extend(environment.iter().map(|(name, value)| (name.clone(), value.clone())));
-        if let Some(store) = self.store.get() {
-            delivery::attach(store).remember_environment(environment);
+        if let Some(deliverer) = self.deliverer.get() {
+            deliverer.remember_environment(environment);
         }
     }
 
     /// While the returned guard lives, a critical queued row of run `operation_id` given up
     /// calls `give_up` (`None` before the store is open: nothing was queued yet).
     pub fn watch_operation(&self, operation_id: &str, give_up: delivery::GiveUp) -> Option<delivery::Watch> {
-        let store = self.store.get()?;
-        Some(delivery::attach(store).watch_operation(operation_id, give_up))
+        Some(self.deliverer.get()?.watch_operation(operation_id, give_up))
     }
 
     /// The lease writes are fenced by; a write outside a claim is a bug, refused as a lost lease.

@@ -22,23 +22,25 @@ impl Enqueue for Durable {
             .await
             .map_err(|error| StoreError::new("open the store", error.message))?;
         let lease = lock(&self.lease).clone();
-        queue_rows(store, rows, lease).await
+        let deliverer = self.deliverer.get().cloned();
+        queue_rows(store, rows, lease, deliverer).await
     }
 }
 
 /// Writes `rows` to `store`'s outbox on the tokio workers (fenced by `lease` when given), then
-/// tells this process's deliverer.
+/// tells this process's deliverer (`deliverer`, or the store's, looked up).
 async fn queue_rows(
     store: Arc<dyn Store>,
     rows: Vec<Queued>,
     lease: Option<Lease>,
+    deliverer: Option<Arc<delivery::Deliverer>>,
 ) -> std::result::Result<(), StoreError> {
     let queue = store.clone();
     match offload(async move { queue.enqueue(&rows, lease.as_ref()).await }).await {
         Ok(written) => written?,
         Err(error) => return Err(StoreError::new("queue webhook notifications", error)),
     }
-    delivery::attach(&store).wake();
+    deliverer.unwrap_or_else(|| delivery::attach(&store)).wake();
     Ok(())
 }
 
@@ -54,7 +56,7 @@ impl Enqueue for Unfenced {
             Ok(opened) => opened?,
             Err(error) => return Err(StoreError::new("open the store", error)),
         };
-        queue_rows(store, rows, None).await
+        queue_rows(store, rows, None, None).await
     }
 }
 
