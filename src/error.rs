@@ -54,6 +54,12 @@ pub enum ErrorCode {
     /// `send` / `resume` while another agent (another process, usually) drives the session, or
     /// a run that lost its claim on the session.
     SessionLeased,
+    /// `send` with an `expectedRequestId` that is not the active request's (Blade's code).
+    SessionRequestMismatch,
+    /// `send` while the session's inbox holds 32 inputs or 1 MiB (Blade's bounds and code).
+    SessionInputQueueFull,
+    /// `send` with `signal`, `maxTurns` or `context` while a request runs (Blade's code).
+    SessionInputOptionsUnsupported,
 }
 
 impl ErrorCode {
@@ -88,6 +94,9 @@ impl ErrorCode {
             ErrorCode::SessionNotFound => "SESSION_NOT_FOUND",
             ErrorCode::Store => "STORE_ERROR",
             ErrorCode::SessionLeased => "SESSION_LEASED",
+            ErrorCode::SessionRequestMismatch => "SESSION_REQUEST_MISMATCH",
+            ErrorCode::SessionInputQueueFull => "SESSION_INPUT_QUEUE_FULL",
+            ErrorCode::SessionInputOptionsUnsupported => "SESSION_INPUT_OPTIONS_UNSUPPORTED",
         }
     }
 }

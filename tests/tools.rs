@@ -192,6 +192,8 @@ fn shape(events: &[StreamEvent]) -> Vec<String> {
             StreamEvent::Result { content, .. } => format!("result {content}"),
             StreamEvent::Error { message, .. } => format!("error {message}"),
             StreamEvent::Thinking { delta } => format!("thinking {delta}"),
+            StreamEvent::TurnInterrupted { input_id, .. } => format!("turn_interrupted {input_id}"),
+            StreamEvent::InputApplied { input_id, .. } => format!("input_applied {input_id}"),
         })
         .collect()
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::compaction::Compaction;
-use super::permission::Permission;
+use super::permission::{Form, Permission, Preset};
 use super::subagents::{Subagents, TASK_TOOL};
 use super::tools::{Runner, SideEffect, ToolKind, ToolSpec};
 use crate::error::{Result, SdkError};
@@ -16,7 +16,7 @@ use crate::host::{Callable, Host};
 use crate::js_value::{callable, kind, whole_number, MAX_SAFE_INTEGER, MAX_TIMER_MS};
 use crate::log::Sink;
 use crate::mcp;
-use crate::model::{Model, ModelChoice, ToolChoice, ToolSchema};
+use crate::model::{Endpoint, Model, ModelChoice, ToolChoice, ToolSchema};
 use crate::options::OptionsObject;
 use crate::store::StoreConfig;
 
@@ -113,93 +113,143 @@ pub enum Confirmation {
     Factory(Callable),
 }
 
+/// Which API the options were written for: `createAgent`'s (`AgentOptions`: Blade's
+/// `advanced.*` group, `provider` a name, `advanced.connection`) or `createSession`'s
+/// (`SessionOptions`: every key at the top, `provider` an object holding the connection). One
+/// reader serves both: the groups are only read from different places.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Agent,
+    Session,
+}
+
+impl Shape {
+    /// `prompt(message, options)` takes either: session options have `provider` as an object, or
+    /// a key only `SessionOptions` has at the top; the keys both have mean the same in both.
+    pub fn of_prompt(options: &Value) -> Shape {
+        let Some(map) = options.as_object() else {
+            return Shape::Agent;
+        };
+        if map.contains_key("advanced") {
+            return Shape::Agent;
+        }
+        let session_only = map.keys().any(|key| {
+            !AGENT_KEYS.contains(&key.as_str())
+                && (SESSION_KEYS.contains(&key.as_str()) || ADVANCED_KEYS.contains(&key.as_str()))
+        });
+        if map.get("provider").is_some_and(Value::is_object) || session_only {
+            Shape::Session
+        } else {
+            Shape::Agent
+        }
+    }
+}
+
+/// `createAgent`'s top-level keys.
+const AGENT_KEYS: &[&str] = &[
+    "model",
+    "apiKey",
+    "provider",
+    "baseUrl",
+    "baseURL",
+    "systemPrompt",
+    "temperature",
+    "maxOutputTokens",
+    "toolChoice",
+    "maxTurns",
+    "tools",
+    "advanced",
+    "profile",
+    "filesystem",
+];
+
+/// The keys of `advanced` (and of `SessionOptions`' top level) that are built here.
+const ADVANCED_KEYS: &[&str] = &[
+    "hooks",
+    "hookTimeoutMs",
+    "sessionEndHookTimeoutMs",
+    "permission",
+    "connection",
+    "logger",
+    "defaultContext",
+    "allowedTools",
+    "disallowedTools",
+    "toolTimeoutMs",
+    "maxContextTokens",
+    "confirmationHandler",
+    "confirmationHandlerFactory",
+    "approvalSecret",
+    "store",
+    "storagePath",
+    "persistSession",
+    "compaction",
+    "agents",
+    "maxSubagentDepth",
+    "maxSubagentCalls",
+    "mcpServers",
+    "leaseTtlMs",
+];
+
+/// `SessionOptions`' own top-level keys that are built here (its others are `advanced`'s).
+const SESSION_KEYS: &[&str] = &[
+    "provider",
+    "model",
+    "systemPrompt",
+    "temperature",
+    "maxOutputTokens",
+    "toolChoice",
+    "maxTurns",
+    "tools",
+    "permissionMode",
+    "permissionHandler",
+    "canUseTool",
+];
+
+/// `SessionOptions` keys this runtime does not build, beside [`UNSUPPORTED_ADVANCED`].
+const UNSUPPORTED_SESSION: &[&str] = &[
+    "durableExecutionLeaseStore",
+    "durableStoreTimeoutMs",
+    "agentSessionRepository",
+];
+
+/// The connection fields of `advanced.connection`, and of a session's `provider` object.
+const CONNECTION_KEYS: &[&str] = &[
+    "headers",
+    "organization",
+    "projectId",
+    "requestTimeoutMs",
+    "maxRetries",
+    "stream",
+    "maxResponseBytes",
+    "apiVersion",
+    "streamIdleTimeoutMs",
+];
+
 impl AgentConfig {
-    /// Reads and validates the options. `env` holds the values of [`ENV_VARS`] that are set.
+    /// Reads and validates `createAgent`'s options. `env` holds the values of [`ENV_VARS`] that are set.
     pub fn from_options(options: &Value, env: &HashMap<String, String>) -> Result<Self> {
+        AgentConfig::read(options, Shape::Agent, env)
+    }
+
+    /// Reads and validates options of either [`Shape`].
+    pub fn read(options: &Value, shape: Shape, env: &HashMap<String, String>) -> Result<Self> {
         let options = OptionsObject::of(options, "options", "an object")?;
-        options.only(
-            &[
-                "model",
-                "apiKey",
-                "provider",
-                "baseUrl",
-                "baseURL",
-                "systemPrompt",
-                "temperature",
-                "maxOutputTokens",
-                "toolChoice",
-                "maxTurns",
-                "tools",
-                "advanced",
-                "profile",
-                "filesystem",
-            ],
-            &[],
-        )?;
-        let advanced = match options.get("advanced") {
-            None => OptionsObject::empty("advanced"),
-            Some(value) => OptionsObject::of(value, "advanced", "an object")?,
+        let (advanced, connection, endpoint, unsupported) = match shape {
+            Shape::Agent => read_agent_groups(&options)?,
+            Shape::Session => read_session_groups(&options)?,
         };
-        let mut unsupported = advanced.only(
-            &[
-                "hooks",
-                "hookTimeoutMs",
-                "sessionEndHookTimeoutMs",
-                "permission",
-                "connection",
-                "logger",
-                "defaultContext",
-                "allowedTools",
-                "disallowedTools",
-                "toolTimeoutMs",
-                "maxContextTokens",
-                "confirmationHandler",
-                "confirmationHandlerFactory",
-                "approvalSecret",
-                "store",
-                "storagePath",
-                "persistSession",
-                "compaction",
-                "agents",
-                "maxSubagentDepth",
-                "maxSubagentCalls",
-                "mcpServers",
-                "leaseTtlMs",
-            ],
-            &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED],
-        )?;
-        unsupported.retain(|key| !LEGACY_ADVANCED.contains(&key.as_str()));
-        let connection = match advanced.get("connection") {
-            None => OptionsObject::empty("advanced.connection"),
-            Some(value) => OptionsObject::of(value, "advanced.connection", "an object")?,
-        };
-        unsupported.extend(connection.only(
-            &[
-                "headers",
-                "organization",
-                "projectId",
-                "requestTimeoutMs",
-                "maxRetries",
-                "stream",
-                "maxResponseBytes",
-                "apiVersion",
-                "streamIdleTimeoutMs",
-            ],
-            &[UNSUPPORTED_CONNECTION],
-        )?);
-        let unsupported = unsupported.into_iter().map(|key| advanced_key(&key)).collect();
         if let Some(profile) = options.get("profile") {
             if !matches!(profile.as_str(), Some("local" | "server")) {
                 return Err(options.invalid("profile", "'local' or 'server'", profile));
             }
         }
 
-        let model = ModelChoice::read(&options, &connection, env)?;
+        let model = ModelChoice::read(&options, &endpoint, &connection, env)?;
         let subagents = Subagents::read(&advanced)?;
         if let Some(subagents) = &subagents {
             for agent in &subagents.agents {
                 if let Some(value) = &agent.model {
-                    model.child(value, &format!("advanced.agents.{}.model", agent.name))?;
+                    model.child(value, &format!("{}.{}.model", advanced.field("agents"), agent.name))?;
                 }
             }
         }
@@ -246,10 +296,7 @@ impl AgentConfig {
                 None => None,
                 Some(value) => Some(Sink::parse(value)?),
             },
-            permission: match advanced.get("permission") {
-                None => None,
-                Some(value) => Some(Permission::parse(value)?),
-            },
+            permission: read_permission(&advanced, shape)?,
             tool_timeout_ms: timeout(&advanced, "toolTimeoutMs", DEFAULT_TOOL_TIMEOUT_MS)?,
             max_context_tokens,
             compaction: Compaction::read(&advanced, max_context_tokens)?,
@@ -292,13 +339,108 @@ impl AgentConfig {
     }
 }
 
-/// `advanced.X` for a key of `advanced`, `advanced.connection.X` for one of the connection.
-fn advanced_key(key: &str) -> String {
-    if UNSUPPORTED_CONNECTION.contains(&key) {
-        format!("advanced.connection.{key}")
-    } else {
-        format!("advanced.{key}")
+/// The option groups of `createAgent`'s options: `advanced`, `advanced.connection`, where the
+/// provider is named (the options themselves), and the keys accepted but not built.
+fn read_agent_groups<'a>(
+    options: &OptionsObject<'a>,
+) -> Result<(OptionsObject<'a>, OptionsObject<'a>, Endpoint<'a>, Vec<String>)> {
+    options.only(AGENT_KEYS, &[])?;
+    let advanced = match options.get("advanced") {
+        None => OptionsObject::empty("advanced"),
+        Some(value) => OptionsObject::of(value, "advanced", "an object")?,
+    };
+    let mut unsupported = advanced.only(ADVANCED_KEYS, &[UNSUPPORTED_ADVANCED, LEGACY_ADVANCED])?;
+    unsupported.retain(|key| !LEGACY_ADVANCED.contains(&key.as_str()));
+    let mut unsupported: Vec<String> = unsupported.iter().map(|key| advanced.field(key)).collect();
+    let connection = match advanced.get("connection") {
+        None => OptionsObject::empty("advanced.connection"),
+        Some(value) => OptionsObject::of(value, "advanced.connection", "an object")?,
+    };
+    let ignored = connection.only(CONNECTION_KEYS, &[UNSUPPORTED_CONNECTION])?;
+    unsupported.extend(ignored.iter().map(|key| connection.field(key)));
+    let endpoint = Endpoint::Named(OptionsObject::new(options.map(), "options"));
+    Ok((advanced, connection, endpoint, unsupported))
+}
+
+/// The same groups of `SessionOptions`: `advanced`'s keys are at the top, and the `provider`
+/// object is both where the provider is named (`type`, `apiKey`, `baseUrl`) and the connection.
+fn read_session_groups<'a>(
+    options: &OptionsObject<'a>,
+) -> Result<(OptionsObject<'a>, OptionsObject<'a>, Endpoint<'a>, Vec<String>)> {
+    let known: Vec<&str> = SESSION_KEYS
+        .iter()
+        .chain(ADVANCED_KEYS)
+        .copied()
+        .filter(|key| *key != "connection")
+        .collect();
+    let unsupported = options.only(&known, &[UNSUPPORTED_ADVANCED, UNSUPPORTED_SESSION])?;
+    let advanced = OptionsObject::new(options.map(), "options");
+    let connection = match options.get("provider") {
+        None => OptionsObject::empty("provider"),
+        Some(value) => OptionsObject::of(value, "provider", "an object ({ type, apiKey?, baseUrl?, … })")?,
+    };
+    let endpoint_keys: Vec<&str> = ["type", "apiKey", "baseUrl", "baseURL"]
+        .iter()
+        .chain(CONNECTION_KEYS)
+        .copied()
+        .collect();
+    let ignored = connection.only(&endpoint_keys, &[UNSUPPORTED_CONNECTION])?;
+    let mut unsupported = unsupported;
+    unsupported.extend(ignored.iter().map(|key| connection.field(key)));
+    let endpoint = Endpoint::Object(OptionsObject::new(connection.map(), "provider"));
+    Ok((advanced, connection, endpoint, unsupported))
+}
+
+/// Who decides whether a call may run: `advanced.permission` (a preset's name or a function);
+/// in `SessionOptions` also Blade's `permissionHandler(request)`, `canUseTool(name, input,
+/// options)` and `permissionMode`. A handler decides (`permissionHandler` before `canUseTool`,
+/// as Blade picks); `permissionMode: 'plan'` still denies every call that is not read-only
+/// first, whatever a handler would say; without a handler the mode is the preset.
+fn read_permission(advanced: &OptionsObject, shape: Shape) -> Result<Option<Permission>> {
+    let given = match advanced.get("permission") {
+        None => None,
+        Some(value) => Some(Permission::parse(value)?),
+    };
+    if shape == Shape::Agent {
+        return Ok(given);
     }
+    let function = |name: &str| -> Result<Option<Callable>> {
+        match advanced.get(name) {
+            None => Ok(None),
+            Some(value) => callable(value)
+                .map(Some)
+                .ok_or_else(|| advanced.invalid(name, "a function", value)),
+        }
+    };
+    let handler = match (function("permissionHandler")?, function("canUseTool")?) {
+        (Some(handler), _) => Some(Permission::Function(handler)),
+        (None, Some(can_use_tool)) => Some(Permission::CanUseTool(can_use_tool)),
+        (None, None) => None,
+    };
+    let mode = match advanced.get("permissionMode") {
+        None => None,
+        Some(value) => Some(
+            value
+                .as_str()
+                .and_then(Permission::mode)
+                .ok_or_else(|| advanced.invalid("permissionMode", "'default', 'autoEdit', 'yolo' or 'plan'", value))?,
+        ),
+    };
+    if given.is_some() && (handler.is_some() || mode.is_some()) {
+        return Err(SdkError::config(
+            "permission is given beside permissionMode, permissionHandler or canUseTool: pass one",
+        ));
+    }
+    Ok(match (handler, mode) {
+        (Some(Permission::Function(handler)), Some(Permission::Preset(Preset::Plan))) => {
+            Some(Permission::PlanThen(handler, Form::Request))
+        }
+        (Some(Permission::CanUseTool(handler)), Some(Permission::Preset(Preset::Plan))) => {
+            Some(Permission::PlanThen(handler, Form::CanUseTool))
+        }
+        (Some(handler), _) => Some(handler),
+        (None, mode) => mode.or(given),
+    })
 }
 
 /// `allowedTools` (when given; `[]` offers none) minus `disallowedTools`: which tools are
@@ -439,8 +581,11 @@ pub(crate) fn read_default_context(advanced: &OptionsObject, filesystem: Option<
 
 /// The store `options` name (`advanced.store`, Blade's `storagePath`), read alone: what
 /// `resumeAgent` opens before the session is made.
-pub fn store_of(options: &Value) -> Result<StoreConfig> {
+pub fn store_of(options: &Value, shape: Shape) -> Result<StoreConfig> {
     let options = OptionsObject::of(options, "options", "an object")?;
+    if shape == Shape::Session {
+        return StoreConfig::read(&options);
+    }
     match options.get("advanced") {
         None => Ok(StoreConfig::Memory),
         Some(advanced) => StoreConfig::read(&OptionsObject::of(advanced, "advanced", "an object")?),
@@ -549,6 +694,10 @@ mod tests {
     use super::*;
     use crate::model::Provider;
     use serde_json::json;
+
+    fn store_of_agent(options: &Value) -> Result<StoreConfig> {
+        store_of(options, Shape::Agent)
+    }
 
     fn config(options: Value) -> Result<AgentConfig> {
         AgentConfig::from_options(&options, &HashMap::new())
@@ -662,13 +811,13 @@ mod tests {
 
     #[test]
     fn the_store_is_read_alone_from_the_options() {
-        assert_eq!(store_of(&json!({})).unwrap(), StoreConfig::Memory);
+        assert_eq!(store_of_agent(&json!({})).unwrap(), StoreConfig::Memory);
         assert_eq!(
-            store_of(&json!({"model": "m", "advanced": {"store": {"sqlite": "/data/s.db"}}})).unwrap(),
+            store_of_agent(&json!({"model": "m", "advanced": {"store": {"sqlite": "/data/s.db"}}})).unwrap(),
             StoreConfig::Sqlite("/data/s.db".into())
         );
         assert_eq!(
-            store_of(&json!({"advanced": 1})).unwrap_err().message,
+            store_of_agent(&json!({"advanced": 1})).unwrap_err().message,
             "advanced must be an object (got 1)"
         );
     }

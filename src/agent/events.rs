@@ -25,6 +25,22 @@ pub enum StreamEvent {
         #[serde(rename = "finishReason")]
         finish_reason: FinishReason,
     },
+    /// Blade's steering: a `now` input interrupted the model step of `turn` (its partial
+    /// answer is not kept).
+    #[serde(rename_all = "camelCase")]
+    TurnInterrupted {
+        input_id: String,
+        request_id: String,
+        turn: u32,
+    },
+    /// A steering input became a user message; `turn` is the model turn that first sees it.
+    #[serde(rename_all = "camelCase")]
+    InputApplied {
+        input_id: String,
+        request_id: String,
+        priority: crate::agent::inputs::Priority,
+        turn: u32,
+    },
     Content {
         delta: String,
     },

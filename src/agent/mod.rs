@@ -11,6 +11,7 @@ pub mod conversation;
 pub mod definition;
 pub mod durable;
 pub mod events;
+pub mod inputs;
 pub mod payloads;
 pub mod permission;
 mod post_call;

@@ -307,6 +307,16 @@ pub struct PermissionAsk<'a> {
     pub tool_call_id: &'a str,
 }
 
+/// The third argument of Blade's `canUseTool(toolName, input, options)` (its `signal` is added
+/// by the host).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CanUseToolOptions<'a> {
+    pub tool_kind: &'static str,
+    pub side_effect: &'static str,
+    pub affected_paths: &'a [String],
+}
+
 /// PreCompact (`beforeCompact`), before older messages are replaced by a summary.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -22,7 +22,21 @@ pub enum Preset {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permission {
     Preset(Preset),
+    /// `advanced.permission` or Blade's `permissionHandler`: called with the request object.
     Function(Callable),
+    /// Blade's `canUseTool(toolName, input, { toolKind, sideEffect, affectedPaths, signal })`.
+    CanUseTool(Callable),
+    /// `permissionMode: 'plan'` beside a handler: calls that are not read-only are denied first.
+    PlanThen(Callable, Form),
+}
+
+/// How a permission function is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `(request)`.
+    Request,
+    /// `(toolName, input, options)`.
+    CanUseTool,
 }
 
 impl Permission {
@@ -54,6 +68,20 @@ impl Permission {
             _ => return None,
         };
         Some(Permission::Preset(preset))
+    }
+
+    /// The function that decides, and how it is called; a preset alone has none. `PlanThen`
+    /// answers a call that is not read-only itself.
+    pub fn handler(self, kind: ToolKind) -> std::result::Result<(Callable, Form), Decision> {
+        match self {
+            Permission::Preset(preset) => Err(preset.decide(kind)),
+            Permission::Function(function) => Ok((function, Form::Request)),
+            Permission::CanUseTool(function) => Ok((function, Form::CanUseTool)),
+            Permission::PlanThen(function, form) => match Preset::Plan.decide(kind) {
+                Decision::Allow { .. } => Ok((function, form)),
+                denied => Err(denied),
+            },
+        }
     }
 }
 

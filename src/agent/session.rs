@@ -15,6 +15,7 @@ use super::conversation::Conversation;
 use super::definition::Agent;
 use super::durable::{self, Durable, Stored};
 use super::events::{PendingApproval, PendingReason};
+use super::inputs::{Inputs, PendingInput, Priority, Submitted};
 use super::payloads;
 use super::permission::Permission;
 use super::reader::{event_log, EventReader};
@@ -43,6 +44,8 @@ pub struct Session {
     durable: Arc<Durable>,
     conversation: Arc<Conversation>,
     approvals: Arc<Remembered>,
+    /// Inputs sent while a request runs (Blade's steering), and the request they may steer.
+    inputs: Arc<Inputs>,
     state: Mutex<State>,
 }
 
@@ -142,6 +145,7 @@ impl Session {
             agent: Arc::new(agent),
             conversation: Arc::default(),
             approvals: Arc::default(),
+            inputs: Arc::default(),
             state: Mutex::new(State {
                 settings,
                 resumed: false,
@@ -266,13 +270,58 @@ impl Session {
         options: SendOptions,
     ) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
         let content = parse_message(message)?;
-        self.start_run(Start::Prompt(content), options)
+        self.start_run(Start::Prompt(content), options, None)
     }
 
     /// `resume()`: goes on with the paused turn once every waiting call has a decision (the
     /// run checks, once it holds the session: another process may have decided).
     pub fn resume(self: &Arc<Self>, options: SendOptions) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
-        self.start_run(Start::Resume, options)
+        self.start_run(Start::Resume, options, None)
+    }
+
+    /// Blade's `session.send(message, { priority, expectedRequestId })`: steers the active
+    /// request, queues the input for a later one, or says the session is idle (the caller then
+    /// starts a request with [`Session::send`]). `starting_options`: the send also has options
+    /// only a starting request takes (`signal`, `maxTurns`, `context`), which Blade refuses
+    /// while a request runs. Nothing changes when it fails.
+    pub fn submit(
+        &self,
+        message: &Value,
+        priority: Priority,
+        expected: Option<&str>,
+        starting_options: bool,
+    ) -> Result<Submitted> {
+        {
+            let state = lock(&self.state);
+            if state.closing || state.closed {
+                return Err(SdkError::new(ErrorCode::SessionClosed, CLOSED));
+            }
+        }
+        let content = parse_message(message)?;
+        let submitted = self
+            .inputs
+            .submit_checked(content, priority, expected, starting_options)?;
+        Ok(submitted)
+    }
+
+    /// Starts a request with the first input queued for later (`stream()` with no request
+    /// under way); `None` when none waits.
+    pub fn send_later(self: &Arc<Self>, options: SendOptions) -> Result<Option<(RunHandle, BoxFuture<'static, ()>)>> {
+        let Some(input) = self.inputs.take_later() else {
+            return Ok(None);
+        };
+        self.start_run(Start::Prompt(input.content), options, Some(input.input_id))
+            .map(Some)
+    }
+
+    /// `getPendingInputs()`.
+    pub fn pending_inputs(&self) -> Vec<PendingInput> {
+        self.inputs.pending()
+    }
+
+    /// `cancelInput(inputId)`.
+    pub fn cancel_input(&self, input_id: &str) -> bool {
+        self.inputs.cancel(input_id)
     }
 
     /// `pendingApprovals`: what waits now, with a token each when `approvalSecret` is set.
@@ -363,7 +412,12 @@ impl Session {
         Err(not_pending())
     }
 
-    fn start_run(self: &Arc<Self>, start: Start, options: SendOptions) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
+    fn start_run(
+        self: &Arc<Self>,
+        start: Start,
+        options: SendOptions,
+        input_id: Option<String>,
+    ) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
         let control = Arc::new(RunControl::default());
         let settings = {
             let state = lock(&self.state);
@@ -385,17 +439,18 @@ impl Session {
             conversation: self.conversation.clone(),
             approvals: self.approvals.clone(),
         };
-        let mut run = Run::new(parts, settings, control.clone(), sender, options);
+        let mut run = Run::new(parts, settings, control.clone(), sender, options).steered_by(self.inputs.clone());
         if let Some(Err(refusal)) = run.prepare_now(&start) {
             return Err(refusal);
         }
+        self.inputs.open(run.id());
         let span = run.span().clone();
         Ok((
             RunHandle {
                 events,
                 control,
                 request_id: run.id().to_string(),
-                input_id: ids::uuid(),
+                input_id: input_id.unwrap_or_else(ids::uuid),
             },
             Box::pin(run.drive(start).instrument(span)),
         ))

@@ -14,15 +14,18 @@ use super::host::{AbortArgs, Functions, InvokeArgs, JsHost, Returned, StepArgs};
 use super::result::{native, NativeResult};
 use super::{arguments, local, telemetry};
 use crate::agent::config::store_of;
+use crate::agent::config::Shape;
 use crate::agent::deferred;
 use crate::agent::durable::{self, Stored};
 use crate::agent::events::Published;
-use crate::agent::{AgentConfig, EventReader, RunControl, SendOptions, Session};
+use crate::agent::inputs::{Priority, Submitted};
+use crate::agent::{AgentConfig, EventReader, RunControl, RunHandle, SendOptions, Session};
 use crate::error::{ErrorCode, SdkError};
 use crate::host::ScopeId;
 use crate::model::ENV_VARS;
 use crate::offload::offload;
 use crate::text::parse_js_json;
+use futures::future::BoxFuture;
 
 /// Why `close()` aborts the active run: the wrapper aborts the run's signal with it too.
 #[napi]
@@ -69,6 +72,21 @@ fn environment_snapshot(environment: &str) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
+/// Which API's options these are: `createAgent`'s, `createSession`'s, or `prompt`'s (either).
+fn shape_of(name: &str, options: &Value) -> Shape {
+    match name {
+        "session" => Shape::Session,
+        "prompt" => Shape::of_prompt(options),
+        _ => Shape::Agent,
+    }
+}
+
+/// JSON from the wrapper (NaN, bigints and functions arrive marked); `what` names it in the error.
+fn read_json(what: &str, text: &str) -> std::result::Result<Value, SdkError> {
+    parse_js_json::<Value>(text)
+        .map_err(|error| SdkError::new(ErrorCode::InvalidInput, format!("{what} could not be read: {error}")))
+}
+
 /// A stored session, read by `loadSession` for `resumeAgent`; taken by `createSession`.
 #[napi]
 pub struct NativeStored {
@@ -87,12 +105,12 @@ impl NativeStored {
 /// `resumeAgent(options)`: reads session `options.sessionId` from the store `options` name, off
 /// the JS thread (`SESSION_NOT_FOUND`, `STORE_ERROR`, a `ConfigError`). `options` is `None` for
 /// `undefined`.
-#[napi]
-pub async fn load_session(options: Option<String>) -> NativeResult<NativeStored> {
+#[napi(ts_args_type = "options: string | undefined, shape: 'agent' | 'session'")]
+pub async fn load_session(options: Option<String>, shape: String) -> NativeResult<NativeStored> {
     let loaded = async {
         let options = arguments::options(options.as_deref())?;
         let session_id = arguments::stored_session_id(&options)?;
-        durable::load(&store_of(&options)?, &session_id).await
+        durable::load(&store_of(&options, shape_of(&shape, &options))?, &session_id).await
     };
     native(loaded.await.map(|stored| NativeStored {
         stored: Mutex::new(Some(stored)),
@@ -125,7 +143,7 @@ pub async fn drain_outbox(options: String, environment: String) -> NativeResult<
     let drained = async {
         let options = parse_js_json::<Value>(&options)
             .map_err(|error| SdkError::config(format!("options could not be read: {error}")))?;
-        let config = store_of(&options)?;
+        let config = store_of(&options, Shape::Agent)?;
         durable::drain_outbox(&config, &environment_snapshot(&environment)).await
     };
     native(drained.await.map(|drained| {
@@ -145,7 +163,7 @@ pub async fn complete_tool_call(call: String, result: String, environment: Strin
     let work = async move {
         let call = parse_js_json::<Value>(&call).map_err(|error| SdkError::config(error.to_string()))?;
         let (session_id, tool_call_id) = arguments::tool_call_ids(&call)?;
-        let store = store_of(&call)?;
+        let store = store_of(&call, Shape::Agent)?;
         let stored = durable::load(&store, &session_id).await?;
         let names = deferred::environment_names(&stored);
         let mut environment = environment_snapshot(&environment);
@@ -168,7 +186,7 @@ pub async fn complete_tool_call(call: String, result: String, environment: Strin
 // The wrapper's functions and the loaded session cross as arguments: one call makes the agent.
 #[allow(clippy::too_many_arguments)]
 #[napi(
-    ts_args_type = "options: string | undefined, invoke: (...args: InvokeArgs) => Returned, abortDispatch: (...args: AbortArgs) => Returned, stepGenerator: (...args: StepArgs) => Returned, nextTurn: () => Promise<string>, environment: object, wake: () => void, stored?: NativeStored | undefined | null"
+    ts_args_type = "options: string | undefined, invoke: (...args: InvokeArgs) => Returned, abortDispatch: (...args: AbortArgs) => Returned, stepGenerator: (...args: StepArgs) => Returned, nextTurn: () => Promise<string>, environment: object, wake: () => void, stored: NativeStored | undefined | null, shape: 'agent' | 'session' | 'prompt'"
 )]
 pub fn create_session(
     env: &Env,
@@ -180,13 +198,14 @@ pub fn create_session(
     environment: Object,
     wake: Function<(), ()>,
     stored: Option<&NativeStored>,
+    shape: String,
 ) -> Result<NativeResult<NativeAgent>> {
     let options = match arguments::options(options.as_deref()) {
         Ok(options) => options,
         Err(error) => return Ok(native(Err(error))),
     };
     let variables = read_environment(&environment, ENV_VARS)?;
-    let config = match AgentConfig::from_options(&options, &variables) {
+    let config = match AgentConfig::read(&options, shape_of(&shape, &options), &variables) {
         Ok(config) => config,
         Err(error) => return Ok(native(Err(error))),
     };
@@ -251,13 +270,90 @@ impl NativeAgent {
         options: String,
         environment: Object,
     ) -> NativeResult<RunStarted> {
-        native(self.start_run(env, Some(&message), ScopeId(scope), &options, &environment))
+        let started = read_json("message", &message).and_then(|message| {
+            self.start_run(env, ScopeId(scope), &options, &environment, |session, options| {
+                session.send(&message, options).map(Some)
+            })
+        });
+        native(started.map(|started| started.expect("a send always starts a run")))
     }
 
     /// `resume()`: goes on with the paused turn.
     #[napi]
     pub fn resume(&self, env: &Env, scope: u32, options: String, environment: Object) -> NativeResult<RunStarted> {
-        native(self.start_run(env, None, ScopeId(scope), &options, &environment))
+        let started = self.start_run(env, ScopeId(scope), &options, &environment, |session, options| {
+            session.resume(options).map(Some)
+        });
+        native(started.map(|started| started.expect("a resume always starts a run")))
+    }
+
+    /// Blade's `session.send(message, { priority, expectedRequestId })` (`message` is JSON):
+    /// the JSON of `{ status: 'idle' }` (the wrapper then starts a request with `send`),
+    /// `{ status: 'steered', inputId, requestId, priority }` or `{ status: 'queued', inputId,
+    /// priority: 'later' }`.
+    #[napi]
+    pub fn submit(
+        &self,
+        message: String,
+        priority: Option<String>,
+        expected_request_id: Option<String>,
+        starting_options: bool,
+    ) -> NativeResult<String> {
+        let submitted = read_json("message", &message).and_then(|message| {
+            let priority = Priority::parse(priority.as_deref()).ok_or_else(|| {
+                SdkError::new(
+                    ErrorCode::InvalidInput,
+                    format!(
+                        "options.priority must be 'now', 'next' or 'later' (got \"{}\")",
+                        priority.unwrap_or_default()
+                    ),
+                )
+            })?;
+            self.session
+                .submit(&message, priority, expected_request_id.as_deref(), starting_options)
+        });
+        native(submitted.map(|submitted| {
+            match submitted {
+                Submitted::Idle => serde_json::json!({"status": "idle"}),
+                Submitted::Steered {
+                    input_id,
+                    request_id,
+                    priority,
+                } => serde_json::json!({"status": "steered", "inputId": input_id, "requestId": request_id, "priority": priority}),
+                Submitted::Queued { input_id } => {
+                    serde_json::json!({"status": "queued", "inputId": input_id, "priority": "later"})
+                }
+            }
+            .to_string()
+        }))
+    }
+
+    /// Starts a request with the first input queued for later; `null` when none waits.
+    #[napi]
+    pub fn send_later(
+        &self,
+        env: &Env,
+        scope: u32,
+        options: String,
+        environment: Object,
+    ) -> NativeResult<Option<RunStarted>> {
+        native(
+            self.start_run(env, ScopeId(scope), &options, &environment, |session, options| {
+                session.send_later(options)
+            }),
+        )
+    }
+
+    /// `getPendingInputs()` as JSON.
+    #[napi]
+    pub fn pending_inputs(&self) -> String {
+        serde_json::to_string(&self.session.pending_inputs()).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// `cancelInput(inputId)`: whether it was still waiting.
+    #[napi]
+    pub fn cancel_input(&self, input_id: String) -> bool {
+        self.session.cancel_input(&input_id)
     }
 
     /// `pendingApprovals` as JSON.
@@ -382,22 +478,20 @@ impl NativeAgent {
 }
 
 impl NativeAgent {
-    /// Starts a run with `message`, or (without one) resumes the paused turn.
+    /// Starts the run `begin` makes of the session (`None`: it made none).
     fn start_run(
         &self,
         env: &Env,
-        message: Option<&str>,
         scope: ScopeId,
         options: &str,
         environment: &Object,
-    ) -> std::result::Result<RunStarted, SdkError> {
-        let read = |what: &str, text: &str| {
-            parse_js_json::<Value>(text)
-                .map_err(|error| SdkError::new(ErrorCode::InvalidInput, format!("{what} could not be read: {error}")))
-        };
-        let message = message.map(|message| read("message", message)).transpose()?;
+        begin: impl FnOnce(
+            &Arc<Session>,
+            SendOptions,
+        ) -> std::result::Result<Option<(RunHandle, BoxFuture<'static, ()>)>, SdkError>,
+    ) -> std::result::Result<Option<RunStarted>, SdkError> {
         // Options are JSON as `createAgent`'s are: NaN, bigints and functions arrive marked.
-        let options = read("send options", options)?;
+        let options = read_json("send options", options)?;
         let max_turns = SendOptions::max_turns(&options)?;
         let tool_choice = SendOptions::tool_choice(&options)?;
         let not_started = |error: napi::Error| {
@@ -418,17 +512,17 @@ impl NativeAgent {
             environment,
         };
         // Within the runtime: a run the memory store accepts at once may start its store's tasks.
-        let (handle, run) = napi::bindgen_prelude::within_runtime_if_available(|| match &message {
-            Some(message) => self.session.send(message, options),
-            None => self.session.resume(options),
-        })?;
+        let Some((handle, run)) = napi::bindgen_prelude::within_runtime_if_available(|| begin(&self.session, options))?
+        else {
+            return Ok(None);
+        };
         // The scheduler the keep-alive found is there to take the run.
         local::spawn(env.raw(), async move {
             run.await;
             drop(keep_alive);
         })
         .map_err(not_started)?;
-        Ok(RunStarted {
+        Ok(Some(RunStarted {
             request_id: handle.request_id,
             input_id: handle.input_id,
             is_accepted: handle.control.is_admitted(),
@@ -438,7 +532,7 @@ impl NativeAgent {
                 control: handle.control,
                 session_id: self.session.id.clone().into(),
             },
-        })
+        }))
     }
 
     /// Runs `work` on the session with the environment variables it needs, read now.

@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::host::ScopeId;
 pub use http::{Connection, HttpSettings, DEFAULT_MAX_RESPONSE_BYTES};
 pub use messages::{AssistantToolCall, ContentPart, Message, UserContent};
-pub use provider::{ModelChoice, Provider, ENV_VARS};
+pub use provider::{Endpoint, ModelChoice, Provider, ENV_VARS};
 pub use secrets::{display_url, Secrets};
 
 /// A tool as the model sees it.

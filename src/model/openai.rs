@@ -27,6 +27,8 @@ pub struct OpenAiClient {
     pub project: Option<String>,
     /// `max_completion_tokens` (api.openai.com) instead of the older `max_tokens`.
     pub completion_tokens_field: bool,
+    /// The key in an `api-key` header, not `Authorization: Bearer` (Azure).
+    pub key_header: bool,
 }
 
 #[derive(Serialize)]
@@ -357,7 +359,11 @@ impl HttpModel for OpenAiClient {
     fn headers(&self) -> Vec<(&'static str, String)> {
         let mut own = Vec::new();
         if let Some(key) = self.connection.api_key.as_ref().filter(|key| !key.is_empty()) {
-            own.push(("authorization", format!("Bearer {key}")));
+            if self.key_header {
+                own.push(("api-key", key.clone()));
+            } else {
+                own.push(("authorization", format!("Bearer {key}")));
+            }
         }
         if let Some(organization) = &self.organization {
             own.push(("openai-organization", organization.clone()));

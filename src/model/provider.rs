@@ -20,7 +20,13 @@ use crate::options::OptionsObject;
 
 /// Environment variables the options may fall back on (each provider's key variable); the
 /// binding reads exactly these.
-pub const ENV_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
+pub const ENV_VARS: &[&str] = &[
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -28,26 +34,41 @@ pub enum Provider {
     OpenAiCompatible,
     Anthropic,
     DeepSeek,
+    /// Chat Completions at `{baseUrl}/openai/deployments/{model}`, `api-version`, an `api-key`
+    /// header (as Blade's `azure-openai` without a resource name).
+    AzureOpenAi,
+    /// Google's OpenAI-compatible endpoint (`…/v1beta/openai`); Gemini's own wire format is not
+    /// spoken here.
+    Gemini,
 }
+
+/// What Azure is sent without `apiVersion` (Blade's default).
+const AZURE_API_VERSION: &str = "2024-08-01-preview";
+const GEMINI_OPENAI_URL: &str = "https://generativelanguage.googleapis.com/v1beta/openai";
 
 impl Provider {
     /// Every provider, in the order error texts list them.
-    pub const ALL: [Provider; 4] = [
+    pub const ALL: [Provider; 6] = [
         Provider::OpenAi,
         Provider::OpenAiCompatible,
         Provider::Anthropic,
         Provider::DeepSeek,
+        Provider::AzureOpenAi,
+        Provider::Gemini,
     ];
 
     fn parse(text: &str) -> Option<Self> {
         Provider::ALL.into_iter().find(|provider| provider.name() == text)
     }
 
-    fn default_base_url(self) -> &'static str {
+    /// `None`: the provider has no public address (an Azure resource is the user's own).
+    fn default_base_url(self) -> Option<&'static str> {
         match self {
-            Provider::OpenAi | Provider::OpenAiCompatible => "https://api.openai.com/v1",
-            Provider::Anthropic => "https://api.anthropic.com",
-            Provider::DeepSeek => "https://api.deepseek.com",
+            Provider::OpenAi | Provider::OpenAiCompatible => Some("https://api.openai.com/v1"),
+            Provider::Anthropic => Some("https://api.anthropic.com"),
+            Provider::DeepSeek => Some("https://api.deepseek.com"),
+            Provider::AzureOpenAi => None,
+            Provider::Gemini => Some(GEMINI_OPENAI_URL),
         }
     }
 
@@ -58,6 +79,8 @@ impl Provider {
             Provider::OpenAiCompatible => "openai-compatible",
             Provider::Anthropic => "anthropic",
             Provider::DeepSeek => "deepseek",
+            Provider::AzureOpenAi => "azure-openai",
+            Provider::Gemini => "gemini",
         }
     }
 
@@ -67,6 +90,8 @@ impl Provider {
             Provider::OpenAi | Provider::OpenAiCompatible => "OPENAI_API_KEY",
             Provider::Anthropic => "ANTHROPIC_API_KEY",
             Provider::DeepSeek => "DEEPSEEK_API_KEY",
+            Provider::AzureOpenAi => "AZURE_OPENAI_API_KEY",
+            Provider::Gemini => "GEMINI_API_KEY",
         }
     }
 }
@@ -86,67 +111,129 @@ pub enum ModelChoice {
     ScriptedFunction(Callable),
 }
 
+/// Where the options name the provider, its address and its key: `createAgent`'s options
+/// themselves (`provider: 'anthropic'`, `baseUrl`, `apiKey`), or a session's `provider` object
+/// (`{ type, baseUrl, apiKey }`).
+pub enum Endpoint<'a> {
+    Named(OptionsObject<'a>),
+    Object(OptionsObject<'a>),
+}
+
+impl<'a> Endpoint<'a> {
+    fn fields(&self) -> &OptionsObject<'a> {
+        match self {
+            Endpoint::Named(fields) | Endpoint::Object(fields) => fields,
+        }
+    }
+
+    /// The field naming the provider.
+    fn provider_field(&self) -> &'static str {
+        match self {
+            Endpoint::Named(_) => "provider",
+            Endpoint::Object(_) => "type",
+        }
+    }
+}
+
 impl ModelChoice {
-    /// Reads `model`, `provider`, `baseUrl` / `baseURL` and `apiKey` of `options`, and the
-    /// settings of `connection` (`advanced.connection`). `env` holds the values of [`ENV_VARS`]
-    /// that are set.
-    pub fn read(options: &OptionsObject, connection: &OptionsObject, env: &HashMap<String, String>) -> Result<Self> {
+    /// Reads `model` of `options`, the provider, address and key of `endpoint`, and the settings
+    /// of `connection` (`advanced.connection`, or the session's `provider`). `env` holds the
+    /// values of [`ENV_VARS`] that are set.
+    pub fn read(
+        options: &OptionsObject,
+        endpoint: &Endpoint,
+        connection: &OptionsObject,
+        env: &HashMap<String, String>,
+    ) -> Result<Self> {
         let model = options.get("model").ok_or_else(|| {
             SdkError::config("model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)")
         })?;
-        let provider_text = options.string("provider")?;
-        let base_url = match (options.string("baseUrl")?, options.string("baseURL")?) {
-            (Some(a), Some(b)) if a != b => {
-                return Err(SdkError::config(format!(
-                    "baseUrl and baseURL are both set and differ (\"{}\" and \"{}\"): pass only one",
-                    display_url(&a),
-                    display_url(&b)
-                )))
-            }
-            (a, b) => a.or(b),
-        };
         let Value::String(id) = model else {
             return scripted(model, "model");
         };
         if id.trim().is_empty() {
             return Err(SdkError::config("model must not be empty"));
         }
+        let fields = endpoint.fields();
+        let provider_field = endpoint.provider_field();
+        if let Endpoint::Object(_) = endpoint {
+            if options.get("provider").is_none() {
+                return Err(SdkError::config(
+                    "provider is required: pass { type: 'openai-compatible', apiKey, baseUrl } (or 'openai', 'anthropic', 'deepseek', 'azure-openai', 'gemini')",
+                ));
+            }
+            if fields.get(provider_field).is_none() {
+                return Err(fields.error(
+                    provider_field,
+                    format_args!("is required: one of {}", Provider::ALL.map(Provider::name).join(", ")),
+                ));
+            }
+        }
+        let provider_text = fields.string(provider_field)?;
+        let base_url = match (fields.string("baseUrl")?, fields.string("baseURL")?) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(SdkError::config(format!(
+                    "{} and {} are both set and differ (\"{}\" and \"{}\"): pass only one",
+                    fields.field("baseUrl"),
+                    fields.field("baseURL"),
+                    display_url(&a),
+                    display_url(&b)
+                )))
+            }
+            (a, b) => a.or(b),
+        };
         let provider = match provider_text.as_deref() {
             None => Provider::OpenAi,
             Some(text) => Provider::parse(text).ok_or_else(|| {
-                SdkError::config(format!(
-                    "provider must be one of {} (got \"{text}\")",
-                    Provider::ALL.map(Provider::name).join(", ")
-                ))
+                fields.error(
+                    provider_field,
+                    format_args!(
+                        "must be one of {} (got \"{text}\")",
+                        Provider::ALL.map(Provider::name).join(", ")
+                    ),
+                )
             })?,
         };
-        let field = if options.get("baseUrl").is_some() {
+        let field = fields.field(if fields.get("baseUrl").is_some() {
             "baseUrl"
         } else {
             "baseURL"
-        };
+        });
         if let Some(url) = &base_url {
-            check_http_url(url, field)?;
+            check_http_url(url, &field)?;
         }
-        let api_key = options
+        let api_key = fields
             .secret("apiKey")?
             .or_else(|| env.get(provider.key_variable()).cloned())
             .filter(|key| !key.is_empty());
         if api_key.is_none() && base_url.is_none() {
             return Err(SdkError::config(format!(
-                "apiKey is required for provider {}: pass apiKey or set {}",
+                "{} is required for provider {}: pass {} or set {}",
+                fields.field("apiKey"),
                 provider_text.as_deref().unwrap_or("openai"),
+                fields.field("apiKey"),
                 provider.key_variable()
             )));
         }
+        let mut settings = http_settings(connection)?;
+        let base_url = match (provider, base_url) {
+            (Provider::AzureOpenAi, None) => return Err(fields.error(
+                "baseUrl",
+                "is required for provider azure-openai: your resource's endpoint (https://<resource>.openai.azure.com)",
+            )),
+            (Provider::AzureOpenAi, Some(url)) => {
+                settings
+                    .api_version
+                    .get_or_insert_with(|| AZURE_API_VERSION.to_string());
+                azure_deployment_url(&url, id)
+            }
+            (Provider::Gemini, Some(url)) => gemini_url(url),
+            (provider, url) => url.unwrap_or_else(|| provider.default_base_url().unwrap_or_default().to_string()),
+        };
         Ok(ModelChoice::Http {
             provider,
             model: id.clone(),
-            connection: Connection::new(
-                base_url.unwrap_or_else(|| provider.default_base_url().to_string()),
-                api_key,
-                http_settings(connection)?,
-            ),
+            connection: Connection::new(base_url, api_key, settings),
             organization: connection.string("organization")?,
             project: connection.string("projectId")?,
         })
@@ -210,7 +297,12 @@ impl ModelChoice {
                 connection: connection.clone(),
             }),
             ModelChoice::Http {
-                provider: provider @ (Provider::OpenAi | Provider::OpenAiCompatible | Provider::DeepSeek),
+                provider:
+                    provider @ (Provider::OpenAi
+                    | Provider::OpenAiCompatible
+                    | Provider::DeepSeek
+                    | Provider::AzureOpenAi
+                    | Provider::Gemini),
                 model,
                 connection,
                 organization,
@@ -221,6 +313,7 @@ impl ModelChoice {
                 organization: organization.clone(),
                 project: project.clone(),
                 completion_tokens_field: *provider == Provider::OpenAi,
+                key_header: *provider == Provider::AzureOpenAi,
             }),
             ModelChoice::ScriptedTurns(turns) => Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host)),
             ModelChoice::ScriptedFunction(function) => Arc::new(ScriptedModel::new(Script::Function(*function), host)),
@@ -246,6 +339,28 @@ fn scripted(value: &Value, path: &str) -> Result<ModelChoice> {
     }
 }
 
+/// Azure's deployment address: `{baseUrl}/openai/deployments/{model}`, unless `baseUrl` already
+/// names a deployment (as Blade builds it).
+fn azure_deployment_url(base_url: &str, model: &str) -> String {
+    let url = base_url.split('?').next().unwrap_or_default().trim_end_matches('/');
+    if url.contains("/openai/deployments/") {
+        url.to_string()
+    } else {
+        format!("{url}/openai/deployments/{model}")
+    }
+}
+
+/// Google's own address speaks Gemini's wire format, which is not spoken here: its
+/// OpenAI-compatible path is used instead. Any other address is taken as it is.
+fn gemini_url(base_url: String) -> String {
+    let official = base_url.contains("generativelanguage.googleapis.com");
+    if official && !base_url.contains("/openai") {
+        GEMINI_OPENAI_URL.to_string()
+    } else {
+        base_url
+    }
+}
+
 fn check_http_url(url: &str, field: &str) -> Result<()> {
     // Shown without user-info and query: they may hold a key.
     let shown = display_url(url);
@@ -267,7 +382,7 @@ fn http_settings(connection: &OptionsObject) -> Result<HttpSettings> {
         Some(value) => {
             let headers = OptionsObject::of(
                 value,
-                "advanced.connection.headers",
+                &connection.field("headers"),
                 "an object of header names to strings",
             )?;
             let mut pairs = Vec::new();
@@ -275,12 +390,14 @@ fn http_settings(connection: &OptionsObject) -> Result<HttpSettings> {
                 let Some(text) = headers.secret(name)? else { continue };
                 if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     return Err(SdkError::config(format!(
-                        "advanced.connection.headers has \"{name}\", which is not a valid header name"
+                        "{} has \"{name}\", which is not a valid header name",
+                        headers.path()
                     )));
                 }
                 if reqwest::header::HeaderValue::from_str(&text).is_err() {
                     return Err(SdkError::config(format!(
-                        "advanced.connection.headers.{name} is not a valid header value"
+                        "{} is not a valid header value",
+                        headers.field(name)
                     )));
                 }
                 pairs.push((name.clone(), text));
@@ -325,8 +442,11 @@ mod tests {
     #[test]
     fn the_binding_reads_every_providers_key_variable_and_no_other() {
         let mut variables: Vec<&str> = Provider::ALL.map(Provider::key_variable).to_vec();
+        variables.sort();
         variables.dedup();
-        assert_eq!(variables, ENV_VARS);
+        let mut expected = ENV_VARS.to_vec();
+        expected.sort();
+        assert_eq!(variables, expected);
         for provider in Provider::ALL {
             assert_eq!(Provider::parse(provider.name()), Some(provider));
         }
@@ -336,8 +456,20 @@ mod tests {
     fn a_child_model_takes_the_parents_provider_and_connection() {
         let options = json!({"model": "claude", "provider": "anthropic", "apiKey": "k"});
         let options = OptionsObject::of(&options, "options", "an object").unwrap();
-        let parent =
-            ModelChoice::read(&options, &OptionsObject::empty("advanced.connection"), &HashMap::new()).unwrap();
+        let parent = ModelChoice::read(
+            &options,
+            &Endpoint::Named(
+                OptionsObject::of(
+                    &json!({"model": "claude", "provider": "anthropic", "apiKey": "k"}),
+                    "options",
+                    "",
+                )
+                .unwrap(),
+            ),
+            &OptionsObject::empty("advanced.connection"),
+            &HashMap::new(),
+        )
+        .unwrap();
         let child = parent.child(&json!("claude-haiku"), "advanced.agents.a.model").unwrap();
         assert_eq!(child.name(), ("claude-haiku".to_string(), "anthropic"));
         let ModelChoice::Http { connection, .. } = child else {

@@ -28,6 +28,7 @@ use crate::agent::conversation::Conversation;
 use crate::agent::definition::Agent;
 use crate::agent::durable::Durable;
 use crate::agent::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
+use crate::agent::inputs::Inputs;
 use crate::agent::payloads;
 use crate::agent::reader::EventSender;
 use crate::agent::settings::RunSettings;
@@ -88,6 +89,9 @@ pub(crate) struct Run {
     children: SubRuns,
     /// A root run's sub-agents, polled beside it while it drives (a sub-agent's run has none).
     nursery: Option<Nursery>,
+    /// The session's inbox of steering inputs (Blade's `send` with a priority); a sub-agent's
+    /// run is not steered.
+    inputs: Option<Arc<Inputs>>,
 }
 
 type Finish = Result<(String, StopReason)>;
@@ -178,7 +182,14 @@ impl Run {
             span,
             children: SubRuns(tree),
             nursery: None,
+            inputs: None,
         }
+    }
+
+    /// A run that inputs sent while it is active steer (they wait in `inputs`).
+    pub fn steered_by(mut self, inputs: Arc<Inputs>) -> Self {
+        self.inputs = Some(inputs);
+        self
     }
 
     /// One id per run: `operationId`, `taskId`, the submission's `requestId`.
@@ -244,6 +255,9 @@ impl Run {
         self.agent.dispatcher.pace().restart(std::time::Instant::now());
         if !control.is_admitted() {
             if let Err(refusal) = self.prepare(&start).await {
+                if let Some(inputs) = &self.inputs {
+                    inputs.close(&self.id);
+                }
                 self.refuse(refusal).await;
                 return;
             }
@@ -344,6 +358,10 @@ impl Run {
             _ => None,
         };
         self.conversation.finish(&control, aborted);
+        // Only now may an input start a request of its own: until here it waits for one.
+        if let Some(inputs) = &self.inputs {
+            inputs.close(&self.id);
+        }
         // How the run ended; a failure (not an abort) marks its span as an error.
         // Numbers as i64: tracing-opentelemetry exports an unsigned field as text.
         self.span.record("turns", i64::from(self.turns));
@@ -392,7 +410,17 @@ impl Run {
             self.compact_if_needed().await?;
             self.checkpoint()?;
             let sent = self.conversation.messages().len();
-            let reply = self.call_model().await?;
+            let Some(reply) = self.call_model_steered().await? else {
+                // A `now` input interrupted the answer: what came of it is dropped.
+                self.interrupted();
+                self.apply_inputs(false).await?;
+                self.emit(StreamEvent::TurnEnd {
+                    turn: self.turns,
+                    finish_reason: FinishReason::Stop,
+                });
+                self.step_end("", &[], &[], true).await?;
+                continue;
+            };
             self.checkpoint()?;
             self.usage.add(reply.usage);
             self.reported = (reply.usage.input_tokens > 0).then_some((reply.usage.input_tokens, sent));
@@ -413,11 +441,18 @@ impl Run {
             self.last_text = text.clone();
             self.boundary().await?;
             if tool_calls.is_empty() {
+                // Inputs that came meanwhile are answered in this request; with none, it is
+                // sealed and later ones wait for the next.
+                self.interrupted();
+                let steered = self.apply_inputs(true).await?;
                 self.emit(StreamEvent::TurnEnd {
                     turn: self.turns,
                     finish_reason,
                 });
-                self.step_end(&text, &tool_calls, &[], false).await?;
+                self.step_end(&text, &tool_calls, &[], steered).await?;
+                if steered {
+                    continue;
+                }
                 // An answer the output limit cut says so.
                 let stop = match finish_reason {
                     FinishReason::Length => StopReason::MaxTokens,
@@ -443,6 +478,10 @@ impl Run {
                 self.conversation.push(tool_message(record));
                 self.emit_result(record);
             }
+            if interrupt.is_none() {
+                self.interrupted();
+                self.apply_inputs(false).await?;
+            }
             self.boundary().await?;
             self.emit(StreamEvent::TurnEnd {
                 turn: self.turns,
@@ -466,6 +505,58 @@ impl Run {
             Some(choice) if choice.forces_a_call() && self.called_a_tool => Some(ToolChoice::Auto),
             other => other.clone(),
         }
+    }
+
+    /// The model call, unless a `now` input interrupts it first (`None`).
+    async fn call_model_steered(&self) -> Result<Option<ModelReply>> {
+        let Some(inputs) = &self.inputs else {
+            return self.call_model().await.map(Some);
+        };
+        let step = inputs.step(&self.id);
+        tokio::select! {
+            biased;
+            _ = step.cancelled() => Ok(None),
+            reply = self.call_model() => reply.map(Some),
+        }
+    }
+
+    /// Says which `now` input interrupted this step, if one did.
+    fn interrupted(&self) {
+        let Some(input_id) = self
+            .inputs
+            .as_ref()
+            .and_then(|inputs| inputs.take_interruption(&self.id))
+        else {
+            return;
+        };
+        self.emit(StreamEvent::TurnInterrupted {
+            input_id,
+            request_id: self.id.clone(),
+            turn: self.turns,
+        });
+    }
+
+    /// Applies the steering inputs waiting for this run as user messages, each through
+    /// UserPromptSubmit as the first prompt is; whether there were any. `seal_if_none`: at the
+    /// request's last safe point.
+    async fn apply_inputs(&mut self, seal_if_none: bool) -> Result<bool> {
+        let Some(inputs) = self.inputs.clone() else {
+            return Ok(false);
+        };
+        let claimed = inputs.claim(&self.id, seal_if_none);
+        let applied = !claimed.is_empty();
+        for input in claimed {
+            let content = self.user_prompt_submit(input.content).await?;
+            self.checkpoint()?;
+            self.conversation.push(Message::User { content });
+            self.emit(StreamEvent::InputApplied {
+                input_id: input.input_id,
+                request_id: self.id.clone(),
+                priority: input.priority,
+                turn: self.turns + 1,
+            });
+        }
+        Ok(applied)
     }
 
     async fn call_model(&self) -> Result<ModelReply> {

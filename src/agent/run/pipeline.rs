@@ -10,8 +10,8 @@ use crate::agent::confirm::{Answer, Confirmation, ConfirmationRequest, Remembere
 use crate::agent::definition::Agent;
 use crate::agent::durable::Durable;
 use crate::agent::events::{PendingReason, StreamEvent, ToolCallRecord};
-use crate::agent::payloads::{CallOf, PermissionAsk, ToolEvent};
-use crate::agent::permission::{self, Decision, Permission};
+use crate::agent::payloads::{CallOf, CanUseToolOptions, PermissionAsk, ToolEvent};
+use crate::agent::permission::{self, Decision, Form, Permission};
 use crate::agent::post_call::{blocked, Failures, PostCall};
 use crate::agent::reader::EventSender;
 use crate::agent::settings::RunSettings;
@@ -494,9 +494,9 @@ impl Call<'_> {
     /// The permission decision: a preset's, or the function's under `hookTimeoutMs`. A function
     /// that throws, times out or answers nonsense denies.
     async fn decide(&self, tool: &ToolSpec, input: &Map<String, Value>, permission: Permission) -> Decision {
-        let function = match permission {
-            Permission::Preset(preset) => return preset.decide(tool.kind),
-            Permission::Function(function) => function,
+        let (function, form) = match permission.handler(tool.kind) {
+            Ok(handler) => handler,
+            Err(decided) => return decided,
         };
         let denied = |message: String| Decision::Deny {
             message: format!("Permission check failed: {message}"),
@@ -515,8 +515,26 @@ impl Call<'_> {
             tool_call_id: &self.request.id,
         };
         let timeout = dispatcher.start_timeout(HookEvent::PermissionRequest);
-        let mut call = HostCall::new(function, Args::of(&[request]), self.site.caller.scope);
-        call.signal = Some(timeout.signal("signal", true, self.site.caller.cancel.is_some()));
+        let linked = self.site.caller.cancel.is_some();
+        let call = match form {
+            Form::Request => {
+                let mut call = HostCall::new(function, Args::of(&[request]), self.site.caller.scope);
+                call.signal = Some(timeout.signal("signal", true, linked));
+                call
+            }
+            // Blade's `canUseTool(toolName, input, { signal, toolKind, sideEffect, affectedPaths })`.
+            Form::CanUseTool => {
+                let options = CanUseToolOptions {
+                    tool_kind: request.kind,
+                    side_effect: tool.side_effect.as_str(),
+                    affected_paths: &request.affected_paths,
+                };
+                let args = Args::of(&(request.tool_name, request.input, options));
+                let mut call = HostCall::new(function, args, self.site.caller.scope);
+                call.signal = Some(timeout.signal_at(2, "signal", true, linked));
+                call
+            }
+        };
         match dispatcher
             .call_guarded(
                 self.site.agent.host.call(call),
