@@ -27,7 +27,9 @@ import {
   type SessionOptions,
   type SessionStreamEvent,
 } from '../index.js'
-import { ORDER_REFUSAL, REFUND_REFUSAL, SYSTEM_PROMPT, quote, runOrderDesk } from './blade/session-program.js'
+// session-program.ts imports agent-runtime-hooks/core: it is loaded in its tests (a missing
+// subpath fails those tests, not the whole file).
+const sessionProgram = () => import('./blade/session-program.js')
 import { childEnv, runScript, type ChildResult } from './helpers/child.js'
 import { openaiChunks, rawStream, sleep, sse, useServer, type Handler } from './helpers/server.js'
 
@@ -475,6 +477,9 @@ describe('tools, hooks and permissions on the session path', () => {
 // docs/en/session.md "Steer an active request"
 
 describe('steering an active request (now / next / later)', () => {
+  // The step being steered is a plain text answer (no tool call): Blade 4.2's loop
+  // (src/agent/AgentLoop.ts, "no tool calls" branch) then applies pending `next` inputs and runs
+  // one more model turn instead of ending the request. Newest was not run (note §C).
   it("next: `steered`, input_applied at the next safe point, and the next model request carries it (the step is not interrupted)", async () => {
     const first: { tailSent?: boolean } = {}
     server.reply(slowAnswer('Draft ', 'answer.', 250, first), chat('Revised, public types kept.'))
@@ -933,7 +938,10 @@ const registry = new ProviderRegistry([{
 
 describe('ProviderRegistry', () => {
   it('a custom provider type: the session streams from its streamChat(messages), with no HTTP at all', async () => {
-    const { createSession: createLocalSession, ProviderRegistry } = await import('agent-runtime-hooks/node')
+    // Through a variable: vite resolves a literal specifier while transforming the file, so a
+    // missing "./node" export would fail every test here instead of this one.
+    const nodeEntry = 'agent-runtime-hooks/node'
+    const { createSession: createLocalSession, ProviderRegistry } = (await import(/* @vite-ignore */ nodeEntry)) as typeof import('agent-runtime-hooks/node')
     const created: unknown[] = []
     const seen: any[][] = []
     const registry = new ProviderRegistry([
@@ -1050,6 +1058,7 @@ describe('a third-party style session program (__test__/blade/session-program.ts
       ]),
       chat('Sencha is 12 EUR; I could not order or refund.'),
     )
+    const { ORDER_REFUSAL, REFUND_REFUSAL, SYSTEM_PROMPT, runOrderDesk } = await sessionProgram()
     const run = await runOrderDesk(target(), 'Price of sencha? Order two tins and refund A-1.')
     expect(run.submission).toEqual({ status: 'started', inputId: expect.any(String), requestId: expect.any(String) })
     expect(run.text).toBe('Sencha is 12 EUR; I could not order or refund.')
@@ -1095,6 +1104,7 @@ describe('a third-party style session program (__test__/blade/session-program.ts
 
   it('its one-shot form through prompt(): the PromptResult the program types', async () => {
     server.reply(chat('', [{ id: 'call_price', name: 'lookup_price', arguments: '{"tea":"oolong"}' }]), chat('Oolong is 18 EUR.'))
+    const { quote } = await sessionProgram()
     const result = await quote(target(), 'Price of oolong?')
     expect(result.result).toBe('Oolong is 18 EUR.')
     expect(result.turnsCount).toBe(2)
