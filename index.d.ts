@@ -710,9 +710,26 @@ export type StreamEvent = { sessionId: string } & (
   | { type: 'result'; subtype: 'success' | 'error'; content?: string; error?: string; result: PromptResult }
   | { type: 'error'; message: string; code?: string; error: SdkError | Error }
 )
-/** Blade's name for a stream event. */
-export type StreamMessage = StreamEvent
 export type StreamEventType = StreamEvent['type']
+
+/** A session's stream (Blade's `SessionStreamEvent`, 17 types): an agent's events, steering's
+ * `turn_interrupted` and `input_applied`, and Blade's tool side-channel events (not emitted
+ * here, declared so code handling them type-checks). */
+export type SessionStreamEvent =
+  | StreamEvent
+  | ({ sessionId: string } & (
+      /** A `'now'` input interrupted the model step of `turn`; its partial answer is dropped. */
+      | { type: 'turn_interrupted'; inputId: string; requestId: string; turn: number }
+      /** A steering input became a user message; `turn` is the first model turn that sees it. */
+      | { type: 'input_applied'; inputId: string; requestId: string; priority: 'now' | 'next'; turn: number }
+      | { type: 'tool_message'; id: string; name: string; content: JsonValue }
+      | { type: 'tool_runtime_patch'; id: string; name: string; patch: JsonValue }
+      | { type: 'tool_context_patch'; id: string; name: string; patch: JsonValue }
+      | { type: 'tool_new_messages'; id: string; name: string; messages: JsonValue[] }
+      | { type: 'tool_permission_updates'; id: string; name: string; updates: JsonValue[] }
+    ))
+/** Blade's name for a stream event (an agent's: a session's stream is `SessionStreamEvent`). */
+export type StreamMessage = StreamEvent
 
 export interface SendOptions {
   signal?: AbortSignal
@@ -832,6 +849,167 @@ export interface Agent {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** Blade's `ProviderConnectionConfig`: which provider, where, with which key and connection. */
+export interface ProviderConnectionConfig extends ConnectionOptions {
+  id?: string
+  /**
+   * `openai`, `openai-compatible`, `deepseek` and `gemini` (Google's OpenAI-compatible endpoint)
+   * speak Chat Completions; `azure-openai` too, at `{baseUrl}/openai/deployments/{model}` with an
+   * `api-key` header; `anthropic` speaks Messages. Any other type must be in `providerRegistry`.
+   */
+  type: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek' | 'azure-openai' | 'gemini' | (string & {})
+  apiKey?: string
+  baseUrl?: string
+}
+
+/** Blade's `RuntimeContext`: what tools receive as their context. */
+export interface RuntimeContext extends DefaultContext {
+  id?: string
+}
+
+/** Blade's `canUseTool(toolName, input, options)`. */
+export type CanUseTool = (
+  toolName: string,
+  input: JsonObject,
+  options: { signal: AbortSignal; toolKind: ToolKind; sideEffect: ToolSideEffect; affectedPaths: string[] },
+) => AgentPermissionDecision | Promise<AgentPermissionDecision>
+/** Blade's `PermissionHandler`: called with the request (as `advanced.permission` is). */
+export type PermissionHandler = (request: AgentPermissionRequest) => AgentPermissionDecision | Promise<AgentPermissionDecision>
+
+/**
+ * Blade's `SessionOptions` (`createSession`, `resumeSession`, `forkSession`, `prompt`): the keys
+ * of `AgentAdvancedOptions` at the top, `provider` an object. One reader serves both shapes.
+ */
+export interface SessionOptions extends Omit<AgentAdvancedOptions, 'connection' | 'providerRegistry' | 'permission'> {
+  provider: ProviderConnectionConfig
+  /** Models of the caller's own, by `provider.type`. */
+  providerRegistry?: ProviderRegistry
+  model: string | ModelProvider
+  systemPrompt?: string
+  temperature?: number
+  maxOutputTokens?: number
+  toolChoice?: ToolChoice
+  maxTurns?: number
+  tools?: readonly ToolDefinition<any>[]
+  /** Blade's modes; with a handler, `'plan'` still denies every call that is not read-only first. */
+  permissionMode?: PermissionMode
+  /** Decides each call (before `canUseTool`, as Blade picks). */
+  permissionHandler?: PermissionHandler
+  canUseTool?: CanUseTool
+  /** Ours, as `advanced.permission`; not beside the three above. */
+  permission?: AgentPermission
+  defaultContext?: RuntimeContext
+  durableExecutionLeaseStore?: unknown
+  durableStoreTimeoutMs?: number
+  agentSessionRepository?: unknown
+}
+
+/** Options of a session's `send`. `signal`, `maxTurns`, `toolChoice` and `context` only start a request (refused while one runs: `SESSION_INPUT_OPTIONS_UNSUPPORTED`). */
+export interface SessionSendOptions extends SendOptions {
+  /** While a request runs: `'next'` (default) at its next safe point, `'now'` interrupting the model step, `'later'` as a request of its own. */
+  priority?: InputPriority
+  /** The request the input is meant for; another one active (or none) rejects `SESSION_REQUEST_MISMATCH`. */
+  expectedRequestId?: string
+  /** Accepted and ignored (warned once): use `setDefaultContext()`. */
+  context?: RuntimeContext
+}
+
+export declare const InputPriority: { readonly NOW: 'now'; readonly NEXT: 'next'; readonly LATER: 'later' }
+export type InputPriority = (typeof InputPriority)[keyof typeof InputPriority]
+
+/** What `session.send` did with an input. */
+export type InputSubmission =
+  | { status: 'started'; inputId: string; requestId: string }
+  | { status: 'steered'; inputId: string; requestId: string; priority: 'now' | 'next' }
+  | { status: 'queued'; inputId: string; priority: 'later' }
+
+/** An input waiting to be applied. */
+export interface PendingSessionInput {
+  inputId: string
+  content: UserMessageContent
+  priority: InputPriority
+  targetRequestId?: string
+  /** Milliseconds since the epoch. */
+  acceptedAt: number
+}
+
+/** Blade's `ToolExecutionRecord`: one call of a `PromptResult` (`ToolCallRecord` is one, with more fields). */
+export interface ToolExecutionRecord {
+  id: string
+  name: string
+  input: JsonObject
+  output: string
+  duration: number
+  isError?: boolean
+}
+
+/** Blade's `ISession`. */
+export interface ISession {
+  readonly sessionId: string
+  /** The conversation so far, without the system prompt. */
+  readonly messages: Message[]
+  readonly isClosed: boolean
+  /** Starts a request on an idle session; steers or queues while one runs. Rejects `Session is closed` after `close()`. */
+  send(message: UserMessageContent, options?: SessionSendOptions): Promise<InputSubmission>
+  /** The events of the oldest request not streamed yet (or of the first input queued `'later'`); throws `No pending message. Call send() before stream().` when there is none. */
+  stream(options?: { includeThinking?: boolean }): AsyncGenerator<SessionStreamEvent, void, unknown>
+  getPendingInputs(): PendingSessionInput[]
+  /** `true` once removed; `false` when the loop took it already (or it is unknown). */
+  cancelInput(inputId: string): Promise<boolean>
+  /** Ends the active request, not the session. */
+  abort(): Promise<void>
+  /** Aborts active work, stops MCP servers, runs SessionEnd once; idempotent. */
+  close(): Promise<void>
+  /** A new session (new id) with a copy of the conversation. `messageId` is refused: messages carry no ids here. */
+  fork(options?: { messageId?: undefined }): Promise<ISession>
+  getDefaultContext(): DefaultContext
+  setDefaultContext(context: DefaultContext): void
+  setPermissionMode(mode: PermissionMode | AgentPermissionPreset): Promise<void>
+  setModel(model: string): Promise<void>
+  setMaxTurns(maxTurns: number): Promise<void>
+  supportedModels(): Promise<SupportedModel[]>
+  mcpServerStatus(): Promise<McpServerStatus[]>
+  mcpListTools(): Promise<McpToolInfo[]>
+  /** Ours (approvals): as on an `Agent`; `resume()`'s request is read with `stream()`. */
+  readonly pendingApprovals: PendingApproval[]
+  approve(toolCallId: string, options?: { updatedInput?: JsonObject; token?: string }): Promise<void>
+  reject(toolCallId: string, options?: { reason?: string; stop?: boolean }): Promise<void>
+  resume(options?: SendOptions): Promise<InputSubmission>
+  [Symbol.asyncDispose](): Promise<void>
+}
+export type Session = ISession
+
+/** A model of the caller's own (Blade's `IChatService`): `streamChat` or `chat`. */
+export interface ProviderModel {
+  chat?(messages: ScriptRequest['messages'], tools?: JsonObject[]): Promise<{ content?: string; toolCalls?: Array<{ id?: string; function: { name: string; arguments: string } }>; usage?: { promptTokens?: number; completionTokens?: number; totalTokens?: number } }>
+  streamChat?(messages: ScriptRequest['messages'], tools?: JsonObject[]): AsyncIterable<{
+    content?: string
+    toolCalls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>
+    finishReason?: string
+    usage?: { promptTokens?: number; completionTokens?: number; totalTokens?: number }
+  }>
+  [member: string]: unknown
+}
+export interface ProviderDefinition {
+  type: string
+  create(config: ProviderConnectionConfig & { model: string | ModelProvider }): ProviderModel
+}
+/** Blade's `ProviderRegistry`: model providers of the caller's own, by `type`. */
+export declare class ProviderRegistry {
+  constructor(providers?: ProviderDefinition[])
+  register(provider: ProviderDefinition): this
+  has(type: string): boolean
+  get(type: string): ProviderDefinition | undefined
+  list(): string[]
+}
+
+/** Blade's `createSession`: resolves once SessionStart has run. */
+export declare function createSession(options: SessionOptions): Promise<ISession>
+/** A stored session (`storagePath` or `store`), in this process, with the same `sessionId`; an unknown id rejects `SESSION_NOT_FOUND`. */
+export declare function resumeSession(options: SessionOptions & { sessionId: string }): Promise<ISession>
+/** A new session with a copy of the stored session's conversation. */
+export declare function forkSession(options: SessionOptions & { sessionId: string; messageId?: undefined }): Promise<ISession>
+
 export declare function createAgent(options: AgentOptions): Promise<Agent>
 /**
  * Opens a stored session in this process (any process that reaches its store): its
@@ -840,8 +1018,9 @@ export declare function createAgent(options: AgentOptions): Promise<Agent>
  * Rejects `SESSION_NOT_FOUND` for an unknown id, `STORE_ERROR` when the store cannot be read.
  */
 export declare function resumeAgent(options: AgentOptions & { sessionId: string }): Promise<Agent>
-/** One-shot: create an agent, send the message, close it. */
+/** One-shot: create an agent, send the message, close it; `createAgent`'s options or Blade's `SessionOptions`. */
 export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
+export declare function prompt(message: UserMessageContent, options: SessionOptions): Promise<PromptResult>
 export declare function defineTool<I extends JsonObject = JsonObject>(definition: ToolDefinition<I>): ToolDefinition<I>
 /** Blade's helper: an execution that returns `result` at once. */
 export declare function completeToolExecution<R extends ToolResult | JsonValue>(result: R): AsyncGenerator<never, R, unknown>

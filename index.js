@@ -9,11 +9,16 @@
 //                 functions, the options' functions, and what Rust calls (`invoke`, ...)
 // lib/response.js `AgentResponse`, one run's events
 // lib/agent.js    `Agent`, `createAgent`, `resumeAgent`, and the functions that reach a store
+// lib/session.js  Blade's session API: `createSession`, `resumeSession`, `forkSession`,
+//                 `prompt`, and the `Session` they open (a second door into the same session)
+// lib/providers.js `ProviderRegistry` (models of the caller's own) and `scriptedModel`
 
 const { SdkError, ConfigError, AbortError, HookTimeoutError, CriticalHookDeliveryError } = require('./lib/errors.js')
 const { native, unwrap, DEFERRED } = require('./lib/wire.js')
 const { AgentResponse } = require('./lib/response.js')
-const { createAgent, resumeAgent, prompt, completeToolCall, drainOutbox, approvalToken } = require('./lib/agent.js')
+const { createAgent, resumeAgent, completeToolCall, drainOutbox, approvalToken } = require('./lib/agent.js')
+const { createSession, resumeSession, forkSession, prompt } = require('./lib/session.js')
+const { ProviderRegistry, scriptedModel } = require('./lib/providers.js')
 
 const HookEvent = Object.freeze({
   PreToolUse: 'PreToolUse',
@@ -51,15 +56,17 @@ const ToolSideEffect = Object.freeze({ PURE: 'pure', IDEMPOTENT: 'idempotent', N
 const PermissionMode = Object.freeze({ DEFAULT: 'default', AUTO_EDIT: 'autoEdit', YOLO: 'yolo', PLAN: 'plan' })
 const PermissionDecision = Object.freeze({ ALLOW: 'allow', DENY: 'deny', ASK: 'ask' })
 const HookTimeoutErrorCode = 'HOOK_TIMEOUT'
-
-function scriptedModel(script) {
-  return Object.freeze(typeof script === 'function' ? { kind: 'scripted', script } : { kind: 'scripted', turns: script })
-}
+/** Blade's steering priorities (`session.send(message, { priority })`). */
+const InputPriority = Object.freeze({ NOW: 'now', NEXT: 'next', LATER: 'later' })
 
 module.exports = {
   createAgent,
   resumeAgent,
+  createSession,
+  resumeSession,
+  forkSession,
   prompt,
+  ProviderRegistry,
   defineTool,
   completeToolExecution,
   deferred,
@@ -74,6 +81,7 @@ module.exports = {
   ToolSideEffect,
   PermissionMode,
   PermissionDecision,
+  InputPriority,
   HookTimeoutErrorCode,
   SdkError,
   HookTimeoutError,

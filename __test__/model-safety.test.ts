@@ -59,7 +59,8 @@ describe('secrets', () => {
     expect(error).toBeInstanceOf(SdkError)
     expect(error.code).toBe('MODEL_ERROR')
     expect(error.status).toBe(401)
-    const path = provider === 'openai' ? '/v1/chat/completions' : '/v1/v1/messages'
+    // A base URL ending in /v1 gets /messages only (not /v1/v1/messages).
+    const path = provider === 'openai' ? '/v1/chat/completions' : '/v1/messages'
     expect(error.message.startsWith(`Model request failed with status 401 Unauthorized: POST ${path}?api-key=***\n`)).toBe(true)
     expect(error.message).toContain('"x-gateway-token":"***"')
     for (const text of [error.message, JSON.stringify(error), JSON.stringify(events), JSON.stringify(agent.messages), JSON.stringify(entries)]) {

@@ -22,6 +22,9 @@ const {
   makeAbortDispatch,
 } = require('./wire.js')
 
+/** Where `lib/session.js` reaches an agent's native session (not part of the API). */
+const SESSION_DOOR = Symbol('sessionDoor')
+
 class Agent {
   #native
   #sessionId
@@ -31,11 +34,15 @@ class Agent {
   /** The scope every `close()` passes, once one was called. */
   #closeScope = 0
 
-  constructor(nativeAgent, scopes, options) {
+  /** Which API's options `options` are (`'agent'` or `'session'`), for `fork()`. */
+  #shape
+
+  constructor(nativeAgent, scopes, options, shape) {
     this.#native = nativeAgent
     this.#sessionId = nativeAgent.sessionId
     this.#scopes = scopes
     this.#options = options
+    this.#shape = shape
   }
 
   get sessionId() {
@@ -91,6 +98,8 @@ class Agent {
     const scopeId = this.#scopes.newId()
     const scope = new Scope(controller.signal)
     const started = unwrap(begin(scopeId, JSON.stringify(splitFunctions({ maxTurns, toolChoice }, `the ${what} options`, invalidInput).data)))
+    // Nothing to start (a session's `stream()` with no input waiting).
+    if (started === null) return null
     const { run } = started
     this.#scopes.set(scopeId, scope)
     // Every abort of the run comes through here (the controller is never handed out), so the
@@ -178,7 +187,16 @@ class Agent {
 
   /** A new agent with the same options and a copy of this conversation (its SessionStart has `isResume: false`). */
   async fork() {
-    return open(this.#options, this.#native, null)
+    return open(this.#options, this.#native, null, this.#shape)
+  }
+
+  /** For `lib/session.js`, the session door over the same native session: the native session,
+   * and a request started through this agent's abort plumbing (`null`: nothing to start). */
+  get [SESSION_DOOR]() {
+    return {
+      native: this.#native,
+      start: (options, what, begin) => this.#start(options, what, begin),
+    }
   }
 
   /** `await using agent = …` closes it. */
@@ -200,7 +218,7 @@ class Agent {
 }
 
 async function createAgent(options) {
-  return open(options, null, null)
+  return open(options, null, null, 'agent')
 }
 
 /**
@@ -208,27 +226,35 @@ async function createAgent(options) {
  * approvals come back; its stored webhook hooks run first, then the hooks of `options`.
  */
 async function resumeAgent(options) {
-  const stored = unwrap(await native.loadSession(JSON.stringify(splitFunctions(options).data)))
+  return openStored(options, 'agent')
+}
+
+/** A stored session, opened with the options of `shape` (less the `sessionId` naming it);
+ * with `fork`, a new session with a copy of its conversation instead. */
+async function openStored(options, shape, { fork = false } = {}) {
+  const stored = unwrap(await native.loadSession(JSON.stringify(splitFunctions(options).data), shape))
   // The binding checked that `options` is an object with a `sessionId`.
-  const { sessionId, ...rest } = options
-  return open(rest, null, stored)
+  const { sessionId, messageId, ...rest } = options
+  return fork ? open(rest, stored, null, shape) : open(rest, null, stored, shape)
 }
 
 /** Option keys warned about in this process: one warning per key. */
 const warnedOptions = new Set()
 
-/** Makes an agent (with `from`'s conversation, for `fork()`; from `stored`, for
- * `resumeAgent`) and runs its SessionStart. */
-async function open(options, from, stored) {
+/** Makes an agent (with `from`'s conversation, for `fork()` and `forkSession`; from
+ * `stored`, for `resumeAgent`) and runs its SessionStart. */
+async function open(options, from, stored, shape) {
   const { data, functions } = splitFunctions(options)
   const scopes = new Scopes()
-  const made = unwrap(native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), nextTurn, process.env, wakeNothing, stored))
+  const made = unwrap(native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), nextTurn, process.env, wakeNothing, stored, shape))
   for (const key of made.unsupportedOptions) {
     if (warnedOptions.has(key)) continue
     warnedOptions.add(key)
     process.emitWarning(`${key} is accepted for compatibility with @blade-ai/agent-sdk and ignored: agent-runtime-hooks does not build it`, { code: 'ARH_UNSUPPORTED_OPTION' })
   }
-  if (from !== null) made.copyConversationFrom(from)
+  // `from`: an agent (`fork()`) or a stored session (`forkSession`).
+  if (from instanceof native.NativeStored) unwrap(made.copyStoredConversation(from))
+  else if (from !== null) made.copyConversationFrom(from)
   // SessionStart runs in a scope of its own, as every operation does.
   const scopeId = scopes.newId()
   const scope = new Scope()
@@ -238,11 +264,13 @@ async function open(options, from, stored) {
   } finally {
     scopes.delete(scopeId)
   }
-  return new Agent(made, scopes, options)
+  return new Agent(made, scopes, options, shape)
 }
 
+/** One request on a temporary agent, always closed: `options` are `createAgent`'s or (Blade's
+ * `prompt`) `createSession`'s; the binding tells them apart. */
 async function prompt(message, options) {
-  const agent = await createAgent(options)
+  const agent = await open(options, null, null, 'prompt')
   try {
     const response = await agent.send(message)
     return await response.result()
@@ -285,4 +313,4 @@ function approvalToken({ secret, sessionId, toolCallId, toolName, input } = {}) 
   return unwrap(native.approvalToken(secret, sessionId, toolCallId, toolName, encoded))
 }
 
-module.exports = { createAgent, resumeAgent, prompt, completeToolCall, drainOutbox, approvalToken }
+module.exports = { createAgent, resumeAgent, prompt, completeToolCall, drainOutbox, approvalToken, open, openStored, SESSION_DOOR }

@@ -241,6 +241,11 @@ impl Session {
         self.conversation.replace(other.messages());
     }
 
+    /// `forkSession`: a stored conversation becomes this session's.
+    pub fn copy_messages(&self, messages: Vec<Message>) {
+        self.conversation.replace(Arc::new(messages.into_iter().map(Arc::new).collect()));
+    }
+
     /// The conversation so far, without the system prompt.
     pub fn messages(&self) -> Arc<Vec<Arc<Message>>> {
         self.conversation.messages()

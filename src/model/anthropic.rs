@@ -294,8 +294,13 @@ impl HttpModel for AnthropicClient {
         &self.connection
     }
 
+    /// `{baseUrl}/v1/messages`; a base URL that ends in `/v1` already (as `@ai-sdk/anthropic`'s,
+    /// which Blade's sessions take) gets `/messages` only.
     fn url(&self) -> String {
-        http::endpoint(&self.connection.base_url, "v1/messages")
+        let versioned = reqwest::Url::parse(&self.connection.base_url)
+            .map(|url| url.path().trim_end_matches('/').ends_with("/v1"))
+            .unwrap_or(false);
+        http::endpoint(&self.connection.base_url, if versioned { "messages" } else { "v1/messages" })
     }
 
     fn headers(&self) -> Vec<(&'static str, String)> {

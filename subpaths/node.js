@@ -1,0 +1,3 @@
+'use strict'
+// `agent-runtime-hooks/node`: everything the root exports (a Node process is always local here).
+module.exports = require('../index.js')
