@@ -1119,3 +1119,92 @@ describe('a third-party style session program (__test__/blade/session-program.ts
     expect(result.executed).toEqual(['lookup_price'])
   })
 })
+
+// ---------------------------------------------------------------------------------------------
+// Everything built holds through this door: the same session underneath (SPEC §3, §5, §8).
+
+describe('what createAgent guarantees holds on the session path', () => {
+  it('hookTimeoutMs is a real deadline: a PreToolUse callback past it fails the call closed, and the tool never runs', async () => {
+    const ran: string[] = []
+    server.reply(chat('', [{ id: 'call_1', name: 'lookup', arguments: '{"q":"tea"}' }]), chat('done'))
+    const session = await createSession(
+      options({
+        tools: [lookup(ran)],
+        allowedTools: ['lookup'],
+        hookTimeoutMs: 50,
+        hooks: { PreToolUse: [async () => (await sleep(400), { action: 'continue' as const })] },
+      }),
+    )
+    await session.send('price?')
+    const events = await drain(session)
+    const [result] = ofType(events, 'tool_result')
+    expect(result.isError).toBe(true)
+    expect(result.output).toBe('Tool execution failed: Hook PreToolUse exceeded 50ms')
+    expect(ran).toEqual([])
+    await session.close()
+  })
+
+  it("a permissionMode 'default' ask with no handler pauses the call for a person; approve + resume goes on", async () => {
+    const ran: string[] = []
+    server.reply(chat('', [{ id: 'call_1', name: 'write_note', arguments: '{"text":"hi"}' }]), chat('noted'))
+    const session = await createSession(options({ tools: [writeNote(ran)], allowedTools: ['write_note'], permissionMode: 'default' }))
+    await session.send('note it')
+    const first = await drain(session)
+    expect(ofType(first, 'result')[0].result.stopReason).toBe('interrupted')
+    expect(session.pendingApprovals.map((call) => call.toolName)).toEqual(['write_note'])
+    expect(ran).toEqual([])
+    await session.approve('call_1')
+    const resumed = await session.resume()
+    expect(resumed.status).toBe('started')
+    const second = await drain(session)
+    expect(ran).toEqual(['write_note:hi'])
+    expect(textOf(second)).toBe('noted')
+    await session.close()
+  })
+
+  it("permissionMode 'plan' beside canUseTool: the write is denied with Blade's text before canUseTool is asked", async () => {
+    const asked: string[] = []
+    const ran: string[] = []
+    server.reply(chat('', [{ id: 'call_1', name: 'write_note', arguments: '{"text":"hi"}' }]), chat('ok'))
+    const session = await createSession(
+      options({
+        tools: [writeNote(ran)],
+        allowedTools: ['write_note'],
+        permissionMode: 'plan',
+        canUseTool: async (name) => (asked.push(name), { behavior: 'allow' as const }),
+      }),
+    )
+    await session.send('note it')
+    const events = await drain(session)
+    expect(ofType(events, 'tool_result')[0].output).toBe(
+      'Tool execution aborted: Plan mode: modification tools are blocked; only read-only tools are allowed (Read/Glob/Grep/WebFetch/WebSearch/Task)',
+    )
+    expect(asked).toEqual([])
+    expect(ran).toEqual([])
+    await session.close()
+  })
+
+  it('agents: the model is offered Task, and the sub-agent runs under the session hooks', async () => {
+    const seen: string[] = []
+    server.reply(
+      chat('', [{ id: 'call_1', name: 'Task', arguments: JSON.stringify({ subagent_type: 'researcher', description: 'look', prompt: 'find tea' }) }]),
+      chat('', [{ id: 'call_2', name: 'lookup', arguments: '{"q":"tea"}' }]),
+      chat('tea is 3'),
+      chat('The researcher says tea is 3.'),
+    )
+    const session = await createSession(
+      options({
+        tools: [lookup()],
+        allowedTools: ['lookup'],
+        agents: { researcher: { name: 'researcher', description: 'Looks things up', allowedTools: ['lookup'] } },
+        hooks: { PreToolUse: [async (input) => (seen.push(String(input.toolName)), { action: 'continue' as const })] },
+      }),
+    )
+    await session.send('ask the researcher')
+    const events = await drain(session)
+    expect(toolNames(0)).toContain('Task')
+    expect(seen).toEqual(['Task', 'lookup'])
+    expect(textOf(events)).toBe('The researcher says tea is 3.')
+    await session.close()
+  })
+})

@@ -20,7 +20,8 @@ function examples(file: string): string[] {
 }
 
 const FILES = [
-  ['README.md', 10],
+  ['README.md', 11],
+  ['docs/migrating-from-blade.md', 1],
   ['docs/hooks.md', 8],
   ['docs/webhooks.md', 1],
   ['docs/approvals.md', 3],

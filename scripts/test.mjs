@@ -80,6 +80,9 @@ for (const match of cargo.output.matchAll(/test result: \w+\. (\d+) passed; (\d+
 count('cargo test', cargoPassed, cargoFailed)
 
 await run('tsc', npx, ['tsc', '-p', 'tsconfig.json'])
+// A program in Blade's createSession style, resolved through package.json "exports" as an
+// installed dependency is.
+await run('tsc (Blade session programs)', npx, ['tsc', '-p', '__test__/blade/tsconfig.session.json'])
 
 // The real model servers of __test__/real-servers/ (a venv in .cache/real-servers); when this
 // fails those tests skip, each file saying why.
