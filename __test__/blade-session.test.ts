@@ -1132,7 +1132,7 @@ describe('what createAgent guarantees holds on the session path', () => {
         tools: [lookup(ran)],
         allowedTools: ['lookup'],
         hookTimeoutMs: 50,
-        hooks: { PreToolUse: [async () => (await sleep(400), { action: 'continue' as const })] },
+        hooks: { PreToolUse: [async () => (await sleep(200), { action: 'continue' as const })] },
       }),
     )
     await session.send('price?')
@@ -1141,6 +1141,8 @@ describe('what createAgent guarantees holds on the session path', () => {
     expect(result.isError).toBe(true)
     expect(result.output).toBe('Tool execution failed: Hook PreToolUse exceeded 50ms')
     expect(ran).toEqual([])
+    // The late callback settles before close (which refuses while one is still cleaning up).
+    await sleep(250)
     await session.close()
   })
 
