@@ -15,7 +15,10 @@ fn session(options: Value) -> Result<AgentConfig, String> {
     AgentConfig::read(&options, Shape::Session, &HashMap::new()).map_err(|error| error.message)
 }
 
-fn http(config: &AgentConfig) -> (Provider, String, Option<String>, Vec<(String, String)>, Option<String>) {
+/// What an HTTP model choice holds: provider, base URL, key, headers, organization.
+type Http = (Provider, String, Option<String>, Vec<(String, String)>, Option<String>);
+
+fn http(config: &AgentConfig) -> Http {
     let ModelChoice::Http {
         provider,
         connection,

@@ -243,7 +243,8 @@ impl Session {
 
     /// `forkSession`: a stored conversation becomes this session's.
     pub fn copy_messages(&self, messages: Vec<Message>) {
-        self.conversation.replace(Arc::new(messages.into_iter().map(Arc::new).collect()));
+        self.conversation
+            .replace(Arc::new(messages.into_iter().map(Arc::new).collect()));
     }
 
     /// The conversation so far, without the system prompt.

@@ -445,7 +445,10 @@ impl NativeAgent {
     #[napi]
     pub fn copy_stored_conversation(&self, stored: &NativeStored) -> NativeResult<()> {
         native(match stored.take() {
-            None => Err(SdkError::new(ErrorCode::Internal, "the stored session was taken already")),
+            None => Err(SdkError::new(
+                ErrorCode::Internal,
+                "the stored session was taken already",
+            )),
             Some(stored) if stored.record.paused.is_some() => Err(SdkError::new(
                 ErrorCode::InvalidInput,
                 format!(

@@ -300,7 +300,10 @@ impl HttpModel for AnthropicClient {
         let versioned = reqwest::Url::parse(&self.connection.base_url)
             .map(|url| url.path().trim_end_matches('/').ends_with("/v1"))
             .unwrap_or(false);
-        http::endpoint(&self.connection.base_url, if versioned { "messages" } else { "v1/messages" })
+        http::endpoint(
+            &self.connection.base_url,
+            if versioned { "messages" } else { "v1/messages" },
+        )
     }
 
     fn headers(&self) -> Vec<(&'static str, String)> {
