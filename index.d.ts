@@ -601,10 +601,10 @@ export interface AgentAdvancedOptions {
 
 export interface AgentOptions {
   model: string | ModelProvider
-  /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY from the environment. */
+  /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY / AZURE_OPENAI_API_KEY / GEMINI_API_KEY from the environment. */
   apiKey?: string
-  /** Default 'openai'. */
-  provider?: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek'
+  /** Default 'openai'. `azure-openai` needs `baseUrl` (the resource's endpoint); `gemini` is Google's OpenAI-compatible endpoint. */
+  provider?: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek' | 'azure-openai' | 'gemini'
   baseUrl?: string
   baseURL?: string
   systemPrompt?: string

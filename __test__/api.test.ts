@@ -86,7 +86,7 @@ describe('createAgent rejects bad options with a ConfigError naming the field', 
   const cases: [string, unknown, string][] = [
     ['no options', undefined, 'options must be an object (got undefined)'],
     ['missing model', {}, 'model is required: pass a model id such as "gpt-4o-mini", or scriptedModel(...)'],
-    ['unknown provider', { model: 'm', apiKey: 'k', provider: 'gemini' }, 'provider must be one of openai, openai-compatible, anthropic, deepseek (got "gemini")'],
+    ['unknown provider', { model: 'm', apiKey: 'k', provider: 'mistral' }, 'provider must be one of openai, openai-compatible, anthropic, deepseek, azure-openai, gemini (got "mistral")'],
     ['both base URL spellings, different', { model: 'm', apiKey: 'k', baseUrl: 'http://a.test', baseURL: 'http://b.test' }, 'baseUrl and baseURL are both set and differ ("http://a.test" and "http://b.test"): pass only one'],
     ['a tool without a name', { model: scriptedModel([]), tools: [{ execute: () => 1 }] }, 'tools[0].name must be a non-empty string'],
     ['a tool without execute', { model: scriptedModel([]), tools: [tool, { name: 'second' }] }, 'tools[1].execute must be a function'],

@@ -4,7 +4,7 @@
 // between us and the server shows what we sent and what it answered. Skips (saying why) when
 // the setup did not make the server and its model file available.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAgent, type AgentOptions, type PromptResult, type SendOptions, type StreamEvent } from '../../index.js'
+import { createAgent, createSession, type AgentOptions, type PromptResult, type SendOptions, type SessionStreamEvent, type StreamEvent } from '../../index.js'
 import { LLAMA_MODEL, collect, weatherTool, llamaSetup, recordingProxy, sseData, startLlama, type Exchange, type RecordingProxy, type RunningServer } from './servers.js'
 
 const setup = llamaSetup()
@@ -288,4 +288,31 @@ describe.skipIf('reason' in setup)('llama.cpp (llama-cpp-python server, SmolLM2-
     expect(last.type).toBe('result')
     expect((last as Extract<StreamEvent, { type: 'result' }>).result.stopReason).toBe('max_tokens')
   }, 120_000)
+
+  it("Blade's session API against the real server: createSession with a provider object streams an answer; a 'next' input sent meanwhile is the next turn's user message", async () => {
+    const before = proxy.exchanges.length
+    const session = await createSession({
+      provider: { type: 'openai-compatible', apiKey: 'unused', baseUrl: proxy.url + '/v1', maxRetries: 0 },
+      model: LLAMA_MODEL,
+      temperature: 0,
+      maxOutputTokens: 24,
+    })
+    try {
+      const started = await session.send('Say hello.')
+      expect(started.status).toBe('started')
+      const steered = await session.send('Now say goodbye.', { priority: 'next' })
+      expect(steered).toMatchObject({ status: 'steered', priority: 'next' })
+      const events: SessionStreamEvent[] = []
+      for await (const event of session.stream()) events.push(event)
+      const types = events.map((event) => event.type).filter((type) => type !== 'content')
+      expect(types).toEqual(['turn_start', 'input_applied', 'turn_end', 'turn_start', 'turn_end', 'usage', 'result'])
+      const calls = modelCalls(before)
+      expect(calls).toHaveLength(2)
+      const users = (calls[1].body.messages as { role: string; content: string }[]).filter((message) => message.role === 'user').map((message) => message.content)
+      expect(users).toEqual(['Say hello.', 'Now say goodbye.'])
+      expect(calls.every((call) => call.status === 200)).toBe(true)
+    } finally {
+      await session.close()
+    }
+  }, 180_000)
 })
