@@ -8,7 +8,7 @@ export const allowed: AgentOptions[] = [
 ]
 
 // @ts-expect-error — not a provider
-export const badProvider: AgentOptions = { model: 'm', provider: 'gemini' }
+export const badProvider: AgentOptions = { model: 'm', provider: 'mistral' }
 
 // @ts-expect-error — not a hook action
 export const badAction: HookOutput = { action: 'proceed' }
@@ -75,3 +75,17 @@ export async function toolChoices(agent: Agent): Promise<void> {
 export function finishReasons(event: StreamEvent): FinishReason | undefined {
   return event.type === 'turn_end' ? event.finishReason : undefined
 }
+
+// Blade's session API: a provider object, Blade's permission forms; a provider name is not one.
+import { createSession, type InputSubmission, type SessionOptions } from '../index.js'
+export const sessionOptions: SessionOptions = {
+  provider: { type: 'azure-openai', apiKey: 'k', baseUrl: 'https://res.openai.azure.com', apiVersion: '2024-08-01-preview' },
+  model: 'deploy',
+  permissionMode: 'plan',
+  canUseTool: async (_name, _input, { toolKind }) => (toolKind === 'readonly' ? { behavior: 'allow' } : { behavior: 'deny', message: 'no' }),
+}
+// @ts-expect-error — a session's provider is an object
+export const badSessionProvider: SessionOptions = { provider: 'openai', model: 'm' }
+// @ts-expect-error — not a priority
+export const badPriority = async () => (await createSession(sessionOptions)).send('x', { priority: 'soon' })
+export const submitted = async (): Promise<InputSubmission> => (await createSession(sessionOptions)).send('x', { priority: 'later' })
