@@ -40,7 +40,8 @@ function splitFunctions(value, root = 'the options', refuse = (message) => new C
   const functions = []
   /** The objects being walked, with where they are (`''` for the value itself). */
   const open = new Map()
-  const describe = (path) => (path === '' ? root : path)
+  // The options' own fields go by their names (`advanced.hooks`); anything else's by its root's.
+  const describe = (path) => (path === '' ? root : root === 'the options' ? path : `${root}${path.startsWith('[') ? '' : '.'}${path}`)
   const walk = (value, owner, path) => {
     if (typeof value === 'function') {
       functions.push({ fn: value, owner })

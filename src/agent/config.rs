@@ -776,7 +776,7 @@ mod tests {
             (json!({}), "model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)"),
             (json!({"model": 3}), "model must be a model id string or scriptedModel(...) (got 3)"),
             (json!({"model": " "}), "model must not be empty"),
-            (json!({"model": "m", "apiKey": "k", "provider": "gemini"}), "provider must be one of openai, openai-compatible, anthropic, deepseek (got \"gemini\")"),
+            (json!({"model": "m", "apiKey": "k", "provider": "mistral"}), "provider must be one of openai, openai-compatible, anthropic, deepseek, azure-openai, gemini (got \"mistral\")"),
             (json!({"model": "m"}), "apiKey is required for provider openai: pass apiKey or set OPENAI_API_KEY"),
             (json!({"model": "m", "baseUrl": "http://a", "baseURL": "http://b"}), "baseUrl and baseURL are both set and differ (\"http://a\" and \"http://b\"): pass only one"),
             (json!({"model": "m", "baseURL": "ftp://a"}), "baseURL must be an http(s) URL (\"ftp://a\" uses ftp)"),

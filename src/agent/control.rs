@@ -83,6 +83,11 @@ impl RunControl {
     }
 
     /// Resolves once the run is accepted or refused.
+    /// Whether the run was refused (its admission decided, with an error).
+    pub(crate) fn refused(&self) -> bool {
+        self.admitted.is_cancelled() && lock(&self.refusal).is_some()
+    }
+
     pub async fn admitted(&self) -> Result<()> {
         self.admitted.cancelled().await;
         match lock(&self.refusal).clone() {

@@ -236,14 +236,27 @@ impl Inputs {
         Some(input)
     }
 
-    /// The first `later` input, taken: the next request's prompt.
-    pub fn take_later(&self) -> Option<PendingInput> {
+    /// The first `later` input (left waiting until [`Inputs::cancel`] takes it: a request it
+    /// starts may yet be refused).
+    pub fn first_later(&self) -> Option<PendingInput> {
+        let state = lock(&self.state);
+        let (input, _) = state.pending.iter().find(|(input, _)| input.target_request_id.is_none())?;
+        Some(input.clone())
+    }
+
+    /// Puts claimed inputs that were not applied back in front, in their order: a request that
+    /// failed or could not start loses none (its end turns them into inputs for later).
+    pub fn restore(&self, inputs: Vec<PendingInput>) {
         let mut state = lock(&self.state);
-        let index = state
-            .pending
-            .iter()
-            .position(|(input, _)| input.target_request_id.is_none())?;
-        Some(state.pending.remove(index).0)
+        let mut restored: Vec<(PendingInput, usize)> = inputs
+            .into_iter()
+            .map(|input| {
+                let bytes = size_of(&input.content);
+                (input, bytes)
+            })
+            .collect();
+        restored.append(&mut state.pending);
+        state.pending = restored;
     }
 
     /// `cancelInput(id)`: whether the input was still waiting (and now is not).
@@ -325,7 +338,10 @@ mod tests {
             .collect();
         assert_eq!(claimed, ["w", "n"], "now first, then in the order they came");
         assert_eq!(inputs.pending().len(), 1);
-        assert_eq!(inputs.take_later().unwrap().content.text(), "l");
+        let later = inputs.first_later().unwrap();
+        assert_eq!(later.content.text(), "l");
+        assert_eq!(inputs.pending().len(), 1, "looked at, not taken");
+        assert!(inputs.cancel(&later.input_id));
     }
 
     #[test]
@@ -365,7 +381,20 @@ mod tests {
         };
         assert!(inputs.cancel(&input_id));
         assert!(!inputs.cancel(&input_id));
-        assert!(inputs.take_later().is_none());
+        assert!(inputs.first_later().is_none());
+    }
+
+    #[test]
+    fn restored_inputs_wait_in_front_and_become_later_when_their_request_ends() {
+        let inputs = Inputs::default();
+        inputs.open("r1");
+        inputs.submit(text("a"), Priority::Next, None).unwrap();
+        inputs.submit(text("b"), Priority::Later, None).unwrap();
+        let claimed = inputs.claim("r1", false);
+        inputs.restore(claimed);
+        inputs.close("r1");
+        let texts: Vec<_> = inputs.pending().into_iter().map(|input| (input.content.text(), input.priority)).collect();
+        assert_eq!(texts, [("a".to_string(), Priority::Later), ("b".to_string(), Priority::Later)]);
     }
 
     #[test]

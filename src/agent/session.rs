@@ -313,11 +313,22 @@ impl Session {
     /// Starts a request with the first input queued for later (`stream()` with no request
     /// under way); `None` when none waits.
     pub fn send_later(self: &Arc<Self>, options: SendOptions) -> Result<Option<(RunHandle, BoxFuture<'static, ()>)>> {
-        let Some(input) = self.inputs.take_later() else {
+        let Some(input) = self.inputs.first_later() else {
             return Ok(None);
         };
-        self.start_run(Start::Prompt(input.content), options, Some(input.input_id))
-            .map(Some)
+        // Taken once the request starts; a request refused later (by the store) gives it back.
+        let started = self.start_run(Start::Prompt(input.content.clone()), options, Some(input.input_id.clone()));
+        let (handle, drive) = started?;
+        self.inputs.cancel(&input.input_id);
+        let inputs = self.inputs.clone();
+        let refused = handle.control.clone();
+        let drive = async move {
+            drive.await;
+            if refused.refused() {
+                inputs.restore(vec![input]);
+            }
+        };
+        Ok(Some((handle, Box::pin(drive))))
     }
 
     /// `getPendingInputs()`.
@@ -652,6 +663,9 @@ pub fn parse_message(value: &Value) -> Result<UserContent> {
     match value {
         Value::String(text) => Ok(UserContent::Text(text.clone())),
         Value::Array(parts) => {
+            if parts.is_empty() {
+                return Err(invalid("message must not be an empty array of parts".into()));
+            }
             for (index, part) in parts.iter().enumerate() {
                 let kind = part.get("type").and_then(Value::as_str);
                 let ok = match kind {

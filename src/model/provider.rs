@@ -206,6 +206,14 @@ impl ModelChoice {
             .secret("apiKey")?
             .or_else(|| env.get(provider.key_variable()).cloned())
             .filter(|key| !key.is_empty());
+        // It is sent in a header: a key no header can carry (CR, LF) is named here, not at the
+        // first request (and never shown).
+        if api_key
+            .as_deref()
+            .is_some_and(|key| reqwest::header::HeaderValue::from_str(key).is_err())
+        {
+            return Err(fields.error("apiKey", "is not a valid header value"));
+        }
         if api_key.is_none() && base_url.is_none() {
             return Err(SdkError::config(format!(
                 "{} is required for provider {}: pass {} or set {}",

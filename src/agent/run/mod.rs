@@ -543,11 +543,28 @@ impl Run {
         let Some(inputs) = self.inputs.clone() else {
             return Ok(false);
         };
-        let claimed = inputs.claim(&self.id, seal_if_none);
-        let applied = !claimed.is_empty();
-        for input in claimed {
-            let content = self.user_prompt_submit(input.content).await?;
-            self.checkpoint()?;
+        // No model turn would see them: they wait for the next request (its end says so).
+        if self.turns >= self.max_turns {
+            return Ok(false);
+        }
+        let mut claimed = inputs.claim(&self.id, seal_if_none).into_iter();
+        let mut applied = false;
+        while let Some(input) = claimed.next() {
+            let checked = match self.user_prompt_submit(input.content.clone()).await {
+                Ok(content) => self.checkpoint().map(|()| content),
+                Err(error) => Err(error),
+            };
+            let content = match checked {
+                Ok(content) => content,
+                Err(error) => {
+                    // One a hook refused is gone; the rest (this one too, when the request was
+                    // stopped before a hook decided) is not lost.
+                    let refused = error.code == ErrorCode::HookAborted;
+                    inputs.restore((!refused).then_some(input).into_iter().chain(claimed).collect());
+                    return Err(error);
+                }
+            };
+            applied = true;
             self.conversation.push(Message::User { content });
             self.emit(StreamEvent::InputApplied {
                 input_id: input.input_id,
