@@ -240,7 +240,10 @@ impl Inputs {
     /// starts may yet be refused).
     pub fn first_later(&self) -> Option<PendingInput> {
         let state = lock(&self.state);
-        let (input, _) = state.pending.iter().find(|(input, _)| input.target_request_id.is_none())?;
+        let (input, _) = state
+            .pending
+            .iter()
+            .find(|(input, _)| input.target_request_id.is_none())?;
         Some(input.clone())
     }
 
@@ -393,8 +396,15 @@ mod tests {
         let claimed = inputs.claim("r1", false);
         inputs.restore(claimed);
         inputs.close("r1");
-        let texts: Vec<_> = inputs.pending().into_iter().map(|input| (input.content.text(), input.priority)).collect();
-        assert_eq!(texts, [("a".to_string(), Priority::Later), ("b".to_string(), Priority::Later)]);
+        let texts: Vec<_> = inputs
+            .pending()
+            .into_iter()
+            .map(|input| (input.content.text(), input.priority))
+            .collect();
+        assert_eq!(
+            texts,
+            [("a".to_string(), Priority::Later), ("b".to_string(), Priority::Later)]
+        );
     }
 
     #[test]

@@ -317,7 +317,11 @@ impl Session {
             return Ok(None);
         };
         // Taken once the request starts; a request refused later (by the store) gives it back.
-        let started = self.start_run(Start::Prompt(input.content.clone()), options, Some(input.input_id.clone()));
+        let started = self.start_run(
+            Start::Prompt(input.content.clone()),
+            options,
+            Some(input.input_id.clone()),
+        );
         let (handle, drive) = started?;
         self.inputs.cancel(&input.input_id);
         let inputs = self.inputs.clone();

@@ -28,7 +28,7 @@ use crate::agent::conversation::Conversation;
 use crate::agent::definition::Agent;
 use crate::agent::durable::Durable;
 use crate::agent::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
-use crate::agent::inputs::Inputs;
+use crate::agent::inputs::{Inputs, PendingInput};
 use crate::agent::payloads;
 use crate::agent::reader::EventSender;
 use crate::agent::settings::RunSettings;
@@ -547,23 +547,29 @@ impl Run {
         if self.turns >= self.max_turns {
             return Ok(false);
         }
-        let mut claimed = inputs.claim(&self.id, seal_if_none).into_iter();
+        // Held until applied: inputs the request could not apply (it failed, or was aborted
+        // with this future dropped mid-hook) go back to the inbox.
+        let mut claimed = Claimed {
+            waiting: inputs.claim(&self.id, seal_if_none).into(),
+            inputs,
+        };
         let mut applied = false;
-        while let Some(input) = claimed.next() {
-            let checked = match self.user_prompt_submit(input.content.clone()).await {
+        while let Some(input) = claimed.waiting.front().cloned() {
+            let checked = match self.user_prompt_submit(input.content).await {
                 Ok(content) => self.checkpoint().map(|()| content),
                 Err(error) => Err(error),
             };
             let content = match checked {
                 Ok(content) => content,
                 Err(error) => {
-                    // One a hook refused is gone; the rest (this one too, when the request was
-                    // stopped before a hook decided) is not lost.
-                    let refused = error.code == ErrorCode::HookAborted;
-                    inputs.restore((!refused).then_some(input).into_iter().chain(claimed).collect());
+                    // One a hook refused is gone.
+                    if error.code == ErrorCode::HookAborted {
+                        claimed.waiting.pop_front();
+                    }
                     return Err(error);
                 }
             };
+            claimed.waiting.pop_front();
             applied = true;
             self.conversation.push(Message::User { content });
             self.emit(StreamEvent::InputApplied {
@@ -670,6 +676,20 @@ impl Run {
             classification: record.classification.clone(),
             agent_path: None,
         });
+    }
+}
+
+/// Steering inputs a run claimed and has not applied yet: given back to the inbox when dropped.
+struct Claimed {
+    inputs: Arc<Inputs>,
+    waiting: std::collections::VecDeque<PendingInput>,
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        if !self.waiting.is_empty() {
+            self.inputs.restore(self.waiting.drain(..).collect());
+        }
     }
 }
 
