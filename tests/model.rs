@@ -195,7 +195,8 @@ async fn secrets_the_server_echoes_are_masked_in_every_error() {
     }
     let path = |provider| match provider {
         "openai" => "POST /v1/chat/completions?api-key=*** HTTP/1.1",
-        _ => "POST /v1/v1/messages?api-key=*** HTTP/1.1",
+        // The base URL ends in /v1: Anthropic's path is /messages under it.
+        _ => "POST /v1/messages?api-key=*** HTTP/1.1",
     };
     for (provider, messages) in [("openai", &messages[..4]), ("anthropic", &messages[4..])] {
         let line = path(provider);
