@@ -599,14 +599,9 @@ export interface AgentAdvancedOptions {
   toolSourcePolicy?: unknown
 }
 
-export interface AgentOptions {
+/** What both `createAgent`'s options and Blade's `SessionOptions` hold at the top, meaning the same. */
+export interface ModelOptions {
   model: string | ModelProvider
-  /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY / AZURE_OPENAI_API_KEY / GEMINI_API_KEY from the environment. */
-  apiKey?: string
-  /** Default 'openai'. `azure-openai` needs `baseUrl` (the resource's endpoint); `gemini` is Google's OpenAI-compatible endpoint. */
-  provider?: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek' | 'azure-openai' | 'gemini'
-  baseUrl?: string
-  baseURL?: string
   systemPrompt?: string
   temperature?: number
   /** An answer this limit cuts ends the run with stopReason 'max_tokens'. */
@@ -620,6 +615,15 @@ export interface AgentOptions {
   /** Default 200; reaching it ends the run with stopReason 'max_turns'. */
   maxTurns?: number
   tools?: readonly ToolDefinition<any>[]
+}
+
+export interface AgentOptions extends ModelOptions {
+  /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY / AZURE_OPENAI_API_KEY / GEMINI_API_KEY from the environment. */
+  apiKey?: string
+  /** Default 'openai'. `azure-openai` needs `baseUrl` (the resource's endpoint); `gemini` is Google's OpenAI-compatible endpoint. */
+  provider?: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek' | 'azure-openai' | 'gemini'
+  baseUrl?: string
+  baseURL?: string
   /** Blade's; accepted (`'local'` or `'server'`), with no effect here. */
   profile?: AgentProfile
   filesystem?: AgentFilesystemOptions
@@ -880,17 +884,10 @@ export type PermissionHandler = (request: AgentPermissionRequest) => AgentPermis
  * Blade's `SessionOptions` (`createSession`, `resumeSession`, `forkSession`, `prompt`): the keys
  * of `AgentAdvancedOptions` at the top, `provider` an object. One reader serves both shapes.
  */
-export interface SessionOptions extends Omit<AgentAdvancedOptions, 'connection' | 'providerRegistry' | 'permission'> {
+export interface SessionOptions extends ModelOptions, Omit<AgentAdvancedOptions, 'connection' | 'providerRegistry' | 'permission'> {
   provider: ProviderConnectionConfig
   /** Models of the caller's own, by `provider.type`. */
   providerRegistry?: ProviderRegistry
-  model: string | ModelProvider
-  systemPrompt?: string
-  temperature?: number
-  maxOutputTokens?: number
-  toolChoice?: ToolChoice
-  maxTurns?: number
-  tools?: readonly ToolDefinition<any>[]
   /** Blade's modes; with a handler, `'plan'` still denies every call that is not read-only first. */
   permissionMode?: PermissionMode
   /** Decides each call (before `canUseTool`, as Blade picks). */

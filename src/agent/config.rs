@@ -145,19 +145,23 @@ impl Shape {
     }
 }
 
-/// `createAgent`'s top-level keys.
-const AGENT_KEYS: &[&str] = &[
+/// The top-level keys both APIs share, meaning the same in both.
+const MODEL_KEYS: &[&str] = &[
     "model",
-    "apiKey",
-    "provider",
-    "baseUrl",
-    "baseURL",
     "systemPrompt",
     "temperature",
     "maxOutputTokens",
     "toolChoice",
     "maxTurns",
     "tools",
+];
+
+/// `createAgent`'s own top-level keys (`provider` a name).
+const AGENT_KEYS: &[&str] = &[
+    "apiKey",
+    "provider",
+    "baseUrl",
+    "baseURL",
     "advanced",
     "profile",
     "filesystem",
@@ -190,20 +194,8 @@ const ADVANCED_KEYS: &[&str] = &[
     "leaseTtlMs",
 ];
 
-/// `SessionOptions`' own top-level keys that are built here (its others are `advanced`'s).
-const SESSION_KEYS: &[&str] = &[
-    "provider",
-    "model",
-    "systemPrompt",
-    "temperature",
-    "maxOutputTokens",
-    "toolChoice",
-    "maxTurns",
-    "tools",
-    "permissionMode",
-    "permissionHandler",
-    "canUseTool",
-];
+/// `SessionOptions`' own top-level keys (`provider` an object); its others are `advanced`'s.
+const SESSION_KEYS: &[&str] = &["provider", "permissionMode", "permissionHandler", "canUseTool"];
 
 /// `SessionOptions` keys this runtime does not build, beside [`UNSUPPORTED_ADVANCED`].
 const UNSUPPORTED_SESSION: &[&str] = &[
@@ -344,7 +336,8 @@ impl AgentConfig {
 fn read_agent_groups<'a>(
     options: &OptionsObject<'a>,
 ) -> Result<(OptionsObject<'a>, OptionsObject<'a>, Endpoint<'a>, Vec<String>)> {
-    options.only(AGENT_KEYS, &[])?;
+    let known: Vec<&str> = MODEL_KEYS.iter().chain(AGENT_KEYS).copied().collect();
+    options.only(&known, &[])?;
     let advanced = match options.get("advanced") {
         None => OptionsObject::empty("advanced"),
         Some(value) => OptionsObject::of(value, "advanced", "an object")?,
@@ -367,8 +360,9 @@ fn read_agent_groups<'a>(
 fn read_session_groups<'a>(
     options: &OptionsObject<'a>,
 ) -> Result<(OptionsObject<'a>, OptionsObject<'a>, Endpoint<'a>, Vec<String>)> {
-    let known: Vec<&str> = SESSION_KEYS
+    let known: Vec<&str> = MODEL_KEYS
         .iter()
+        .chain(SESSION_KEYS)
         .chain(ADVANCED_KEYS)
         .copied()
         .filter(|key| *key != "connection")
@@ -784,7 +778,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "maxTurns": 1.5}), "maxTurns must be a positive integer no greater than 2147483647 (got 1.5)"),
             (json!({"model": "m", "apiKey": "k", "temperature": 3}), "temperature must be a number from 0 to 2 (got 3)"),
             (json!({"model": "m", "apiKey": "k", "systemPrompt": 1}), "systemPrompt must be a string (got 1)"),
-            (json!({"model": "m", "apiKey": "k", "maxTurn": 1}), "maxTurn is not a known option (known here: model, apiKey, provider, baseUrl, baseURL, systemPrompt, temperature, maxOutputTokens, toolChoice, maxTurns, tools, advanced, profile, filesystem)"),
+            (json!({"model": "m", "apiKey": "k", "maxTurn": 1}), "maxTurn is not a known option (known here: model, systemPrompt, temperature, maxOutputTokens, toolChoice, maxTurns, tools, apiKey, provider, baseUrl, baseURL, advanced, profile, filesystem)"),
             (json!({"model": "m", "apiKey": "k", "tools": {}}), "tools must be an array of tool definitions (got an object)"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"execute": {"$function": 0}}]}), "tools[0].name must be a non-empty string"),
             (json!({"model": "m", "apiKey": "k", "tools": [{"name": "x"}]}), "tools[0].execute must be a function"),
