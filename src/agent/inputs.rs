@@ -117,14 +117,9 @@ impl Inputs {
     }
 
     /// Takes `content` at `priority`; `expected` is `expectedRequestId`, which must be the
-    /// active request. Nothing is kept when it fails.
-    pub fn submit(&self, content: UserContent, priority: Priority, expected: Option<&str>) -> Result<Submitted> {
-        self.submit_checked(content, priority, expected, false)
-    }
-
-    /// As [`Inputs::submit`]; `starting_options`: the send has options only a request that
-    /// starts takes, refused while one is active.
-    pub fn submit_checked(
+    /// active request; `starting_options`: the send has options only a request that starts
+    /// takes, refused while one is active. Nothing is kept when it fails.
+    pub fn submit(
         &self,
         content: UserContent,
         priority: Priority,
@@ -304,8 +299,11 @@ mod tests {
     #[test]
     fn without_an_active_request_an_input_starts_one() {
         let inputs = Inputs::default();
-        assert_eq!(inputs.submit(text("a"), Priority::Next, None).unwrap(), Submitted::Idle);
-        let error = inputs.submit(text("a"), Priority::Next, Some("r0")).unwrap_err();
+        assert_eq!(
+            inputs.submit(text("a"), Priority::Next, None, false).unwrap(),
+            Submitted::Idle
+        );
+        let error = inputs.submit(text("a"), Priority::Next, Some("r0"), false).unwrap_err();
         assert_eq!(error.code, ErrorCode::SessionRequestMismatch);
         assert_eq!(error.message, "No active request matches \"r0\"");
         assert!(inputs.pending().is_empty());
@@ -318,17 +316,18 @@ mod tests {
         let step = inputs.step("r1");
         let Submitted::Steered {
             priority, request_id, ..
-        } = inputs.submit(text("n"), Priority::Next, None).unwrap()
+        } = inputs.submit(text("n"), Priority::Next, None, false).unwrap()
         else {
             panic!("steered")
         };
         assert_eq!((priority, request_id.as_str()), (Priority::Next, "r1"));
         assert!(!step.is_cancelled(), "next does not interrupt");
         assert!(matches!(
-            inputs.submit(text("l"), Priority::Later, Some("r1")).unwrap(),
+            inputs.submit(text("l"), Priority::Later, Some("r1"), false).unwrap(),
             Submitted::Queued { .. }
         ));
-        let Submitted::Steered { input_id: now, .. } = inputs.submit(text("w"), Priority::Now, None).unwrap() else {
+        let Submitted::Steered { input_id: now, .. } = inputs.submit(text("w"), Priority::Now, None, false).unwrap()
+        else {
             panic!("steered")
         };
         assert!(step.is_cancelled(), "now interrupts the step in flight");
@@ -351,7 +350,7 @@ mod tests {
     fn a_stale_expected_request_id_is_refused_and_nothing_is_kept() {
         let inputs = Inputs::default();
         inputs.open("r2");
-        let error = inputs.submit(text("a"), Priority::Next, Some("r1")).unwrap_err();
+        let error = inputs.submit(text("a"), Priority::Next, Some("r1"), false).unwrap_err();
         assert_eq!(error.message, "Expected request \"r1\" but \"r2\" is active");
         assert!(inputs.pending().is_empty());
     }
@@ -362,24 +361,27 @@ mod tests {
         inputs.open("r1");
         assert!(inputs.claim("r1", true).is_empty());
         assert!(matches!(
-            inputs.submit(text("a"), Priority::Now, None).unwrap(),
+            inputs.submit(text("a"), Priority::Now, None, false).unwrap(),
             Submitted::Queued { .. }
         ));
         inputs.open("r2");
-        inputs.submit(text("b"), Priority::Next, None).unwrap();
+        inputs.submit(text("b"), Priority::Next, None, false).unwrap();
         inputs.close("r2");
         let pending = inputs.pending();
         assert!(pending
             .iter()
             .all(|input| input.priority == Priority::Later && input.target_request_id.is_none()));
-        assert_eq!(inputs.submit(text("c"), Priority::Next, None).unwrap(), Submitted::Idle);
+        assert_eq!(
+            inputs.submit(text("c"), Priority::Next, None, false).unwrap(),
+            Submitted::Idle
+        );
     }
 
     #[test]
     fn a_cancelled_input_is_gone_and_cancelling_twice_says_so() {
         let inputs = Inputs::default();
         inputs.open("r1");
-        let Submitted::Queued { input_id } = inputs.submit(text("a"), Priority::Later, None).unwrap() else {
+        let Submitted::Queued { input_id } = inputs.submit(text("a"), Priority::Later, None, false).unwrap() else {
             panic!("queued")
         };
         assert!(inputs.cancel(&input_id));
@@ -391,8 +393,8 @@ mod tests {
     fn restored_inputs_wait_in_front_and_become_later_when_their_request_ends() {
         let inputs = Inputs::default();
         inputs.open("r1");
-        inputs.submit(text("a"), Priority::Next, None).unwrap();
-        inputs.submit(text("b"), Priority::Later, None).unwrap();
+        inputs.submit(text("a"), Priority::Next, None, false).unwrap();
+        inputs.submit(text("b"), Priority::Later, None, false).unwrap();
         let claimed = inputs.claim("r1", false);
         inputs.restore(claimed);
         inputs.close("r1");
@@ -412,9 +414,9 @@ mod tests {
         let inputs = Inputs::default();
         inputs.open("r1");
         for _ in 0..MAX_INPUTS {
-            inputs.submit(text("a"), Priority::Later, None).unwrap();
+            inputs.submit(text("a"), Priority::Later, None, false).unwrap();
         }
-        let error = inputs.submit(text("a"), Priority::Later, None).unwrap_err();
+        let error = inputs.submit(text("a"), Priority::Later, None, false).unwrap_err();
         assert_eq!(
             error.message,
             "Session input queue capacity exceeded (32 inputs, 1048576 bytes)"

@@ -241,10 +241,17 @@ impl Session {
         self.conversation.replace(other.messages());
     }
 
-    /// `forkSession`: a stored conversation becomes this session's.
-    pub fn copy_messages(&self, messages: Vec<Message>) {
-        self.conversation
-            .replace(Arc::new(messages.into_iter().map(Arc::new).collect()));
+    /// `forkSession`: the stored session's conversation becomes this one's. A session paused
+    /// for approvals is not forked: its last turn is open, and a copy would answer it twice.
+    pub fn copy_stored(&self, stored: Stored) -> Result<()> {
+        if stored.record.paused.is_some() {
+            return Err(invalid_input(format!(
+                "Session {} is paused for approvals: resume it (resumeSession) and decide them before forking it",
+                stored.record.session_id
+            )));
+        }
+        durable::install(&self.conversation, stored.record.messages, None);
+        Ok(())
     }
 
     /// The conversation so far, without the system prompt.
@@ -304,10 +311,7 @@ impl Session {
             }
         }
         let content = parse_message(message)?;
-        let submitted = self
-            .inputs
-            .submit_checked(content, priority, expected, starting_options)?;
-        Ok(submitted)
+        self.inputs.submit(content, priority, expected, starting_options)
     }
 
     /// Starts a request with the first input queued for later (`stream()` with no request

@@ -441,25 +441,15 @@ impl NativeAgent {
     }
 
     /// `forkSession`: the stored session's conversation becomes this agent's (before its
-    /// SessionStart). A session paused for approvals is not forked: its last turn is open.
+    /// SessionStart; [`Session::copy_stored`]).
     #[napi]
     pub fn copy_stored_conversation(&self, stored: &NativeStored) -> NativeResult<()> {
         native(match stored.take() {
+            Some(stored) => self.session.copy_stored(stored),
             None => Err(SdkError::new(
                 ErrorCode::Internal,
                 "the stored session was taken already",
             )),
-            Some(stored) if stored.record.paused.is_some() => Err(SdkError::new(
-                ErrorCode::InvalidInput,
-                format!(
-                    "Session {} is paused for approvals: resume it (resumeSession) and decide them before forking it",
-                    stored.record.session_id
-                ),
-            )),
-            Some(stored) => {
-                self.session.copy_messages(stored.record.messages);
-                Ok(())
-            }
         })
     }
 

@@ -412,8 +412,7 @@ impl Run {
             let sent = self.conversation.messages().len();
             let Some(reply) = self.call_model_steered().await? else {
                 // A `now` input interrupted the answer: what came of it is dropped.
-                self.interrupted();
-                self.apply_inputs(false).await?;
+                self.safe_point(false).await?;
                 self.emit(StreamEvent::TurnEnd {
                     turn: self.turns,
                     finish_reason: FinishReason::Stop,
@@ -443,8 +442,7 @@ impl Run {
             if tool_calls.is_empty() {
                 // Inputs that came meanwhile are answered in this request; with none, it is
                 // sealed and later ones wait for the next.
-                self.interrupted();
-                let steered = self.apply_inputs(true).await?;
+                let steered = self.safe_point(true).await?;
                 self.emit(StreamEvent::TurnEnd {
                     turn: self.turns,
                     finish_reason,
@@ -479,8 +477,7 @@ impl Run {
                 self.emit_result(record);
             }
             if interrupt.is_none() {
-                self.interrupted();
-                self.apply_inputs(false).await?;
+                self.safe_point(false).await?;
             }
             self.boundary().await?;
             self.emit(StreamEvent::TurnEnd {
@@ -520,29 +517,21 @@ impl Run {
         }
     }
 
-    /// Says which `now` input interrupted this step, if one did.
-    fn interrupted(&self) {
-        let Some(input_id) = self
-            .inputs
-            .as_ref()
-            .and_then(|inputs| inputs.take_interruption(&self.id))
-        else {
-            return;
-        };
-        self.emit(StreamEvent::TurnInterrupted {
-            input_id,
-            request_id: self.id.clone(),
-            turn: self.turns,
-        });
-    }
-
-    /// Applies the steering inputs waiting for this run as user messages, each through
-    /// UserPromptSubmit as the first prompt is; whether there were any. `seal_if_none`: at the
-    /// request's last safe point.
-    async fn apply_inputs(&mut self, seal_if_none: bool) -> Result<bool> {
+    /// A safe point of the run (a model step or a turn's tools done): says which `now` input
+    /// interrupted the step, if one did, then applies the steering inputs waiting for this run
+    /// as user messages, each through UserPromptSubmit as the first prompt is; whether there
+    /// were any. `seal_if_none`: the request's last safe point.
+    async fn safe_point(&mut self, seal_if_none: bool) -> Result<bool> {
         let Some(inputs) = self.inputs.clone() else {
             return Ok(false);
         };
+        if let Some(input_id) = inputs.take_interruption(&self.id) {
+            self.emit(StreamEvent::TurnInterrupted {
+                input_id,
+                request_id: self.id.clone(),
+                turn: self.turns,
+            });
+        }
         // No model turn would see them: they wait for the next request (its end says so).
         if self.turns >= self.max_turns {
             return Ok(false);
