@@ -32,6 +32,7 @@ import {
 const sessionProgram = () => import('./blade/session-program.js')
 import { childEnv, runScript, type ChildResult } from './helpers/child.js'
 import { openaiChunks, rawStream, sleep, sse, useServer, type Handler } from './helpers/server.js'
+import { contentText, drain, ofType, textOf } from './helpers/session.js'
 
 const server = useServer()
 const ROOT = resolve(__dirname, '..')
@@ -79,16 +80,6 @@ function slowAnswer(head: string, tail: string, holdMs: number, state: { tailSen
   }
 }
 
-/** Drains `session.stream()`, awaiting `onEvent` for each event before pulling the next. */
-async function drain(session: ISession, onEvent?: (event: SessionStreamEvent) => unknown): Promise<SessionStreamEvent[]> {
-  const events: SessionStreamEvent[] = []
-  for await (const event of session.stream()) {
-    events.push(event)
-    await onEvent?.(event)
-  }
-  return events
-}
-
 /** Event types, each run of `content` events shown once as `content…`. */
 function shape(events: SessionStreamEvent[]): string[] {
   const out: string[] = []
@@ -98,18 +89,6 @@ function shape(events: SessionStreamEvent[]): string[] {
     out.push(type)
   }
   return out
-}
-
-const ofType = <T extends SessionStreamEvent['type']>(events: SessionStreamEvent[], type: T) =>
-  events.filter((event): event is Extract<SessionStreamEvent, { type: T }> => event.type === type)
-
-const textOf = (events: SessionStreamEvent[]) => ofType(events, 'content').map((event) => event.delta).join('')
-
-/** A message's text, whether its content is a string or a list of text parts. */
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content
-  if (Array.isArray(content)) return content.map((part) => (typeof part === 'string' ? part : (part?.text ?? ''))).join('')
-  return content == null ? '' : JSON.stringify(content)
 }
 
 /** `{ role, content }` of each message, system messages left out (whether Blade keeps the system

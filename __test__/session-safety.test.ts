@@ -20,6 +20,7 @@ import {
   type SessionStreamEvent,
 } from '../index.js'
 import { openaiChunks, rawStream, sleep, sse, until, useServer, type Handler } from './helpers/server.js'
+import { contentText, drain, ofType, textOf } from './helpers/session.js'
 
 const server = useServer()
 
@@ -64,26 +65,6 @@ function gate() {
       res.end('data: [DONE]\n\n')
     }
   return { open, started, state, handler }
-}
-
-async function drain(session: ISession, onEvent?: (event: SessionStreamEvent) => unknown): Promise<SessionStreamEvent[]> {
-  const events: SessionStreamEvent[] = []
-  for await (const event of session.stream()) {
-    events.push(event)
-    await onEvent?.(event)
-  }
-  return events
-}
-
-const ofType = <T extends SessionStreamEvent['type']>(events: SessionStreamEvent[], type: T) =>
-  events.filter((event): event is Extract<SessionStreamEvent, { type: T }> => event.type === type)
-
-const textOf = (events: SessionStreamEvent[]) => ofType(events, 'content').map((event) => event.delta).join('')
-
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content
-  if (Array.isArray(content)) return content.map((part) => (typeof part === 'string' ? part : (part?.text ?? ''))).join('')
-  return content == null ? '' : JSON.stringify(content)
 }
 
 const userTexts = (messages: readonly any[]) => messages.filter((message) => message.role === 'user').map((message) => contentText(message.content))
