@@ -2,6 +2,7 @@
 //! thin Node-API edge in `binding/`. Everything outside `binding/` is testable with `cargo test`.
 
 pub mod agent;
+pub mod builtins;
 pub mod error;
 pub mod hook_event;
 pub mod hooks;

@@ -22,6 +22,8 @@ const FLOORS: &[(&str, u8)] = &[
     ("model", 1),
     ("webhook", 1),
     ("mcp", 1),
+    // The built-in tools (Read, Grep, Bash …): files, searches and processes, no agent.
+    ("builtins", 1),
     // Reporting, and the store sessions are kept in.
     ("log", 2),
     ("telemetry", 2),

@@ -1,0 +1,242 @@
+//! Blade's built-in tools, run in Rust on the tokio workers: Read, Write, Edit (files.rs), Glob,
+//! Grep (search.rs), Bash, KillShell, TaskOutput (shell.rs). Every path goes through
+//! `paths.rs` first. The agent wires them into its pipeline (`Runner::Builtin`): hooks,
+//! permissions and the ledger treat a built-in call as they treat a JS tool's.
+
+mod files;
+mod input;
+mod paths;
+mod search;
+mod shell;
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+pub use paths::NO_FILESYSTEM;
+
+/// What a built-in call answers: the text the model is sent, and whether it is an error
+/// (`tool_result.isError`). A tool-level failure is the tool's own text, as Blade sends it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub text: String,
+    pub failed: bool,
+    /// Shown in `tool_result.display`, never sent to the model (Edit's diff).
+    pub display: Option<Value>,
+}
+
+impl Answer {
+    pub fn ok(text: impl Into<String>) -> Self {
+        Answer {
+            text: text.into(),
+            failed: false,
+            display: None,
+        }
+    }
+
+    /// A JSON result, as Blade sends one: `JSON.stringify(value, null, 2)`.
+    pub fn json(value: &Value) -> Self {
+        Answer::ok(serde_json::to_string_pretty(value).unwrap_or_default())
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        Answer {
+            text: text.into(),
+            failed: true,
+            display: None,
+        }
+    }
+}
+
+/// Where the file tools may work: `capabilities.filesystem` of the run's context (`{ roots,
+/// cwd? }`, which the `filesystem` option sets).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Workspace {
+    pub roots: Vec<PathBuf>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Workspace {
+    /// Read from a tool context (`advanced.defaultContext` with `filesystem` merged in).
+    pub fn of_context(context: &Map<String, Value>) -> Workspace {
+        let filesystem = context
+            .get("capabilities")
+            .and_then(|capabilities| capabilities.get("filesystem"));
+        let Some(filesystem) = filesystem else {
+            return Workspace::default();
+        };
+        let roots = filesystem
+            .get("roots")
+            .and_then(Value::as_array)
+            .map(|roots| roots.iter().filter_map(Value::as_str).map(PathBuf::from).collect())
+            .unwrap_or_default();
+        let cwd = filesystem.get("cwd").and_then(Value::as_str).map(PathBuf::from);
+        Workspace { roots, cwd }
+    }
+}
+
+/// One call's surroundings.
+pub struct Call<'a> {
+    pub workspace: &'a Workspace,
+    /// What the session's built-ins remember between calls.
+    pub state: &'a State,
+    /// Cancelled when the run is aborted or the call's deadline passes: a running command's
+    /// process group is killed, a search stops.
+    pub cancel: CancellationToken,
+}
+
+/// What a session's built-ins keep between calls: the files Read (Write and Edit of an existing
+/// file need one) and the background shells.
+#[derive(Default)]
+pub struct State {
+    pub(crate) read: files::ReadFiles,
+    pub(crate) shells: shell::Shells,
+}
+
+impl State {
+    /// Kills every background shell's process group (the session closes).
+    pub async fn close(&self) {
+        self.shells.kill_all().await;
+    }
+}
+
+/// The built-in tools, by the names Blade and the Claude Agent SDK give them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    Read,
+    Write,
+    Edit,
+    Glob,
+    Grep,
+    Bash,
+    KillShell,
+    TaskOutput,
+}
+
+impl Builtin {
+    pub const ALL: [Builtin; 8] = [
+        Builtin::Read,
+        Builtin::Write,
+        Builtin::Edit,
+        Builtin::Glob,
+        Builtin::Grep,
+        Builtin::Bash,
+        Builtin::KillShell,
+        Builtin::TaskOutput,
+    ];
+
+    pub fn parse(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Read => "Read",
+            Builtin::Write => "Write",
+            Builtin::Edit => "Edit",
+            Builtin::Glob => "Glob",
+            Builtin::Grep => "Grep",
+            Builtin::Bash => "Bash",
+            Builtin::KillShell => "KillShell",
+            Builtin::TaskOutput => "TaskOutput",
+        }
+    }
+
+    /// Blade's permission kind: `readonly`, `write` or `execute`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Builtin::Read | Builtin::Glob | Builtin::Grep | Builtin::TaskOutput => "readonly",
+            Builtin::Write | Builtin::Edit => "write",
+            Builtin::Bash | Builtin::KillShell => "execute",
+        }
+    }
+
+    /// What running the call twice does (the effects ledger's `sideEffect`).
+    pub fn side_effect(self) -> &'static str {
+        match self {
+            Builtin::Read | Builtin::Glob | Builtin::Grep => "pure",
+            Builtin::Write | Builtin::KillShell => "idempotent",
+            // TaskOutput hands out each piece of a shell's output once.
+            Builtin::Edit | Builtin::Bash | Builtin::TaskOutput => "non_idempotent",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Builtin::Read | Builtin::Write | Builtin::Edit => files::description(self),
+            Builtin::Glob | Builtin::Grep => search::description(self),
+            Builtin::Bash | Builtin::KillShell | Builtin::TaskOutput => shell::description(self),
+        }
+    }
+
+    /// The input schema the model is offered (JSON Schema; defaulted fields not required).
+    pub fn schema(self) -> Value {
+        match self {
+            Builtin::Read | Builtin::Write | Builtin::Edit => files::schema(self),
+            Builtin::Glob | Builtin::Grep => search::schema(self),
+            Builtin::Bash | Builtin::KillShell | Builtin::TaskOutput => shell::schema(self),
+        }
+    }
+
+    pub async fn run(self, input: &Map<String, Value>, call: Call<'_>) -> Answer {
+        match self {
+            Builtin::Read => files::read(input, &call).await,
+            Builtin::Write => files::write(input, &call).await,
+            Builtin::Edit => files::edit(input, &call).await,
+            Builtin::Glob => search::glob(input, &call).await,
+            Builtin::Grep => search::grep(input, &call).await,
+            Builtin::Bash => shell::bash(input, &call).await,
+            Builtin::KillShell => shell::kill_shell(input, &call).await,
+            Builtin::TaskOutput => shell::task_output(input, &call).await,
+        }
+    }
+}
+
+/// `2026-12-02T11:43:14.000Z`, as JavaScript's `toISOString` prints a time.
+pub(crate) fn iso_time(time: std::time::SystemTime) -> String {
+    let since = time.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let seconds = since.as_secs() as i64;
+    let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn times_print_as_javascript_prints_them() {
+        assert_eq!(iso_time(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let time = UNIX_EPOCH + Duration::from_millis(1_796_210_594_123);
+        assert_eq!(iso_time(time), "2026-12-02T11:23:14.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(iso_time(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_workspace_is_read_from_the_context() {
+        let context = serde_json::json!({"capabilities": {"filesystem": {"roots": ["/a", "/b"], "cwd": "/a"}}});
+        let workspace = Workspace::of_context(context.as_object().unwrap());
+        assert_eq!(workspace.roots, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(workspace.cwd, Some(PathBuf::from("/a")));
+        assert_eq!(Workspace::of_context(&Map::new()), Workspace::default());
+    }
+}
