@@ -574,6 +574,12 @@ export interface AgentAdvancedOptions {
   maxSubagentCalls?: number
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Stdio (`command`) or streamable HTTP (`url`). A server's name is letters, digits, `_` and `-`, without `__` and not starting or ending with `_`. */
   mcpServers?: Record<string, McpServerConfig>
+  /**
+   * The built-in tools (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput; see
+   * docs/builtins.md). Default: on for a session and for an agent with `filesystem` or
+   * `profile: 'local'`, off otherwise. Narrowed by `allowedTools` / `disallowedTools`.
+   */
+  builtinTools?: boolean
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
   sessionRepository?: unknown
@@ -594,7 +600,6 @@ export interface AgentAdvancedOptions {
   webFetch?: unknown
   providerRegistry?: unknown
   subagent?: unknown
-  builtinTools?: unknown
   permissions?: unknown
   toolSourcePolicy?: unknown
 }
@@ -614,7 +619,7 @@ export interface ModelOptions {
   toolChoice?: ToolChoice
   /** Default 200; reaching it ends the run with stopReason 'max_turns'. */
   maxTurns?: number
-  tools?: readonly ToolDefinition<any>[]
+  tools?: readonly (ToolDefinition<any> | BuiltinTool)[]
 }
 
 export interface AgentOptions extends ModelOptions {
@@ -624,8 +629,9 @@ export interface AgentOptions extends ModelOptions {
   provider?: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek' | 'azure-openai' | 'gemini'
   baseUrl?: string
   baseURL?: string
-  /** Blade's; accepted (`'local'` or `'server'`), with no effect here. */
+  /** `'local'` turns the built-in tools on (as `filesystem` does); default `'server'`. */
   profile?: AgentProfile
+  /** Where the built-in file tools may work (and the tools' `capabilities.filesystem`). */
   filesystem?: AgentFilesystemOptions
   advanced?: AgentAdvancedOptions
 }
@@ -1018,6 +1024,19 @@ export declare function resumeAgent(options: AgentOptions & { sessionId: string 
 /** One-shot: create an agent, send the message, close it; `createAgent`'s options or Blade's `SessionOptions`. */
 export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
 export declare function prompt(message: UserMessageContent, options: SessionOptions): Promise<PromptResult>
+/** The built-in tools' names. */
+export type BuiltinToolName = 'Read' | 'Write' | 'Edit' | 'Glob' | 'Grep' | 'Bash' | 'KillShell' | 'TaskOutput'
+/** One of `getBuiltinTools()`: a tool that runs in Rust, for `tools: [...]`. */
+export interface BuiltinTool {
+  readonly name: BuiltinToolName
+  readonly description: string
+  readonly parameters: JsonSchemaObject
+  readonly kind: ToolKind
+  readonly sideEffect: ToolSideEffect
+  readonly builtin: BuiltinToolName
+}
+/** The built-in tools, as tool objects (Blade's `getBuiltinTools()`); Blade's options are accepted and not read. */
+export declare function getBuiltinTools(options?: unknown): BuiltinTool[]
 export declare function defineTool<I extends JsonObject = JsonObject>(definition: ToolDefinition<I>): ToolDefinition<I>
 /** Blade's helper: an execution that returns `result` at once. */
 export declare function completeToolExecution<R extends ToolResult | JsonValue>(result: R): AsyncGenerator<never, R, unknown>

@@ -12,6 +12,7 @@
 // lib/session.js  Blade's session API: `createSession`, `resumeSession`, `forkSession`,
 //                 `prompt`, and the `Session` they open (a second door into the same session)
 // lib/providers.js `ProviderRegistry` (models of the caller's own) and `scriptedModel`
+// lib/builtins.js  `getBuiltinTools()`, the built-in tools that run in Rust
 
 const { SdkError, ConfigError, AbortError, HookTimeoutError, CriticalHookDeliveryError } = require('./lib/errors.js')
 const { native, unwrap, DEFERRED } = require('./lib/wire.js')
@@ -19,6 +20,7 @@ const { AgentResponse } = require('./lib/response.js')
 const { createAgent, resumeAgent, completeToolCall, drainOutbox, approvalToken } = require('./lib/agent.js')
 const { createSession, resumeSession, forkSession, prompt } = require('./lib/session.js')
 const { ProviderRegistry, scriptedModel } = require('./lib/providers.js')
+const { getBuiltinTools } = require('./lib/builtins.js')
 
 const HookEvent = Object.freeze({
   PreToolUse: 'PreToolUse',
@@ -67,6 +69,7 @@ module.exports = {
   forkSession,
   prompt,
   ProviderRegistry,
+  getBuiltinTools,
   defineTool,
   completeToolExecution,
   deferred,

@@ -1069,7 +1069,6 @@ const IGNORED_BLADE_KEYS: Record<string, string> = {
   durableEventStore: `{}`,
   executionLease: `{}`,
   subagent: `{ name: 'helper' }`,
-  builtinTools: `[]`,
   permissions: `{ allow: ['Read'] }`,
   sessionRepository: `{}`,
   sessionEventStore: `{}`,
@@ -1089,6 +1088,13 @@ describe('options (SPEC §10)', () => {
       expect(naming, `warnings naming ${key}`).toHaveLength(1)
     }
     expect(warnings).toHaveLength(Object.keys(IGNORED_BLADE_KEYS).length)
+  })
+
+  it('builtinTools (built since the built-in tools) raises no warning', async () => {
+    const out = await optionsInChild(`{ builtinTools: false }`)
+    expect(out.error).toBeUndefined()
+    expect(out.created).toBe(2)
+    expect(unsupportedWarnings(out.warnings)).toEqual([])
   })
 
   it('mcpServers (built since MCP tools: SPEC 8.6) raises no warning', async () => {

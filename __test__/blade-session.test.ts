@@ -835,8 +835,7 @@ describe('subpath exports', () => {
       'agent-runtime-hooks/tools': ['defineTool'],
       'agent-runtime-hooks/session': ['createSession', 'resumeSession', 'forkSession', 'prompt'],
       'agent-runtime-hooks/server': ['createSession'],
-      // getBuiltinTools arrives with the built-in tools; /local is the root's exports until then.
-      'agent-runtime-hooks/local': ['createSession'],
+      'agent-runtime-hooks/local': ['createSession', 'getBuiltinTools'],
       'agent-runtime-hooks/node': ['createSession', 'resumeSession', 'forkSession', 'prompt', 'ProviderRegistry'],
     }
     writeFileSync(
@@ -874,7 +873,7 @@ console.log(JSON.stringify(out))
       'agent-runtime-hooks/tools': { defineTool: fn },
       'agent-runtime-hooks/session': { createSession: fn, resumeSession: fn, forkSession: fn, prompt: fn },
       'agent-runtime-hooks/server': { createSession: fn },
-      'agent-runtime-hooks/local': { createSession: fn },
+      'agent-runtime-hooks/local': { createSession: fn, getBuiltinTools: fn },
       'agent-runtime-hooks/node': { createSession: fn, resumeSession: fn, forkSession: fn, prompt: fn, ProviderRegistry: fn },
     })
   })

@@ -1,3 +1,13 @@
 'use strict'
-// `agent-runtime-hooks/server`: everything the root exports (a Node process is always local here).
-module.exports = require('../index.js')
+// `agent-runtime-hooks/server`: the root's exports, with Blade's server profile for sessions: the
+// built-in tools are off unless `builtinTools: true`.
+const root = require('../index.js')
+
+const serverProfile = (options) => (options?.builtinTools === undefined ? { ...options, builtinTools: false } : options)
+
+module.exports = {
+  ...root,
+  createSession: (options) => root.createSession(serverProfile(options)),
+  resumeSession: (options) => root.resumeSession(serverProfile(options)),
+  forkSession: (options) => root.forkSession(serverProfile(options)),
+}

@@ -10,6 +10,7 @@ use super::compaction::Compaction;
 use super::permission::{Form, Permission, Preset};
 use super::subagents::{Subagents, TASK_TOOL};
 use super::tools::{Runner, SideEffect, ToolKind, ToolSpec};
+use crate::builtins::Builtin;
 use crate::error::{Result, SdkError};
 use crate::hooks::registry::Registry;
 use crate::host::{Callable, Host};
@@ -47,7 +48,6 @@ const UNSUPPORTED_ADVANCED: &[&str] = &[
     "webFetch",
     "providerRegistry",
     "subagent",
-    "builtinTools",
     "permissions",
     "toolSourcePolicy",
 ];
@@ -192,6 +192,7 @@ const ADVANCED_KEYS: &[&str] = &[
     "maxSubagentCalls",
     "mcpServers",
     "leaseTtlMs",
+    "builtinTools",
 ];
 
 /// `SessionOptions`' own top-level keys (`provider` an object); its others are `advanced`'s.
@@ -269,7 +270,10 @@ impl AgentConfig {
                 .positive_integer("maxTurns", MAX_TIMER_MS)?
                 .map_or(DEFAULT_MAX_TURNS, |n| n as u32),
             tools: with_task(
-                tool_filter.offered(read_tools(&options)?),
+                tool_filter.offered(with_builtins(
+                    read_tools(&options)?,
+                    builtins_on(&options, &advanced, shape)?,
+                )),
                 subagents.as_ref(),
                 &advanced,
             )?,
@@ -476,6 +480,34 @@ impl ToolFilter {
     }
 }
 
+/// Whether the built-in tools are offered. A session (always local in a Node process) and a
+/// `createAgent` with `filesystem` or `profile: 'local'` have them unless `builtinTools` is
+/// `false`; a server agent has them only with `builtinTools: true`, as Blade decides.
+fn builtins_on(options: &OptionsObject, advanced: &OptionsObject, shape: Shape) -> Result<bool> {
+    let local = match shape {
+        Shape::Session => true,
+        Shape::Agent => options.get("filesystem").is_some() || options.get("profile").and_then(Value::as_str) == Some("local"),
+    };
+    match advanced.get("builtinTools") {
+        None => Ok(local),
+        Some(Value::Bool(on)) => Ok(*on),
+        Some(other) => Err(advanced.invalid("builtinTools", "a boolean", other)),
+    }
+}
+
+/// The user's tools, then the built-ins (when on) whose names the user's tools do not take: a
+/// tool of the user's named `Bash` replaces the built-in one.
+fn with_builtins(mut tools: Vec<ToolSpec>, on: bool) -> Vec<ToolSpec> {
+    if on {
+        for builtin in Builtin::ALL {
+            if !tools.iter().any(|tool| tool.schema.name == builtin.name()) {
+                tools.push(ToolSpec::builtin(builtin));
+            }
+        }
+    }
+    tools
+}
+
 /// With sub-agents, the `Task` tool that runs them (unless `disallowedTools` names it); a tool of
 /// the user's may not take its name.
 fn with_task(
@@ -644,6 +676,16 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
                 "{path}.name \"{name}\" is already the name of another tool"
             )));
         }
+        // One of `getBuiltinTools()`'s: it runs in Rust.
+        if let Some(marker) = tool.get("builtin") {
+            let builtin = marker
+                .as_str()
+                .and_then(Builtin::parse)
+                .filter(|builtin| builtin.name() == name)
+                .ok_or_else(|| tool.invalid("builtin", "the name of a built-in tool, as getBuiltinTools() gives it", marker))?;
+            tools.push(ToolSpec::builtin(builtin));
+            continue;
+        }
         let execute = tool
             .get("execute")
             .and_then(callable)
@@ -794,7 +836,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, maxSubagentCalls, mcpServers, leaseTtlMs)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, maxSubagentCalls, mcpServers, leaseTtlMs, builtinTools)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

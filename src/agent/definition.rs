@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::config::AgentConfig;
 use super::tools::{Runner, SideEffect, ToolKind, ToolSpec};
+use crate::builtins;
 use crate::error::{Result, SdkError};
 use crate::hooks::dispatch::Dispatcher;
 use crate::host::Host;
@@ -21,6 +22,8 @@ pub struct Agent {
     pub dispatcher: Dispatcher,
     /// The tools offered, final once the MCP servers are started (at once without any).
     tools: OnceLock<Toolset>,
+    /// What the built-in tools keep between calls (files Read, background shells).
+    pub builtins: Arc<builtins::State>,
 }
 
 /// The agent's tools: its own, then its MCP servers', as the model sees them.
@@ -99,6 +102,7 @@ impl Agent {
             host,
             dispatcher,
             tools,
+            builtins: Arc::default(),
         }
     }
 

@@ -628,6 +628,7 @@ impl Session {
         let ended = self.session_end(scope, &context).await;
         // Stopped whatever SessionEnd did: the session is closing either way.
         self.stop_mcp().await;
+        self.agent.builtins.close().await;
         ended
     }
 

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::events::CallStatus;
+use crate::builtins::Builtin;
 use crate::hooks::dispatch::{Caller, Dispatcher, HookError};
 use crate::hooks::pending::Owner;
 use crate::host::{Args, Callable, GeneratorId, Host, HostCall, Reply, ScopeId, Step, ThrownId};
@@ -74,6 +75,22 @@ pub struct ToolSpec {
     pub execute: Runner,
 }
 
+impl ToolSpec {
+    /// A built-in tool, as the model is offered it.
+    pub fn builtin(tool: Builtin) -> Self {
+        ToolSpec {
+            schema: ToolSchema {
+                name: tool.name().to_string(),
+                description: Some(tool.description().to_string()),
+                parameters: tool.schema(),
+            },
+            kind: ToolKind::parse(tool.kind()).unwrap_or(ToolKind::Execute),
+            side_effect: SideEffect::parse(tool.side_effect()).unwrap_or(SideEffect::NonIdempotent),
+            execute: Runner::Builtin(tool),
+        }
+    }
+}
+
 /// What runs a tool's calls.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Runner {
@@ -83,6 +100,8 @@ pub enum Runner {
     Task,
     /// An MCP server's tool: its index in the agent's `mcp::Servers::tools`.
     Mcp(usize),
+    /// One of the built-in tools (`src/builtins`), run in Rust.
+    Builtin(Builtin),
 }
 
 /// Where a call stands: its status, the text the model is sent, and (for a failure) what

@@ -36,3 +36,22 @@ fn yield_to_the_js_thread() {
         libc::setpriority(libc::PRIO_PROCESS, 0, 5);
     }
 }
+
+/// `getBuiltinTools()`: each built-in tool as the model is offered it, with its kind and side
+/// effect (JSON text; `lib/builtins.js` makes the tool objects).
+#[napi_derive::napi]
+pub fn builtin_tools() -> String {
+    let tools: Vec<serde_json::Value> = crate::builtins::Builtin::ALL
+        .into_iter()
+        .map(|tool| {
+            serde_json::json!({
+                "name": tool.name(),
+                "description": tool.description(),
+                "parameters": tool.schema(),
+                "kind": tool.kind(),
+                "sideEffect": tool.side_effect(),
+            })
+        })
+        .collect();
+    serde_json::Value::Array(tools).to_string()
+}

@@ -18,6 +18,7 @@ use crate::agent::settings::RunSettings;
 use crate::agent::subagents;
 use crate::agent::subagents::delegate::{Children, Delegation};
 use crate::agent::tools::{self, CallResult, Execution, NoResult, Runner, ToolContext, ToolSpec};
+use crate::builtins::{self, Builtin, Workspace};
 use crate::hooks::apply::{self, PreVerdict};
 use crate::hooks::control;
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
@@ -26,12 +27,16 @@ use crate::hooks::{EventFields, HookEvent};
 use crate::host::{Args, ErrorSlot, HostCall};
 use crate::js_value::describe;
 use crate::mcp;
+use crate::offload::offload;
 use crate::model::ToolCallRequest;
 use crate::store;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::Usage;
+
+/// How long a built-in past its deadline has to stop (SIGTERM, then SIGKILL after 1 s).
+const BUILTIN_WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The part of the run a tool call needs.
 pub(crate) struct CallSite<'a> {
@@ -253,6 +258,51 @@ impl Call<'_> {
         })
     }
 
+    /// A built-in tool, in the run's workspace (`capabilities.filesystem` of its context). Its
+    /// token is cancelled by the run's abort and at `toolTimeoutMs`; the tool then stops (a
+    /// command's process group is killed) and says so in its own words.
+    async fn call_builtin(&self, builtin: Builtin, input: &Map<String, Value>) -> Result<CallResult, NoResult> {
+        let run = self.site.caller.cancel;
+        if run.is_some_and(CancellationToken::is_cancelled) {
+            return Err(NoResult::NotStarted);
+        }
+        let agent = self.site.agent;
+        let workspace = Workspace::of_context(&self.site.settings.default_context);
+        let cancel = run.map_or_else(CancellationToken::new, CancellationToken::child_token);
+        let (state, input, token) = (agent.builtins.clone(), input.clone(), cancel.clone());
+        // On the tokio workers, not the JS thread the run is polled on. Dropped (the run's
+        // future dropped), the task is aborted and the tool's own drop kills what it started.
+        let mut running = offload(async move {
+            let call = builtins::Call {
+                workspace: &workspace,
+                state: &state,
+                cancel: token,
+            };
+            builtin.run(&input, call).await
+        });
+        let timeout_ms = agent.config.tool_timeout_ms;
+        let answer = tokio::select! {
+            answer = &mut running => answer,
+            () = tokio::time::sleep(std::time::Duration::from_millis(timeout_ms.into())) => {
+                cancel.cancel();
+                // The tool winds down (its processes killed) before the call fails.
+                let _ = tokio::time::timeout(BUILTIN_WIND_DOWN, running).await;
+                return Ok(CallResult::failed(format!("Tool execution timeout after {timeout_ms}ms"), None));
+            }
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(error) => return Ok(CallResult::failed(format!("the built-in tool {} failed: {error}", builtin.name()), None)),
+        };
+        let mut result = if answer.failed {
+            CallResult::failed_as(answer.text, None)
+        } else {
+            CallResult::success(answer.text)
+        };
+        result.display = answer.display;
+        Ok(result)
+    }
+
     /// The fields every tool event carries, in both vocabularies.
     fn fields<'b>(&'b self, event: HookEvent, input: &'b Map<String, Value>) -> ToolEvent<'b> {
         let name = self.name();
@@ -384,6 +434,7 @@ impl Call<'_> {
                     Runner::Task => Ok(self.delegate(&input).await),
                     Runner::Js(_) => tools::execute(tool, &input, context, execution).await,
                     Runner::Mcp(_) => self.call_mcp(tool, &input).await,
+                    Runner::Builtin(builtin) => self.call_builtin(builtin, &input).await,
                 };
                 let result = match executed {
                     Ok(result) => result,
