@@ -20,7 +20,8 @@ function examples(file: string): string[] {
 }
 
 const FILES = [
-  ['README.md', 11],
+  ['README.md', 12],
+  ['docs/builtins.md', 2],
   ['docs/migrating-from-blade.md', 1],
   ['docs/hooks.md', 8],
   ['docs/webhooks.md', 1],
