@@ -591,3 +591,32 @@ fn schemas_leave_defaulted_fields_optional() {
         .description()
         .starts_with("Fast file pattern matching tool"));
 }
+
+#[tokio::test]
+async fn grep_stops_at_its_entry_ceiling_and_says_so() {
+    let body = "m\n".repeat(10_050);
+    let (_dir, root) = tree(&[("many.txt", body.as_str())]);
+    let answer = run(Builtin::Grep, &root, json!({"pattern": "m", "output_mode": "content"})).await;
+    let entries = parsed(&answer);
+    let entries = entries.as_array().unwrap();
+    let shown = entries.len() - 1;
+    assert_eq!(
+        entries[shown]["note"],
+        format!(
+            "Output truncated: showing {shown} of at least 10000 entries (the answer is limited to 100000 characters). \
+             Narrow the search with path, glob or type, or page through it with head_limit and offset."
+        )
+    );
+}
+
+#[tokio::test]
+async fn symlinks_are_not_followed_out_of_the_folder() {
+    let (_dir, root) = tree(&[("inside/own.txt", "needle\n"), ("outside/secret.txt", "needle\n")]);
+    std::os::unix::fs::symlink(root.join("outside"), root.join("inside/link")).unwrap();
+    std::os::unix::fs::symlink(root.join("outside/secret.txt"), root.join("inside/file-link.txt")).unwrap();
+    let inside = root.join("inside");
+    let found = run(Builtin::Grep, &inside, json!({"pattern": "needle"})).await;
+    assert_eq!(file_paths(&found), [abs(&root, "inside/own.txt")]);
+    let listed = run(Builtin::Glob, &inside, json!({"pattern": "**/*.txt"})).await;
+    assert_eq!(listed.text, glob_text("**/*.txt", &["own.txt"]));
+}
