@@ -386,10 +386,12 @@ fn shown(line: &[u8], focus: usize) -> String {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let text = String::from_utf8_lossy(line);
-    if line.len() <= MAX_LINE_CHARS {
-        return text.into_owned();
-    }
-    let total = text.chars().count();
+    // Byte length first: counting characters is only needed for a long line.
+    let total = if line.len() <= MAX_LINE_CHARS {
+        0
+    } else {
+        text.chars().count()
+    };
     if total <= MAX_LINE_CHARS {
         return text.into_owned();
     }
