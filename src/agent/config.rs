@@ -486,7 +486,9 @@ impl ToolFilter {
 fn builtins_on(options: &OptionsObject, advanced: &OptionsObject, shape: Shape) -> Result<bool> {
     let local = match shape {
         Shape::Session => true,
-        Shape::Agent => options.get("filesystem").is_some() || options.get("profile").and_then(Value::as_str) == Some("local"),
+        Shape::Agent => {
+            options.get("filesystem").is_some() || options.get("profile").and_then(Value::as_str) == Some("local")
+        }
     };
     match advanced.get("builtinTools") {
         None => Ok(local),
@@ -682,7 +684,13 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
                 .as_str()
                 .and_then(Builtin::parse)
                 .filter(|builtin| builtin.name() == name)
-                .ok_or_else(|| tool.invalid("builtin", "the name of a built-in tool, as getBuiltinTools() gives it", marker))?;
+                .ok_or_else(|| {
+                    tool.invalid(
+                        "builtin",
+                        "the name of a built-in tool, as getBuiltinTools() gives it",
+                        marker,
+                    )
+                })?;
             tools.push(ToolSpec::builtin(builtin));
             continue;
         }

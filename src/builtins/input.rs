@@ -16,7 +16,7 @@ impl<'a> Fields<'a> {
         Fields { tool, input }
     }
 
-    /// `Invalid input for Read: file_path must be a string (got number)`.
+    /// `Invalid input for Read: file_path must be a string (got a number)`.
     pub fn invalid(&self, field: &str, what: &str) -> Answer {
         let got = self.input.get(field).map_or("nothing", kind);
         Answer::error(format!(
@@ -90,7 +90,7 @@ mod tests {
         let fields = Fields::of("Read", input.as_object().unwrap());
         assert_eq!(
             fields.required_string("a").unwrap_err().text,
-            "Invalid input for Read: a must be a string (got number)"
+            "Invalid input for Read: a must be a string (got a number)"
         );
         assert_eq!(
             fields.required_string("missing").unwrap_err().text,
@@ -99,14 +99,14 @@ mod tests {
         assert_eq!(fields.string("b").unwrap(), Some("x"));
         assert_eq!(
             fields.integer("n", 0, 10).unwrap_err().text,
-            "Invalid input for Read: n must be an integer from 0 to 10 (got number)"
+            "Invalid input for Read: n must be an integer from 0 to 10 (got a number)"
         );
         assert_eq!(fields.integer("a", 0, 10).unwrap(), Some(1));
         assert!(fields
             .choice("m", &["x", "y"], "x")
             .unwrap_err()
             .text
-            .ends_with("one of x, y (got string)"));
+            .ends_with("one of x, y (got a string)"));
         assert!(fields.bool("missing", true).unwrap());
     }
 }

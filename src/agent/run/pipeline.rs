@@ -27,8 +27,8 @@ use crate::hooks::{EventFields, HookEvent};
 use crate::host::{Args, ErrorSlot, HostCall};
 use crate::js_value::describe;
 use crate::mcp;
-use crate::offload::offload;
 use crate::model::ToolCallRequest;
+use crate::offload::offload;
 use crate::store;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -292,7 +292,12 @@ impl Call<'_> {
         };
         let answer = match answer {
             Ok(answer) => answer,
-            Err(error) => return Ok(CallResult::failed(format!("the built-in tool {} failed: {error}", builtin.name()), None)),
+            Err(error) => {
+                return Ok(CallResult::failed(
+                    format!("the built-in tool {} failed: {error}", builtin.name()),
+                    None,
+                ))
+            }
         };
         let mut result = if answer.failed {
             CallResult::failed_as(answer.text, None)

@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{BinaryDetection, MmapChoice, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
 use ignore::WalkState;
@@ -172,7 +172,7 @@ fn search(query: &Query, cancel: &CancellationToken) -> Answer {
     let keep = |hit: Found| found.lock().unwrap_or_else(PoisonError::into_inner).push(hit);
     match &query.target {
         Target::File(path) => {
-            let mut searcher = searcher(query, true);
+            let mut searcher = searcher(query);
             if let Some(hit) = search_file(&mut searcher, &matcher, path, query.mode, &budget, cancel) {
                 keep(hit);
             }
@@ -183,7 +183,7 @@ fn search(query: &Query, cancel: &CancellationToken) -> Answer {
                 Err(error) => return execution_failed(error),
             };
             builder.build_parallel().run(|| {
-                let mut searcher = searcher(query, false);
+                let mut searcher = searcher(query);
                 let (matcher, budget, keep) = (&matcher, &budget, &keep);
                 Box::new(move |entry| {
                     if cancel.is_cancelled() || budget.spent() {
@@ -226,7 +226,7 @@ fn matcher(query: &Query) -> Result<RegexMatcher, grep_regex::Error> {
     builder.build(&query.pattern)
 }
 
-fn searcher(query: &Query, single_file: bool) -> Searcher {
+fn searcher(query: &Query) -> Searcher {
     let mut builder = SearcherBuilder::new();
     builder
         // A NUL byte marks a binary file, which is left out (rg's default for files it walks).
@@ -236,12 +236,8 @@ fn searcher(query: &Query, single_file: bool) -> Searcher {
     if query.mode == Mode::Content {
         builder.before_context(query.before).after_context(query.after);
     }
-    if single_file {
-        // SAFETY: as `rg` does, a file named on its own is memory-mapped; the map is only read,
-        // and only while this search runs. A file truncated meanwhile by another process could
-        // fault, the risk `rg` takes too. Folder walks never map (`rg` finds that slower).
-        builder.memory_map(unsafe { MmapChoice::auto() });
-    }
+    // Never memory-mapped: a file truncated by another process mid-search would fault the
+    // whole Node process (SIGBUS), not just this search.
     builder.build()
 }
 
