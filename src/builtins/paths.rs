@@ -4,7 +4,7 @@
 //! dangerous system paths stay refused unless a root itself lies inside one.
 
 use std::io::ErrorKind;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::{Answer, Workspace};
 
@@ -110,6 +110,8 @@ fn canonical(path: &Path, input: &str) -> Result<Authorized, Answer> {
         }
         Err(_) => {}
     }
+    // The names past the nearest existing ancestor; `missing/../x` has none to take (the file
+    // name of `missing/..` is nothing) and is refused below rather than guessed at.
     let mut rest = Vec::new();
     let mut ancestor = path;
     loop {
@@ -130,10 +132,6 @@ fn canonical(path: &Path, input: &str) -> Result<Authorized, Answer> {
             "Filesystem path contains an unresolved symbolic link: {input}"
         )));
     };
-    if path.components().any(|part| part == Component::ParentDir) {
-        // `missing/../x`: refuse rather than guess what the OS would make of it.
-        return Err(Answer::error(format!("Filesystem path cannot be resolved: {input}")));
-    }
     for name in rest.iter().rev() {
         resolved.push(name);
     }
@@ -193,7 +191,14 @@ mod tests {
         let missing = authorize("new/deeper/b.txt", &workspace).unwrap();
         assert!(!missing.exists);
         assert_eq!(missing.path, root.canonicalize().unwrap().join("new/deeper/b.txt"));
-        for escape in ["../outside.txt", &dir.path().join("outside.txt").display().to_string()] {
+        let missing_outside = "../elsewhere/new.txt".to_string();
+        std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+        for escape in [
+            "../outside.txt",
+            &dir.path().join("outside.txt").display().to_string(),
+            &missing_outside,
+            "../new.txt",
+        ] {
             assert_eq!(
                 authorize(escape, &workspace).unwrap_err().text,
                 format!("Filesystem path is outside authorized roots: {escape}")
@@ -218,6 +223,10 @@ mod tests {
         assert_eq!(
             authorize("up/new.txt", &workspace).unwrap_err().text,
             "Filesystem path is outside authorized roots: up/new.txt"
+        );
+        assert_eq!(
+            authorize("nowhere/../x", &workspace).unwrap_err().text,
+            "Filesystem path cannot be resolved: nowhere/../x"
         );
         assert_eq!(
             authorize("dangling/x", &workspace).unwrap_err().text,
