@@ -44,10 +44,6 @@ impl Recent {
         self.bytes.extend_from_slice(chunk);
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty() && self.dropped == 0
-    }
-
     /// The bytes kept (the last `limit`) and how many were dropped before them.
     fn into_parts(mut self) -> (Vec<u8>, u64) {
         let excess = self.bytes.len().saturating_sub(self.limit);
@@ -203,7 +199,7 @@ mod tests {
         recent.push(b"def");
         recent.push(b"g");
         assert_eq!(recent.take(false), ("defg".to_string(), 3));
-        assert!(recent.is_empty());
+        assert_eq!(recent.take(false), (String::new(), 0));
         recent.push(b"0123456789");
         assert_eq!(recent.take(false), ("6789".to_string(), 6));
         assert_eq!(recent.take(false), (String::new(), 0));

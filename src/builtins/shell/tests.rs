@@ -57,14 +57,22 @@ fn marker() -> String {
 
 /// Processes whose command line holds `marker` (zombies have none).
 fn processes_with(marker: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
+    command_lines().filter(|line| line.contains(marker)).count()
+}
+
+/// Whether `sleep <marker>` itself runs (not only the bash about to start it).
+fn sleeping(marker: &str) -> bool {
+    let sleep = format!("sleep {marker} ");
+    command_lines().any(|line| line == sleep)
+}
+
+fn command_lines() -> impl Iterator<Item = String> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
         .flatten()
         .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
-        .filter(|cmdline| String::from_utf8_lossy(cmdline).replace('\0', " ").contains(marker))
-        .count()
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
 }
 
 async fn until(within: Duration, mut condition: impl FnMut() -> bool) -> bool {
@@ -79,7 +87,7 @@ async fn until(within: Duration, mut condition: impl FnMut() -> bool) -> bool {
 }
 
 async fn until_running(marker: &str) -> bool {
-    until(Duration::from_secs(5), || processes_with(marker) > 0).await
+    until(Duration::from_secs(5), || sleeping(marker)).await
 }
 
 #[tokio::test]
@@ -226,7 +234,7 @@ async fn dropping_the_call_kills_the_group() {
         running = until_running(&marker) => assert!(running),
     }
     // The sleep ignores SIGTERM: it outlives the drop until SIGKILL, a second later.
-    assert!(processes_with(&marker) > 0);
+    assert!(sleeping(&marker));
     assert!(until(Duration::from_secs(3), || processes_with(&marker) == 0).await);
 }
 
