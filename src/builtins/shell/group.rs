@@ -113,9 +113,12 @@ impl Group {
         self.armed = false;
     }
 
+    /// Armed until the group is gone: a future dropped mid-terminate (the run aborted while
+    /// its command winds down) still leaves the kill to `Drop`.
     pub async fn terminate(&mut self, reap: impl FnMut()) -> io::Result<()> {
+        let ended = terminate(self.pgid, reap).await;
         self.armed = false;
-        terminate(self.pgid, reap).await
+        ended
     }
 }
 
