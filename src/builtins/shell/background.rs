@@ -74,7 +74,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shells {
-    /// Starts `command` and a task that keeps its output; the answer Bash gives.
+    /// Starts `text` as a shell of its own, and the task that keeps its output.
     pub(super) fn start(&self, text: &str, dir: &Path, env: &[(String, String)]) -> Result<Arc<Shell>, Refused> {
         let mut table = lock(&self.table);
         let holding = table.shells.iter().filter(|shell| shell.holds_a_slot()).count();
