@@ -353,6 +353,11 @@ async fn close_kills_background_shells() {
     let events = run(&session, "start it").await;
     let (output, failed) = output_of(&events);
     assert!(!failed, "{output}");
+    // It answered at once; the command may still be starting.
+    let until = Instant::now() + Duration::from_secs(5);
+    while alive(&marker).is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(!alive(&marker).is_empty(), "the background command is not running");
     session.close(ScopeId::NONE, Default::default()).await.unwrap();
     assert!(gone(&marker).await, "still running after close: {:?}", alive(&marker));
