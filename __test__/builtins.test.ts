@@ -23,6 +23,7 @@ import {
   type SessionStreamEvent,
 } from '../index.js'
 import * as local from '../subpaths/local.js'
+import * as serverProfile from '../subpaths/server.js'
 import { openaiChunks, rawStream, sleep, sse, useServer, type Handler, type Recorded } from './helpers/server.js'
 import { drain, ofType, textOf } from './helpers/session.js'
 
@@ -200,6 +201,20 @@ describe('turning the built-in tools on and off', () => {
     const a = await agent({ filesystem: { roots: [dir], cwd: dir }, advanced: { builtinTools: false } })
     await (await a.send('hi')).text()
     expect(offered(2).filter((name) => BUILTINS.includes(name))).toEqual([])
+  })
+
+  it("agent-runtime-hooks/server's sessions (Blade's server profile) offer none unless builtinTools: true", async () => {
+    const dir = workspace()
+    server.reply(chat('hi'))
+    const make = async (extra: Partial<SessionOptions>) => {
+      const created = await serverProfile.createSession({ provider: { type: 'openai-compatible', apiKey: API_KEY, baseUrl: server.url + '/v1' }, model: MODEL, defaultContext: filesystemOf(dir), ...extra } as SessionOptions)
+      open.push(created)
+      return created
+    }
+    await run(await make({}))
+    expect(offered(0).filter((name) => BUILTINS.includes(name))).toEqual([])
+    await run(await make({ builtinTools: true }))
+    expect(offered(1)).toEqual(expect.arrayContaining(BUILTINS))
   })
 
   it("allowedTools: ['Read', 'Glob'] offers exactly those two", async () => {

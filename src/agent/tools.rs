@@ -147,6 +147,12 @@ impl CallResult {
         }
     }
 
+    /// `toolTimeoutMs` passed before a tool that runs outside JS (an MCP server's, a built-in)
+    /// answered; the same text a JS tool's deadline gives (`hooks/dispatch.rs`).
+    pub fn timed_out(timeout_ms: u32) -> Self {
+        Self::failed(format!("Tool execution timeout after {timeout_ms}ms"), None)
+    }
+
     /// `Tool execution aborted: <message>` (a hook or the permission policy stopped it).
     pub fn aborted(message: impl Into<String>) -> Self {
         let message = message.into();

@@ -53,8 +53,10 @@ pub(crate) fn authorize(input: &str, workspace: &Workspace) -> Result<Authorized
         )));
     };
     if let Some(prefix) = dangerous(&resolved.path) {
-        // A root inside the prefix was given on purpose (`/etc/myapp`); a root above it was not.
-        if !root.starts_with(prefix.trim_end_matches('/')) || root == Path::new(prefix.trim_end_matches('/')) {
+        // A root strictly inside the prefix was given on purpose (`/etc/myapp`); a root at or
+        // above it (`/etc`, `/`) was not.
+        let prefix = Path::new(prefix.trim_end_matches('/'));
+        if !(root.starts_with(prefix) && root != prefix) {
             return Err(Answer::error(format!(
                 "Access to dangerous system paths denied: {}",
                 resolved.path.display()

@@ -253,7 +253,7 @@ impl Call<'_> {
             mcp::Outcome::Done { text, failed: false } => CallResult::success(text),
             mcp::Outcome::Done { text, failed: true } => CallResult::failed(text, None),
             mcp::Outcome::Broken(message) => CallResult::failed(message, None),
-            mcp::Outcome::TimedOut => CallResult::failed(format!("Tool execution timeout after {timeout_ms}ms"), None),
+            mcp::Outcome::TimedOut => CallResult::timed_out(timeout_ms),
             mcp::Outcome::Cancelled => CallResult::aborted("the run was aborted"),
         })
     }
@@ -287,7 +287,7 @@ impl Call<'_> {
                 cancel.cancel();
                 // The tool winds down (its processes killed) before the call fails.
                 let _ = tokio::time::timeout(BUILTIN_WIND_DOWN, running).await;
-                return Ok(CallResult::failed(format!("Tool execution timeout after {timeout_ms}ms"), None));
+                return Ok(CallResult::timed_out(timeout_ms));
             }
         };
         let answer = match answer {
