@@ -1,13 +1,19 @@
 //! Blade's built-in tools, run in Rust on the tokio workers: Read, Write, Edit (files.rs), Glob,
-//! Grep (search.rs), Bash, KillShell, TaskOutput (shell.rs). Every path goes through
-//! `paths.rs` first. The agent wires them into its pipeline (`Runner::Builtin`): hooks,
+//! Grep (search.rs), Bash, KillShell, TaskOutput (shell.rs), WebFetch (web.rs), NotebookEdit
+//! (notebook.rs), TodoWrite (todo.rs), EnterPlanMode, ExitPlanMode (plan.rs) and
+//! AskUserQuestion (ask.rs). Every path goes through `paths.rs` first. The agent wires them into its pipeline (`Runner::Builtin`): hooks,
 //! permissions and the ledger treat a built-in call as they treat a JS tool's.
 
+mod ask;
 mod files;
 mod input;
+mod notebook;
 mod paths;
+mod plan;
 mod search;
 mod shell;
+mod todo;
+mod web;
 
 use std::path::PathBuf;
 
@@ -112,9 +118,16 @@ pub enum Builtin {
     Bash,
     KillShell,
     TaskOutput,
+    WebFetch,
+    NotebookEdit,
+    TodoWrite,
+    EnterPlanMode,
+    ExitPlanMode,
+    AskUserQuestion,
 }
 
 impl Builtin {
+    /// The tools sessions offer (a tool joins when it is built).
     pub const ALL: [Builtin; 8] = [
         Builtin::Read,
         Builtin::Write,
@@ -140,15 +153,28 @@ impl Builtin {
             Builtin::Bash => "Bash",
             Builtin::KillShell => "KillShell",
             Builtin::TaskOutput => "TaskOutput",
+            Builtin::WebFetch => "WebFetch",
+            Builtin::NotebookEdit => "NotebookEdit",
+            Builtin::TodoWrite => "TodoWrite",
+            Builtin::EnterPlanMode => "EnterPlanMode",
+            Builtin::ExitPlanMode => "ExitPlanMode",
+            Builtin::AskUserQuestion => "AskUserQuestion",
         }
     }
 
     /// Blade's permission kind: `readonly`, `write` or `execute`.
     pub fn kind(self) -> &'static str {
         match self {
-            Builtin::Read | Builtin::Glob | Builtin::Grep | Builtin::TaskOutput => "readonly",
-            Builtin::Write | Builtin::Edit => "write",
-            Builtin::Bash | Builtin::KillShell => "execute",
+            Builtin::Read
+            | Builtin::Glob
+            | Builtin::Grep
+            | Builtin::TaskOutput
+            | Builtin::TodoWrite
+            | Builtin::EnterPlanMode
+            | Builtin::ExitPlanMode
+            | Builtin::AskUserQuestion => "readonly",
+            Builtin::Write | Builtin::Edit | Builtin::NotebookEdit => "write",
+            Builtin::Bash | Builtin::KillShell | Builtin::WebFetch => "execute",
         }
     }
 
@@ -156,9 +182,13 @@ impl Builtin {
     pub fn side_effect(self) -> &'static str {
         match self {
             Builtin::Read | Builtin::Glob | Builtin::Grep => "pure",
-            Builtin::Write | Builtin::KillShell => "idempotent",
+            Builtin::Write | Builtin::KillShell | Builtin::TodoWrite => "idempotent",
             // TaskOutput hands out each piece of a shell's output once.
             Builtin::Edit | Builtin::Bash | Builtin::TaskOutput => "non_idempotent",
+            Builtin::WebFetch => web::side_effect(),
+            Builtin::NotebookEdit => notebook::side_effect(),
+            Builtin::EnterPlanMode | Builtin::ExitPlanMode => plan::side_effect(),
+            Builtin::AskUserQuestion => ask::side_effect(),
         }
     }
 
@@ -167,6 +197,11 @@ impl Builtin {
             Builtin::Read | Builtin::Write | Builtin::Edit => files::description(self),
             Builtin::Glob | Builtin::Grep => search::description(self),
             Builtin::Bash | Builtin::KillShell | Builtin::TaskOutput => shell::description(self),
+            Builtin::WebFetch => web::description(),
+            Builtin::NotebookEdit => notebook::description(),
+            Builtin::TodoWrite => todo::description(),
+            Builtin::EnterPlanMode | Builtin::ExitPlanMode => plan::description(self),
+            Builtin::AskUserQuestion => ask::description(),
         }
     }
 
@@ -176,6 +211,11 @@ impl Builtin {
             Builtin::Read | Builtin::Write | Builtin::Edit => files::schema(self),
             Builtin::Glob | Builtin::Grep => search::schema(self),
             Builtin::Bash | Builtin::KillShell | Builtin::TaskOutput => shell::schema(self),
+            Builtin::WebFetch => web::schema(),
+            Builtin::NotebookEdit => notebook::schema(),
+            Builtin::TodoWrite => todo::schema(),
+            Builtin::EnterPlanMode | Builtin::ExitPlanMode => plan::schema(self),
+            Builtin::AskUserQuestion => ask::schema(),
         }
     }
 
@@ -189,6 +229,12 @@ impl Builtin {
             Builtin::Bash => shell::bash(input, &call).await,
             Builtin::KillShell => shell::kill_shell(input, &call).await,
             Builtin::TaskOutput => shell::task_output(input, &call).await,
+            Builtin::WebFetch => web::web_fetch(input, &call).await,
+            Builtin::NotebookEdit => notebook::notebook_edit(input, &call).await,
+            Builtin::TodoWrite => todo::todo_write(input, &call).await,
+            Builtin::EnterPlanMode => plan::enter_plan_mode(input, &call).await,
+            Builtin::ExitPlanMode => plan::exit_plan_mode(input, &call).await,
+            Builtin::AskUserQuestion => ask::ask_user_question(input, &call).await,
         }
     }
 }
