@@ -74,16 +74,16 @@ export interface ModelProvider {
 }
 
 export interface ScriptedToolCall {
-  id?: string
+  id?: string | undefined
   name: string
-  input?: JsonObject
+  input?: JsonObject | undefined
   /** Raw argument text instead of `input`, e.g. to send the loop arguments that are not JSON. */
-  arguments?: string
+  arguments?: string | undefined
 }
 export interface ScriptedTurn {
-  text?: string
-  toolCalls?: ScriptedToolCall[]
-  usage?: { inputTokens?: number; outputTokens?: number }
+  text?: string | undefined
+  toolCalls?: ScriptedToolCall[] | undefined
+  usage?: { inputTokens?: number | undefined; outputTokens?: number | undefined } | undefined
 }
 /** What the function form of `scriptedModel` is asked with: what a model would have been sent. */
 export interface ScriptRequest {
@@ -91,15 +91,15 @@ export interface ScriptRequest {
   turn: number
   /** The conversation, system prompt first (when set). */
   messages: Array<{ role: 'system'; content: string } | Message>
-  tools: Array<{ name: string; description?: string; parameters: JsonSchemaObject }>
+  tools: Array<{ name: string; description?: string | undefined; parameters: JsonSchemaObject }>
   /** The run's `toolChoice` for this call, when one is set. */
-  toolChoice?: ToolChoice
+  toolChoice?: ToolChoice | undefined
 }
 export type ScriptFn = (request: ScriptRequest) => ScriptedTurn | Promise<ScriptedTurn>
 
 export type UserMessageContent =
   | string
-  | Array<{ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } }>
+  | Array<{ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string | undefined } }>
 
 /** The conversation, in the OpenAI chat shape. */
 export type Message =
@@ -107,15 +107,15 @@ export type Message =
   | {
       role: 'assistant'
       content: string | null
-      tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
+      tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> | undefined
     }
   | { role: 'tool'; tool_call_id: string; content: string }
 
 /** What a tool may return: `model` is what the model is sent; `display` reaches the stream's
  * `tool_result` only. */
 export type ToolResult =
-  | { status: 'success'; model: JsonValue; display?: JsonValue }
-  | { status: 'error'; model?: JsonValue; display?: JsonValue; error: { message: string; type?: string } }
+  | { status: 'success'; model: JsonValue; display?: JsonValue | undefined }
+  | { status: 'error'; model?: JsonValue | undefined; display?: JsonValue | undefined; error: { message: string; type?: string | undefined } }
 
 export interface ToolContext {
   /** Aborted when the run is aborted (`agent.abort()` or the caller's signal) or at `toolTimeoutMs`. */
@@ -123,9 +123,9 @@ export interface ToolContext {
   toolCallId: string
   sessionId: string
   /** From `advanced.defaultContext` (and `filesystem`, as `capabilities.filesystem`). */
-  environment?: Record<string, string>
-  metadata?: JsonObject
-  capabilities?: JsonObject
+  environment?: Record<string, string> | undefined
+  metadata?: JsonObject | undefined
+  capabilities?: JsonObject | undefined
 }
 
 /** What `deferred()` returns. */
@@ -146,35 +146,35 @@ export type ToolExecution =
 
 export interface ToolDefinition<I = JsonObject> {
   name: string
-  description?: string
+  description?: string | undefined
   /** Sent to the model; default `{ type: 'object', properties: {} }`. */
-  parameters?: JsonSchemaObject
+  parameters?: JsonSchemaObject | undefined
   /** Default `'execute'`. */
-  kind?: ToolKind
+  kind?: ToolKind | undefined
   /** Default `'non_idempotent'`. */
-  sideEffect?: ToolSideEffect
+  sideEffect?: ToolSideEffect | undefined
   execute(input: I, context: ToolContext): ToolExecution
 }
 
 export interface ConnectionOptions {
-  headers?: Record<string, string>
-  organization?: string
-  projectId?: string
+  headers?: Record<string, string> | undefined
+  organization?: string | undefined
+  projectId?: string | undefined
   /** Budget of one HTTP attempt, headers to last byte; default 600000. */
-  requestTimeoutMs?: number
+  requestTimeoutMs?: number | undefined
   /** Further attempts after a 429 or 5xx answer; default 2. */
-  maxRetries?: number
+  maxRetries?: number | undefined
   /** Stream answers over SSE; default true. */
-  stream?: boolean
+  stream?: boolean | undefined
   /**
    * Cap, in bytes, of a non-streamed answer's body, of one SSE line (or event) and of one tool
    * call's arguments; past it the run fails with MODEL_ERROR. Default 16 MiB (16777216).
    */
-  maxResponseBytes?: number
+  maxResponseBytes?: number | undefined
   /** Anthropic: the `anthropic-version` header; OpenAI-compatible: the `api-version` query parameter. */
-  apiVersion?: string
+  apiVersion?: string | undefined
   /** A streamed answer that sends nothing for this long fails (`MODEL_ERROR`). */
-  streamIdleTimeoutMs?: number
+  streamIdleTimeoutMs?: number | undefined
 }
 
 /**
@@ -187,13 +187,13 @@ export interface HookInputBase {
   sessionId: string
   /** Aborts at the event's deadline (reason: HookTimeoutError) or with the caller's signal. */
   abortSignal: AbortSignal
-  toolName?: string
-  toolInput?: JsonObject
+  toolName?: string | undefined
+  toolInput?: JsonObject | undefined
   /** The model-facing output (PostToolUse, PostToolUseFailure). */
-  toolOutput?: string
-  toolCallId?: string
+  toolOutput?: string | undefined
+  toolCallId?: string | undefined
   /** PostToolUseFailure: what failed (the thrown error itself when a tool or hook threw one). */
-  error?: Error
+  error?: Error | undefined
   [key: string]: unknown
 }
 
@@ -214,13 +214,13 @@ export interface ToolHookInput extends HookInputBase {
   /** An MCP tool's server; else the part of the tool name before the first `/`, else `''`. */
   identifier: string
   /** `'mcp'` for a tool of an `advanced.mcpServers` server; absent for the agent's own tools. */
-  toolSource?: 'mcp'
+  toolSource?: 'mcp' | undefined
   /** = `toolInput`. */
   args: JsonObject
   /** Sub-agent names from the root's child down to the agent making the call; `[]` in the root. */
   agentPath: string[]
   /** Inside a sub-agent: the `Task` call that started it. */
-  parentToolCallId?: string
+  parentToolCallId?: string | undefined
 }
 export interface PreToolUseInput extends ToolHookInput {
   event: 'PreToolUse'
@@ -291,9 +291,9 @@ export type HookInputOf<E extends HookEventName> = Extract<HookInput, { event: E
 export interface HookOutput {
   action: 'continue' | 'skip' | 'abort'
   /** Merged into a tool's input; for UserPromptSubmit, `{ userPrompt }` or the new prompt itself. */
-  modifiedInput?: JsonObject | string
-  modifiedOutput?: JsonValue
-  reason?: string
+  modifiedInput?: JsonObject | string | undefined
+  modifiedOutput?: JsonValue | undefined
+  reason?: string | undefined
 }
 
 export type HookCallback = (input: HookInput) => HookOutput | Promise<HookOutput>
@@ -338,32 +338,32 @@ export type LifecycleAlias =
 export type HookTypeName = HookEventName | LifecycleEventName | LifecycleAlias
 
 /** What a mocked PreToolUse call returns instead of running the tool. */
-export type MockResult = string | { content: string; success?: boolean }
+export type MockResult = string | { content: string; success?: boolean | undefined }
 
 /** What hook objects' handlers of the other lifecycle events receive (StepStart, StepEnd, …). */
 export interface LifecycleHookInput {
   event: LifecycleEventName
   sessionId: string
   abortSignal: AbortSignal
-  operationId?: string
-  stepIndex?: number
-  toolName?: string
+  operationId?: string | undefined
+  stepIndex?: number | undefined
+  toolName?: string | undefined
   [key: string]: unknown
 }
 
 /** What hook objects' handlers receive: the event's fields; PreToolUse adds `mock()`. */
 export type HookEventPayload = (HookInput | LifecycleHookInput) & {
   /** PreToolUse only: answer the call without running the tool; the first mock wins. */
-  mock?: (result: MockResult) => boolean
-  operationId?: string
-  stepIndex?: number
-  callIndex?: number
-  apiName?: string
-  identifier?: string
-  toolSource?: 'mcp'
-  args?: JsonObject
-  result?: { content: string; success: boolean }
-  mocked?: boolean
+  mock?: ((result: MockResult) => boolean | undefined)
+  operationId?: string | undefined
+  stepIndex?: number | undefined
+  callIndex?: number | undefined
+  apiName?: string | undefined
+  identifier?: string | undefined
+  toolSource?: 'mcp' | undefined
+  args?: JsonObject | undefined
+  result?: { content: string; success: boolean } | undefined
+  mocked?: boolean | undefined
 }
 
 export interface WebhookConfig {
@@ -374,40 +374,40 @@ export interface WebhookConfig {
    * to the store's outbox before the run goes on and delivered by any process attached to the
    * store, at least once, with an `Idempotency-Key` header; retry n waits min(2^(n-1) s, 60 s).
    */
-  delivery?: 'fetch' | 'queue'
+  delivery?: 'fetch' | 'queue' | undefined
   /** With `delivery: 'queue'` only: attempts before the row is given up; default 8. */
-  maxAttempts?: number
+  maxAttempts?: number | undefined
   /** Seconds; default 30. */
-  timeout?: number
+  timeout?: number | undefined
   /** Values may use `${NAME}` for names listed in `allowedEnvVars`, resolved at send time. */
-  headers?: Record<string, string>
-  allowedEnvVars?: string[]
+  headers?: Record<string, string> | undefined
+  allowedEnvVars?: string[] | undefined
   /** Merged over the payload last (it wins). Not for controls. */
-  body?: Record<string, JsonValue>
+  body?: Record<string, JsonValue> | undefined
   /** Send only these event fields (plus hookId, hookType). Not for controls. */
-  eventFields?: string[]
+  eventFields?: string[] | undefined
   /** `'toolCall'`: the answer may allow or deny (PreToolUse/PostToolUse only). Default `'ignore'`. */
-  responseHandling?: 'ignore' | 'toolCall'
+  responseHandling?: 'ignore' | 'toolCall' | undefined
   /** For controls: what a failed control does. Default `'continue'`. */
-  onError?: 'continue' | 'block'
+  onError?: 'continue' | 'block' | undefined
   /** `'none'`: a failed delivery fails the dispatch with CriticalHookDeliveryError. */
-  fallback?: 'fetch' | 'none'
+  fallback?: 'fetch' | 'none' | undefined
 }
 
 export interface AgentHook {
   id: string
   type: HookTypeName
   /** A Rust-syntax regex tested against the tool name (tool events only); `''`/`'*'` match all. */
-  matcher?: string
+  matcher?: string | undefined
   /** May return a HookOutput, or nothing (continue). */
-  handler?: (event: HookEventPayload) => HookOutput | void | Promise<HookOutput | void>
-  webhook?: WebhookConfig
+  handler?: ((event: HookEventPayload) => HookOutput | void | Promise<HookOutput | void> | undefined)
+  webhook?: WebhookConfig | undefined
 }
-export type HookEntry = HookCallback | (Omit<AgentHook, 'type'> & { type?: HookTypeName })
+export type HookEntry = HookCallback | (Omit<AgentHook, 'type'> & { type?: HookTypeName | undefined })
 /** A bare callback of event `E`: it gets that event's input. */
 export type HookCallbackOf<E extends HookEventName> = (input: HookInputOf<E>) => HookOutput | Promise<HookOutput>
 /** Callbacks and hook objects per event (callbacks get the event's own input type), or per lifecycle type. */
-export type InlineHooks = { [E in HookEventName]?: Array<HookCallbackOf<E> | (Omit<AgentHook, 'type'> & { type?: HookTypeName })> } & {
+export type InlineHooks = { [E in HookEventName]?: Array<HookCallbackOf<E> | (Omit<AgentHook, 'type'> & { type?: HookTypeName | undefined })> } & {
   [T in Exclude<HookTypeName, HookEventName>]?: HookEntry[]
 }
 
@@ -416,16 +416,16 @@ export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permiss
 /** One entry of `advanced.agents`; its key is the `subagent_type` that runs it (and its `agentId`). */
 export interface SubagentDefinition {
   /** Blade's `AgentDefinition.name`: when given, the same as its key. */
-  name?: string
+  name?: string | undefined
   /** Shown to the model in the `Task` tool's description. */
   description: string
-  systemPrompt?: string
+  systemPrompt?: string | undefined
   /** This agent's tools the sub-agent may use (`'Task'` included, to delegate further); default all. */
-  allowedTools?: string[]
+  allowedTools?: string[] | undefined
   /** Default: this agent's model. A model id uses this agent's provider and connection. */
-  model?: string | ModelProvider
+  model?: string | ModelProvider | undefined
   /** Default: this agent's. */
-  maxTurns?: number
+  maxTurns?: number | undefined
 }
 
 /**
@@ -436,13 +436,13 @@ export interface SubagentDefinition {
  */
 export interface CompactionOptions {
   /** Compact when the next prompt would be this many tokens or more; default 80% of `maxContextTokens`. */
-  thresholdTokens?: number
+  thresholdTokens?: number | undefined
   /** Model turns (an assistant message with its tool results) kept verbatim; default 2. */
-  keepRecentTurns?: number
+  keepRecentTurns?: number | undefined
   /** Writes the summary of the older messages; without it the model writes it (a call without tools). */
-  summarize?: (messages: JsonObject[]) => string | Promise<string>
+  summarize?: ((messages: JsonObject[]) => string | Promise<string> | undefined)
   /** The summary's deadline in ms, whoever writes it; past it the compaction fails (CompactFailure) and the run goes on uncompacted. Default 300000. */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
 }
 
 /** What Blade's confirmation handler is asked when a permission says `'ask'`. */
@@ -458,9 +458,9 @@ export interface ConfirmationRequest {
 }
 export interface ConfirmationResult {
   approved: boolean
-  reason?: string
+  reason?: string | undefined
   /** `'session'`: the same tool with the same arguments is approved for the rest of the session. */
-  scope?: 'once' | 'session'
+  scope?: 'once' | 'session' | undefined
 }
 export interface ConfirmationHandler {
   requestConfirmation(request: ConfirmationRequest): ConfirmationResult | Promise<ConfirmationResult>
@@ -479,9 +479,9 @@ export type AgentPermissionDecision =
   | 'allow'
   | 'deny'
   | 'ask'
-  | { behavior: 'allow'; updatedInput?: JsonObject }
-  | { behavior: 'deny'; message?: string; interrupt?: boolean }
-  | { behavior: 'ask'; message?: string }
+  | { behavior: 'allow'; updatedInput?: JsonObject | undefined }
+  | { behavior: 'deny'; message?: string | undefined; interrupt?: boolean | undefined }
+  | { behavior: 'ask'; message?: string | undefined }
 export type AgentPermission =
   | AgentPermissionPreset
   | ((request: AgentPermissionRequest) => AgentPermissionDecision | Promise<AgentPermissionDecision>)
@@ -496,90 +496,90 @@ export interface LogEntry {
 export type AgentLogger =
   | ((entry: LogEntry) => void)
   | {
-      debug?: (message: string, fields: Record<string, unknown>) => void
-      info?: (message: string, fields: Record<string, unknown>) => void
-      warn?: (message: string, fields: Record<string, unknown>) => void
-      error?: (message: string, fields: Record<string, unknown>) => void
+      debug?: ((message: string, fields: Record<string, unknown>) => void | undefined)
+      info?: ((message: string, fields: Record<string, unknown>) => void | undefined)
+      warn?: ((message: string, fields: Record<string, unknown>) => void | undefined)
+      error?: ((message: string, fields: Record<string, unknown>) => void | undefined)
     }
 
 /** Blade's filesystem option: merged into the tools' context as `capabilities.filesystem`. */
 export interface AgentFilesystemOptions {
   roots: readonly string[]
-  cwd?: string
+  cwd?: string | undefined
 }
 export type AgentProfile = 'local' | 'server'
 
 /** What tools receive besides their signal and ids. */
 export interface DefaultContext {
-  environment?: Record<string, string>
-  metadata?: JsonObject
-  capabilities?: JsonObject
+  environment?: Record<string, string> | undefined
+  metadata?: JsonObject | undefined
+  capabilities?: JsonObject | undefined
 }
 
 export interface AgentAdvancedOptions {
   /** Callbacks and hook objects per event, or hook objects with their `type`; run in order. */
-  hooks?: InlineHooks | AgentHook[]
+  hooks?: InlineHooks | AgentHook[] | undefined
   /** Default 600000: one budget per event dispatch, shared by its callbacks. */
-  hookTimeoutMs?: number
+  hookTimeoutMs?: number | undefined
   /** Default 3000. */
-  sessionEndHookTimeoutMs?: number
+  sessionEndHookTimeoutMs?: number | undefined
   /** Who may run which tool; without it every tool runs. */
-  permission?: AgentPermission
+  permission?: AgentPermission | undefined
   /** Answers a permission's `'ask'`; without it an `'ask'` denies (it never auto-approves). */
-  confirmationHandler?: ConfirmationHandler
+  confirmationHandler?: ConfirmationHandler | undefined
   /** Makes the session's confirmation handler, on its first `'ask'`. */
-  confirmationHandlerFactory?: (sessionId: string) => ConfirmationHandler | Promise<ConfirmationHandler>
+  confirmationHandlerFactory?: ((sessionId: string) => ConfirmationHandler | Promise<ConfirmationHandler> | undefined)
   /** Receives what the runtime logs (failed observers, webhook deliveries, …). */
-  logger?: AgentLogger
-  connection?: ConnectionOptions
+  logger?: AgentLogger | undefined
+  connection?: ConnectionOptions | undefined
   /** What tools receive as their context. */
-  defaultContext?: DefaultContext
+  defaultContext?: DefaultContext | undefined
   /** The tools offered to the model (`[]` offers none); the rest cannot be called. */
-  allowedTools?: string[]
+  allowedTools?: string[] | undefined
   /** Tools never offered. */
-  disallowedTools?: string[]
+  disallowedTools?: string[] | undefined
   /** Budget of one tool call; default 600000. */
-  toolTimeoutMs?: number
+  toolTimeoutMs?: number | undefined
   /** Reported as `usage.maxContextTokens`; default 128000. */
-  maxContextTokens?: number
+  maxContextTokens?: number | undefined
   /** Older messages become one summary when the next model call would pass the threshold. */
-  compaction?: CompactionOptions
+  compaction?: CompactionOptions | undefined
   /** Pending approvals carry an HMAC token that `approve` must be given (approvals relayed by an untrusted client cannot be forged or moved). */
-  approvalSecret?: string
+  approvalSecret?: string | undefined
   /**
    * Where sessions are kept: absent = in memory (a pause lives as long as the process); `{ sqlite: path }`
    * survives restarts; `{ postgres: url }` (`postgres://user:password@host:5432/db?sslmode=verify-full`)
    * is shared by many workers. One of the two. A SQLite path names a file (`':memory:'` is refused).
    * Ids longer than 1024 bytes or holding U+0000 are refused by every store (`STORE_ERROR`).
    */
-  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
+  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined } | undefined
   /**
    * How long a run's claim on its session outlives its last renewal; default 30000. A run claims
    * the session (`send` / `resume` reject `SESSION_LEASED` while another agent's claim is live),
    * renews it every third of this while it runs, and releases it when it settles; a dead
    * process's claim expires after this.
    */
-  leaseTtlMs?: number
+  leaseTtlMs?: number | undefined
   /** Blade's: with `persistSession` not `false`, the store `{ sqlite: <storagePath>/sessions.db }`. */
-  storagePath?: string
-  persistSession?: boolean
+  storagePath?: string | undefined
+  persistSession?: boolean | undefined
   /** Sub-agents the model may delegate to with the `Task` tool; every hook and policy of this agent applies inside them. */
-  agents?: Record<string, SubagentDefinition>
+  agents?: Record<string, SubagentDefinition> | undefined
   /** How deep sub-agents may delegate (children of this agent are at depth 1); default 3, at most 32. */
-  maxSubagentDepth?: number
+  maxSubagentDepth?: number | undefined
   /**
    * How many sub-agents one run's whole tree may start, at every depth together; default 100, at
    * most 10000. A `Task` call past it fails (a tool error the model sees) and the run goes on.
    */
-  maxSubagentCalls?: number
+  maxSubagentCalls?: number | undefined
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Stdio (`command`) or streamable HTTP (`url`). A server's name is letters, digits, `_` and `-`, without `__` and not starting or ending with `_`. */
-  mcpServers?: Record<string, McpServerConfig>
+  mcpServers?: Record<string, McpServerConfig> | undefined
   /**
    * The built-in tools (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput; see
    * docs/builtins.md). Default: on for a session and for an agent with `filesystem` or
    * `profile: 'local'`, off otherwise. Narrowed by `allowedTools` / `disallowedTools`.
    */
-  builtinTools?: boolean
+  builtinTools?: boolean | undefined
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
   sessionRepository?: unknown
@@ -587,8 +587,8 @@ export interface AgentAdvancedOptions {
   skills?: unknown
   tokenBudget?: unknown
   providerOptions?: unknown
-  thinkingEnabled?: boolean
-  thinkingBudget?: number
+  thinkingEnabled?: boolean | undefined
+  thinkingBudget?: number | undefined
   middleware?: unknown
   plugins?: unknown
   sandbox?: unknown
@@ -607,33 +607,33 @@ export interface AgentAdvancedOptions {
 /** What both `createAgent`'s options and Blade's `SessionOptions` hold at the top, meaning the same. */
 export interface ModelOptions {
   model: string | ModelProvider
-  systemPrompt?: string
-  temperature?: number
+  systemPrompt?: string | undefined
+  temperature?: number | undefined
   /** An answer this limit cuts ends the run with stopReason 'max_tokens'. */
-  maxOutputTokens?: number
+  maxOutputTokens?: number | undefined
   /**
    * Whether the model must call a tool: `'required'` (some tool) or `{ name }` (that one) holds
    * until the model has called a tool in the run, then the run's later calls are `'auto'`.
    * Default: nothing is sent (the server's own default, `'auto'` where tools are offered).
    */
-  toolChoice?: ToolChoice
+  toolChoice?: ToolChoice | undefined
   /** Default 200; reaching it ends the run with stopReason 'max_turns'. */
-  maxTurns?: number
-  tools?: readonly (ToolDefinition<any> | BuiltinTool)[]
+  maxTurns?: number | undefined
+  tools?: readonly (ToolDefinition<any> | BuiltinTool)[] | undefined
 }
 
 export interface AgentOptions extends ModelOptions {
   /** Default: OPENAI_API_KEY / ANTHROPIC_API_KEY / DEEPSEEK_API_KEY / AZURE_OPENAI_API_KEY / GEMINI_API_KEY from the environment. */
-  apiKey?: string
+  apiKey?: string | undefined
   /** Default 'openai'. `azure-openai` needs `baseUrl` (the resource's endpoint); `gemini` is Google's OpenAI-compatible endpoint. */
-  provider?: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek' | 'azure-openai' | 'gemini'
-  baseUrl?: string
-  baseURL?: string
+  provider?: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek' | 'azure-openai' | 'gemini' | undefined
+  baseUrl?: string | undefined
+  baseURL?: string | undefined
   /** `'local'` turns the built-in tools on (as `filesystem` does); default `'server'`. */
-  profile?: AgentProfile
+  profile?: AgentProfile | undefined
   /** Where the built-in file tools may work (and the tools' `capabilities.filesystem`). */
-  filesystem?: AgentFilesystemOptions
-  advanced?: AgentAdvancedOptions
+  filesystem?: AgentFilesystemOptions | undefined
+  advanced?: AgentAdvancedOptions | undefined
 }
 
 /** Blade's `TokenUsage`: the run's totals. */
@@ -657,9 +657,9 @@ export interface ToolCallRecord {
   isError: boolean
   status: 'success' | 'error'
   /** The result came from a PreToolUse `mock()`. */
-  mocked?: boolean
+  mocked?: boolean | undefined
   /** A result control blocked the call. */
-  classification?: 'hook_denied' | 'hook_control_error'
+  classification?: 'hook_denied' | 'hook_control_error' | undefined
 }
 
 export interface PromptResult {
@@ -678,7 +678,7 @@ export interface PromptResult {
   /** `'max_tokens'`: the last answer was cut by the output limit (its text is what came). */
   stopReason: 'done' | 'max_tokens' | 'max_turns' | 'aborted' | 'interrupted' | 'error'
   /** The calls a run paused on (`stopReason: 'interrupted'` by an `'ask'` nobody answered). */
-  pendingApprovals?: PendingApproval[]
+  pendingApprovals?: PendingApproval[] | undefined
 }
 
 /** A tool call waiting for a person's decision. */
@@ -691,7 +691,7 @@ export interface PendingApproval {
   fingerprint: string
   reason: 'ask' | 'outcome_unknown' | 'deferred'
   /** With `advanced.approvalSecret`: what `approve` must be given. */
-  token?: string
+  token?: string | undefined
 }
 
 /** Blade's `StreamMessage` variants and fields (ours after Blade's); every event has `sessionId`. */
@@ -702,23 +702,23 @@ export type StreamEvent = { sessionId: string } & (
   | { type: 'thinking'; delta: string }
   /** The model's arguments, before hooks. */
   /** `agentPath`: set when a sub-agent made the call (its path from this agent's child down). */
-  | { type: 'tool_use'; id: string; name: string; input: JsonObject; agentPath?: string[] }
+  | { type: 'tool_use'; id: string; name: string; input: JsonObject; agentPath?: string[] | undefined }
   /** A generator tool's yield. */
-  | { type: 'tool_progress'; progress: JsonValue; id: string; name: string; agentPath?: string[] }
+  | { type: 'tool_progress'; progress: JsonValue; id: string; name: string; agentPath?: string[] | undefined }
   | {
       type: 'tool_result'
       id: string
       name: string
       output: string
       isError: boolean
-      display?: JsonValue
+      display?: JsonValue | undefined
       status: 'success' | 'error'
-      classification?: 'hook_denied' | 'hook_control_error'
-      agentPath?: string[]
+      classification?: 'hook_denied' | 'hook_control_error' | undefined
+      agentPath?: string[] | undefined
     }
   | { type: 'usage'; usage: TokenUsage }
-  | { type: 'result'; subtype: 'success' | 'error'; content?: string; error?: string; result: PromptResult }
-  | { type: 'error'; message: string; code?: string; error: SdkError | Error }
+  | { type: 'result'; subtype: 'success' | 'error'; content?: string | undefined; error?: string | undefined; result: PromptResult }
+  | { type: 'error'; message: string; code?: string | undefined; error: SdkError | Error }
 )
 export type StreamEventType = StreamEvent['type']
 
@@ -742,10 +742,10 @@ export type SessionStreamEvent =
 export type StreamMessage = StreamEvent
 
 export interface SendOptions {
-  signal?: AbortSignal
-  maxTurns?: number
+  signal?: AbortSignal | undefined
+  maxTurns?: number | undefined
   /** This run's `toolChoice` (default: the agent's). */
-  toolChoice?: ToolChoice
+  toolChoice?: ToolChoice | undefined
 }
 
 /** `toolChoice`: OpenAI's words, sent to Anthropic as `auto` / `none` / `any` / `tool`. */
@@ -778,15 +778,15 @@ export declare class AgentResponse {
 /** A stdio MCP server: `command` started with `args`, `cwd` and an environment of only `env` and this process's `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM` and `USER` (Windows: the MCP SDKs' list), so API keys and tokens are not inherited. */
 export interface McpStdioServerConfig {
   command: string
-  args?: string[]
-  env?: Record<string, string>
-  cwd?: string
+  args?: string[] | undefined
+  env?: Record<string, string> | undefined
+  cwd?: string | undefined
 }
 /** A streamable-HTTP MCP server at `url` (no redirects). `headers` go with every request; a `${NAME}` template in one is read from the environment, for names in `allowedEnvVars` only. */
 export interface McpHttpServerConfig {
   url: string
-  headers?: Record<string, string>
-  allowedEnvVars?: string[]
+  headers?: Record<string, string> | undefined
+  allowedEnvVars?: string[] | undefined
 }
 export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig
 
@@ -848,9 +848,9 @@ export interface Agent {
    * run: the pending approval's own `token`, or — with `updatedInput` — `approvalToken()` of
    * that input (else `APPROVAL_TOKEN_INVALID`).
    */
-  approve(toolCallId: string, options?: { updatedInput?: JsonObject; token?: string }): Promise<void>
+  approve(toolCallId: string, options?: { updatedInput?: JsonObject | undefined; token?: string | undefined }): Promise<void>
   /** Rejects a paused call; `stop` ends the run there instead of telling the model. */
-  reject(toolCallId: string, options?: { reason?: string; stop?: boolean }): Promise<void>
+  reject(toolCallId: string, options?: { reason?: string | undefined; stop?: boolean | undefined }): Promise<void>
   /**
    * Goes on with the paused run once every waiting call has a decision (taken here or in another
    * process). Rejects `APPROVALS_PENDING`, `NOTHING_TO_RESUME` or `SESSION_LEASED`.
@@ -861,20 +861,20 @@ export interface Agent {
 
 /** Blade's `ProviderConnectionConfig`: which provider, where, with which key and connection. */
 export interface ProviderConnectionConfig extends ConnectionOptions {
-  id?: string
+  id?: string | undefined
   /**
    * `openai`, `openai-compatible`, `deepseek` and `gemini` (Google's OpenAI-compatible endpoint)
    * speak Chat Completions; `azure-openai` too, at `{baseUrl}/openai/deployments/{model}` with an
    * `api-key` header; `anthropic` speaks Messages. Any other type must be in `providerRegistry`.
    */
   type: 'openai' | 'openai-compatible' | 'anthropic' | 'deepseek' | 'azure-openai' | 'gemini' | (string & {})
-  apiKey?: string
-  baseUrl?: string
+  apiKey?: string | undefined
+  baseUrl?: string | undefined
 }
 
 /** Blade's `RuntimeContext`: what tools receive as their context. */
 export interface RuntimeContext extends DefaultContext {
-  id?: string
+  id?: string | undefined
 }
 
 /** Blade's `canUseTool(toolName, input, options)`. */
@@ -893,28 +893,28 @@ export type PermissionHandler = (request: AgentPermissionRequest) => AgentPermis
 export interface SessionOptions extends ModelOptions, Omit<AgentAdvancedOptions, 'connection' | 'providerRegistry' | 'permission'> {
   provider: ProviderConnectionConfig
   /** Models of the caller's own, by `provider.type`. */
-  providerRegistry?: ProviderRegistry
+  providerRegistry?: ProviderRegistry | undefined
   /** Blade's modes; with a handler, `'plan'` still denies every call that is not read-only first. */
-  permissionMode?: PermissionMode
+  permissionMode?: PermissionMode | undefined
   /** Decides each call (before `canUseTool`, as Blade picks). */
-  permissionHandler?: PermissionHandler
-  canUseTool?: CanUseTool
+  permissionHandler?: PermissionHandler | undefined
+  canUseTool?: CanUseTool | undefined
   /** Ours, as `advanced.permission`; not beside the three above. */
-  permission?: AgentPermission
-  defaultContext?: RuntimeContext
+  permission?: AgentPermission | undefined
+  defaultContext?: RuntimeContext | undefined
   durableExecutionLeaseStore?: unknown
-  durableStoreTimeoutMs?: number
+  durableStoreTimeoutMs?: number | undefined
   agentSessionRepository?: unknown
 }
 
 /** Options of a session's `send`. `signal`, `maxTurns`, `toolChoice` and `context` only start a request (refused while one runs: `SESSION_INPUT_OPTIONS_UNSUPPORTED`). */
 export interface SessionSendOptions extends SendOptions {
   /** While a request runs: `'next'` (default) at its next safe point, `'now'` interrupting the model step, `'later'` as a request of its own. */
-  priority?: InputPriority
+  priority?: InputPriority | undefined
   /** The request the input is meant for; another one active (or none) rejects `SESSION_REQUEST_MISMATCH`. */
-  expectedRequestId?: string
+  expectedRequestId?: string | undefined
   /** Accepted and ignored (warned once): use `setDefaultContext()`. */
-  context?: RuntimeContext
+  context?: RuntimeContext | undefined
 }
 
 export declare const InputPriority: { readonly NOW: 'now'; readonly NEXT: 'next'; readonly LATER: 'later' }
@@ -931,7 +931,7 @@ export interface PendingSessionInput {
   inputId: string
   content: UserMessageContent
   priority: InputPriority
-  targetRequestId?: string
+  targetRequestId?: string | undefined
   /** Milliseconds since the epoch. */
   acceptedAt: number
 }
@@ -943,7 +943,7 @@ export interface ToolExecutionRecord {
   input: JsonObject
   output: string
   duration: number
-  isError?: boolean
+  isError?: boolean | undefined
 }
 
 /** Blade's `ISession`. */
@@ -955,7 +955,7 @@ export interface ISession {
   /** Starts a request on an idle session; steers or queues while one runs. Rejects `Session is closed` after `close()`. */
   send(message: UserMessageContent, options?: SessionSendOptions): Promise<InputSubmission>
   /** The events of the oldest request not streamed yet (or of the first input queued `'later'`); throws `No pending message. Call send() before stream().` when there is none. */
-  stream(options?: { includeThinking?: boolean }): AsyncGenerator<SessionStreamEvent, void, unknown>
+  stream(options?: { includeThinking?: boolean | undefined }): AsyncGenerator<SessionStreamEvent, void, unknown>
   getPendingInputs(): PendingSessionInput[]
   /** `true` once removed; `false` when the loop took it already (or it is unknown). */
   cancelInput(inputId: string): Promise<boolean>
@@ -975,8 +975,8 @@ export interface ISession {
   mcpListTools(): Promise<McpToolInfo[]>
   /** Ours (approvals): as on an `Agent`; `resume()`'s request is read with `stream()`. */
   readonly pendingApprovals: PendingApproval[]
-  approve(toolCallId: string, options?: { updatedInput?: JsonObject; token?: string }): Promise<void>
-  reject(toolCallId: string, options?: { reason?: string; stop?: boolean }): Promise<void>
+  approve(toolCallId: string, options?: { updatedInput?: JsonObject | undefined; token?: string | undefined }): Promise<void>
+  reject(toolCallId: string, options?: { reason?: string | undefined; stop?: boolean | undefined }): Promise<void>
   resume(options?: SendOptions): Promise<InputSubmission>
   [Symbol.asyncDispose](): Promise<void>
 }
@@ -984,12 +984,12 @@ export type Session = ISession
 
 /** A model of the caller's own (Blade's `IChatService`): `streamChat` or `chat`. */
 export interface ProviderModel {
-  chat?(messages: ScriptRequest['messages'], tools?: JsonObject[]): Promise<{ content?: string; toolCalls?: Array<{ id?: string; function: { name: string; arguments: string } }>; usage?: { promptTokens?: number; completionTokens?: number; totalTokens?: number } }>
+  chat?(messages: ScriptRequest['messages'], tools?: JsonObject[]): Promise<{ content?: string | undefined; toolCalls?: Array<{ id?: string | undefined; function: { name: string; arguments: string } }> | undefined; usage?: { promptTokens?: number | undefined; completionTokens?: number | undefined; totalTokens?: number | undefined } | undefined }>
   streamChat?(messages: ScriptRequest['messages'], tools?: JsonObject[]): AsyncIterable<{
-    content?: string
-    toolCalls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>
-    finishReason?: string
-    usage?: { promptTokens?: number; completionTokens?: number; totalTokens?: number }
+    content?: string | undefined
+    toolCalls?: Array<{ index?: number | undefined; id?: string | undefined; function?: { name?: string | undefined; arguments?: string | undefined } | undefined }> | undefined
+    finishReason?: string | undefined
+    usage?: { promptTokens?: number | undefined; completionTokens?: number | undefined; totalTokens?: number | undefined } | undefined
   }>
   [member: string]: unknown
 }
@@ -1049,7 +1049,7 @@ export declare function deferred(): Deferred
  * final result wins, a denial included; later calls change nothing and get the first back.
  */
 export declare function completeToolCall(options: {
-  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
+  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined } | undefined
   sessionId: string
   toolCallId: string
   result: JsonValue | ToolResult
@@ -1061,7 +1061,7 @@ export declare function completeToolCall(options: {
  * afterwards (a row given up after its `maxAttempts` is no longer queued).
  */
 export declare function drainOutbox(options: {
-  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined }
+  store?: { sqlite: string; postgres?: undefined } | { postgres: string; sqlite?: undefined } | undefined
 }): Promise<{ delivered: number; failed: number; remaining: number }>
 /**
  * The approval token `approve(toolCallId, { updatedInput: input, token })` needs under

@@ -1,18 +1,17 @@
-// Every TypeScript example of the README and docs/ type-checks under strict against index.d.ts,
-// each as a module of its own, as a user would paste it. Names a README example takes from an
-// earlier one (a tool, jest's `expect`) are declared once, below. Blocks fenced as `ts shape`
-// show a type's shape or a fragment of options, and are not checked.
-import { readFileSync } from 'node:fs'
+// Every TypeScript example of the README and docs/ compiles as written, each a module of its
+// own, in the project a user starts from: `npm init` with `"type": "module"`, the tsconfig.json
+// that `tsc --init` writes (strict, exactOptionalPropertyTypes, noUncheckedIndexedAccess,
+// verbatimModuleSyntax, module nodenext) with Node's types added, and this package resolved
+// through node_modules by its `exports` map. Blocks fenced as `ts shape` show a type's shape or
+// a fragment of options, and are not compiled.
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import ts from 'typescript'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const root = resolve(__dirname, '..')
-const CONTINUED = `
-declare const listFiles: import('agent-runtime-hooks').ToolDefinition<{ dir: string }>
-declare const readFile: import('agent-runtime-hooks').ToolDefinition
-declare const expect: (value: unknown) => { toBe(expected: unknown): void }
-`
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
 
 function examples(file: string): string[] {
   const text = readFileSync(join(root, file), 'utf8')
@@ -20,7 +19,7 @@ function examples(file: string): string[] {
 }
 
 const FILES = [
-  ['README.md', 12],
+  ['README.md', 15],
   ['docs/builtins.md', 2],
   ['docs/migrating-from-blade.md', 1],
   ['docs/hooks.md', 8],
@@ -32,48 +31,65 @@ const FILES = [
   ['docs/workers.md', 2],
 ] as const
 
-/** Type errors of every example, as `<file>_<n>.ts:<line> <message>`, from one program. */
-function typeErrors(): string[] {
-  const sources = new Map<string, string>([[join(root, '__examples__', 'continued.d.ts'), CONTINUED]])
-  for (const [file] of FILES) {
-    examples(file).forEach((source, index) => sources.set(join(root, '__examples__', `${file.replace(/\W/g, '_')}_${index + 1}.ts`), source))
+const moduleName = (file: string, index: number) => `${file.replace(/\W/g, '_')}_${index + 1}`
+
+let project: string
+
+/** The user's project: package.json, `tsc --init`'s tsconfig.json, node_modules, one file per block. */
+function makeProject(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'arh-readme-'))
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'readme-examples', private: true, type: 'module' }))
+  execFileSync(process.execPath, [tsc, '--init'], { cwd: dir, stdio: 'ignore' })
+  const config = readFileSync(join(dir, 'tsconfig.json'), 'utf8')
+  // What TypeScript's own error tells a Node user to do: `"types": ["node"]`.
+  const withNode = config.replace(/"types": \[\]/, '"types": ["node"]')
+  if (withNode === config) throw new Error(`tsc --init no longer writes "types": []; look again at what it writes:\n${config}`)
+  writeFileSync(join(dir, 'tsconfig.json'), withNode)
+  mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true })
+  symlinkSync(root, join(dir, 'node_modules', 'agent-runtime-hooks'), 'dir')
+  symlinkSync(join(root, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'), 'dir')
+  // The test runners the testing examples import.
+  symlinkSync(join(root, 'node_modules', 'vitest'), join(dir, 'node_modules', 'vitest'), 'dir')
+  symlinkSync(join(root, 'node_modules', '@jest'), join(dir, 'node_modules', '@jest'), 'dir')
+  for (const [file] of FILES) examples(file).forEach((source, index) => writeFileSync(join(dir, `${moduleName(file, index)}.ts`), source))
+  return dir
+}
+
+/** `tsc --noEmit`'s errors, as `<module>:<line> <message>`. */
+function typeErrors(dir: string): string[] {
+  try {
+    execFileSync(process.execPath, [tsc, '-p', dir, '--noEmit', '--pretty', 'false'], { cwd: dir, encoding: 'utf8' })
+    return []
+  } catch (error) {
+    const output = String((error as { stdout?: string }).stdout ?? error)
+    return output
+      .split('\n')
+      .filter((line) => /error TS\d+/.test(line))
+      .map((line) => line.replace(/^(\S+?)\.ts\((\d+),\d+\): /, '$1:$2 '))
   }
-  const options: ts.CompilerOptions = {
-    strict: true,
-    noEmit: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.Preserve,
-    moduleResolution: ts.ModuleResolutionKind.Bundler,
-    moduleDetection: ts.ModuleDetectionKind.Force,
-    types: ['node'],
-    typeRoots: [join(root, 'node_modules', '@types')],
-    paths: { 'agent-runtime-hooks': [join(root, 'index.d.ts')] },
-  }
-  const host = ts.createCompilerHost(options)
-  const readFile = host.readFile
-  host.readFile = (name) => sources.get(name) ?? readFile(name)
-  const fileExists = host.fileExists
-  host.fileExists = (name) => sources.has(name) || fileExists(name)
-  const program = ts.createProgram([...sources.keys()], options, host)
-  return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
-    const where = diagnostic.file ? `${diagnostic.file.fileName.replace(`${root}/__examples__/`, '')}:${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1}` : ''
-    return `${where} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`
-  })
 }
 
 describe('documentation examples', () => {
   let errors: string[]
   // One program for every example: a few seconds on an idle machine, more on a busy one.
   beforeAll(() => {
-    errors = typeErrors()
-  }, 60_000)
+    project = makeProject()
+    errors = typeErrors(project)
+  }, 120_000)
+  afterAll(() => rmSync(project, { recursive: true, force: true }))
   for (const [file, count] of FILES) {
-    it(`${file}: every TypeScript example type-checks`, () => {
+    it(`${file}: every TypeScript example compiles in a \`tsc --init\` project`, () => {
       expect(examples(file).length).toBeGreaterThanOrEqual(count)
       expect(errors.filter((error) => error.startsWith(`${file.replace(/\W/g, '_')}_`))).toEqual([])
     })
   }
-  it('nothing else fails to type-check', () => {
+  it('nothing else fails to compile', () => {
     expect(errors.filter((error) => !FILES.some(([file]) => error.startsWith(`${file.replace(/\W/g, '_')}_`)))).toEqual([])
+  })
+  it('the project is the one tsc --init makes, strict and with its stricter defaults', () => {
+    const config = readFileSync(join(project, 'tsconfig.json'), 'utf8')
+    for (const option of ['"strict": true', '"exactOptionalPropertyTypes": true', '"noUncheckedIndexedAccess": true', '"verbatimModuleSyntax": true', '"module": "nodenext"']) {
+      expect(config).toContain(option)
+    }
   })
 })
