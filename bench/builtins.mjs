@@ -200,7 +200,13 @@ export async function memory(log = console.log) {
     if (tool === 'Bash') {
       const answer = JSON.parse(reply.output)
       row.stdoutChars = answer.stdout.length
-      row.truncation = answer.truncation_info ?? null
+      row.answer = `stdout ${answer.stdout.length} chars; truncation_info: ${answer.truncation_info}`
+    } else if (reply.isError) {
+      row.answer = `error: ${reply.output.replace(HUGE_FILE, '<file>')}`
+    } else {
+      const numbered = reply.output.split('\n').filter((line) => /^ *\d+→/.test(line)).length
+      const cut = reply.output.match(/\.\.\. \(output cut at .*\)$/)
+      row.answer = `${numbered} numbered lines${cut ? `, then "${cut[0]}"` : ''}`
     }
     rows.push(row)
     log(`memory ${name}: peak RSS ${row.peakBeforeMb} → ${row.peakAfterMb} MB (+${row.growthMb}), answer ${row.answerChars} chars, ${row.ms} ms`)
