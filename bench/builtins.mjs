@@ -99,9 +99,9 @@ const absolute = (path) => resolve(TREE_DIR, path)
 
 function grepAnswer(mode, system, output) {
   if (system === 'rg') {
-    if (mode === 'content') return { entries: lines(output).length, key: lines(output).map((line) => line.split(':').slice(0, 2).join(':')).sort().join('\n') }
-    if (mode === 'count') return { entries: lines(output).length, key: lines(output).sort().join('\n') }
-    return { entries: lines(output).length, key: lines(output).sort().join('\n') }
+    const found = lines(output)
+    // `path:line:text` → `path:line`; `path:count` and `path` as they are.
+    return { entries: found.length, keys: mode === 'content' ? found.map((line) => line.split(':').slice(0, 2).join(':')) : found, complete: true }
   }
   let entries = JSON.parse(output)
   // Ours closes a cut answer with a note naming the full count.
@@ -109,21 +109,21 @@ function grepAnswer(mode, system, output) {
   if (note) entries = entries.slice(0, -1)
   const total = note ? Number(note.match(/of (?:at least )?(\d+) entries/)[1]) : entries.length
   const path = (entry) => absolute(entry.file_path)
-  if (mode === 'content') {
-    const key = entries.map((entry) => `${path(entry)}:${entry.line_number}`).sort().join('\n')
-    return { entries: total, key: note ? null : key }
-  }
-  if (mode === 'count') return { entries: total, key: entries.map((entry) => `${path(entry)}:${entry.count}`).sort().join('\n') }
-  return { entries: total, key: entries.map(path).sort().join('\n') }
+  const key = { content: (entry) => `${path(entry)}:${entry.line_number}`, count: (entry) => `${path(entry)}:${entry.count}` }[mode] ?? path
+  return { entries: total, keys: entries.map(key), complete: !note }
 }
 
 function globAnswer(system, output) {
   const paths = system === 'rg' ? lines(output) : output.split('\n').filter((line) => line.startsWith('- ')).map((line) => line.slice(2))
-  return { entries: paths.length, key: paths.sort().join('\n') }
+  return { entries: paths.length, keys: paths, complete: true }
 }
 
-/** Whether `answer` says what rg's says: same entries, and the same files where both list them. */
-const agrees = (answer, reference) => answer.entries === reference.entries && (answer.key === null || answer.key === reference.key)
+/** Whether `answer` says what rg's says: as many entries, the same ones (those kept, if it was cut). */
+function agrees(answer, reference) {
+  if (answer.entries !== reference.entries) return false
+  const known = new Set(reference.keys)
+  return answer.keys.every((key) => known.has(key)) && (!answer.complete || answer.keys.length === reference.keys.length)
+}
 
 // ---------------------------------------------------------------------------------------------
 
