@@ -8,7 +8,7 @@
 // by `node bench/blade_sdk.mjs <clone>` (said so in the results when absent).
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
@@ -214,7 +214,10 @@ export async function memory(log = console.log) {
   return rows
 }
 
+const load = () => Number(loadavg()[0].toFixed(2))
+
 export async function builtins(log = console.log) {
+  const loadAtStart = load()
   const rgVersion = ensureRipgrep(log)
   const tree = ensureTree(log)
   log(`tree: ${TREE_DIR}, ${tree.files} files, ${(tree.bytes / 1e9).toFixed(2)} GB (${tree.ignored.files} files, ${(tree.ignored.bytes / 1e6).toFixed(0)} MB of them git-ignored)`)
@@ -254,6 +257,7 @@ export async function builtins(log = console.log) {
       threads: `ours: ${THREADS} threads walking and searching (src/builtins/search/walk.rs); rg -j ${THREADS}; Blade's rg: its default (one per core, ${THREADS} here)`,
       cache: 'warm: the tree (1.17 GB) fits in the page cache; every query runs once per fast system before timing',
       repeats: REPEATS,
+      loadAverage: { start: loadAtStart, end: load() },
       slowRepeats: SLOW_REPEATS,
       jsQueries: JS_QUERIES,
       blade,
