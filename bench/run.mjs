@@ -18,6 +18,7 @@ const { approvals } = await import('./approvals.mjs')
 const { subagents } = await import('./subagents.mjs')
 const { mcp } = await import('./mcp.mjs')
 const { workers } = await import('./workers.mjs')
+const { builtins } = await import('./builtins.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), benchmarks: {} }
@@ -97,6 +98,17 @@ if (!fleet.skipped) {
     console.log(`claim ${fmt(w.idleClaimMs)} ms with the store open (Blade's first claim ${fleet.blade.firstClaimMs} ms), ${fmt(w.firstClaimMs)} ms in a new process, ${fmt(w.claimMs)} ms under load; recover and reclaim ${fmt(w.recoverAndReclaimMs)} ms (Blade ${fleet.blade.recoverAndReclaimMs}), kill → recovered result ${fmt(w.rtoMs)} ms with leaseTtlMs ${fleet.leaseTtlMs}; queued notifications ${fmt(w.notificationsPerSecond)}/s, ${w.notificationsQueued} queued, ${w.notificationsLost} lost`)
   }
 }
+
+const search = await builtins((line) => console.log(`  ${line}`))
+results.benchmarks.builtins = search
+for (const [kind, rows] of [['Grep', search.grep], ['Glob', search.glob]]) {
+  const systems = Object.keys(rows[0].ms)
+  console.log(`\nbuiltins: ${kind} over ${search.tree.files} files / ${(search.tree.bytes / 1e9).toFixed(2)} GB (ms, median of ${search.repeats}; ours / rg; target ≤ 1.3)`)
+  console.log(['', ...systems, 'ours / rg'].map((cell, i) => (i ? cell.padStart(18) : cell.padEnd(24))).join(''))
+  for (const row of rows) console.log([row.name, ...systems.map((name) => fmt(row.ms[name] ?? '')), fmt(row.ratioToRg)].map((cell, i) => (i ? cell.padStart(18) : cell.padEnd(24))).join(''))
+}
+console.log('\nbuiltins: memory (peak RSS before → after one call, MB)')
+for (const row of search.memory) console.log(`${row.name.padEnd(46)} ${fmt(row.peakBeforeMb)} → ${fmt(row.peakAfterMb)} (+${fmt(row.growthMb)}), answer ${row.answerChars} chars`)
 
 writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
 const { writeReport } = await import('./report.mjs')
