@@ -58,10 +58,14 @@ export declare class HookTimeoutError extends SdkError {
   toJSON(): { name: string; code: string; message: string; cause?: unknown; event: HookEventName; timeoutMs: number }
 }
 export declare class ConfigError extends SdkError {
-  constructor(message: string, options?: { cause?: unknown })
+  constructor(message: string, options?: { cause?: unknown; field?: string | undefined })
+  /** The option at fault, as the message names it: `advanced.hookTimeoutMs`, `tools[2].name`. */
+  readonly field?: string | undefined
 }
 export declare class AbortError extends SdkError {
   constructor(message?: string, options?: { cause?: unknown })
+  /** What `abort(reason)` or the signal was given, when it was not an error (a string, say). */
+  reason?: unknown
 }
 export declare class CriticalHookDeliveryError extends SdkError {
   constructor(hookId: string, cause?: unknown)
@@ -144,17 +148,46 @@ export type ToolExecution =
   | AsyncGenerator<unknown, JsonValue | ToolResult | void, unknown>
   | Generator<unknown, JsonValue | ToolResult | void, unknown>
 
-export interface ToolDefinition<I = JsonObject> {
+/**
+ * A schema of a library that implements Standard Schema (standardschema.dev) and Standard JSON
+ * Schema: zod 4.2 or newer, ArkType, Valibot through its converter. As a tool's `parameters` it
+ * is sent to the model as the JSON Schema the library writes, and the model's arguments pass
+ * its `validate` (defaults and transforms applied) before `execute` sees them.
+ */
+export interface StandardSchemaV1<Input = unknown, Output = Input> {
+  readonly '~standard': {
+    readonly version: 1
+    readonly vendor: string
+    readonly validate: (value: unknown) => StandardSchemaResult<Output> | Promise<StandardSchemaResult<Output>>
+    readonly types?: { readonly input: Input; readonly output: Output } | undefined
+    readonly jsonSchema?: { readonly input: (options: { readonly target: string }) => Record<string, unknown> } | undefined
+  }
+}
+export type StandardSchemaResult<Output> =
+  | { readonly value: Output; readonly issues?: undefined }
+  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }> }
+/** What a Standard Schema's `validate` makes of its input: the type `execute` receives. */
+export type InferSchemaOutput<S extends StandardSchemaV1> = NonNullable<S['~standard']['types']>['output']
+
+/** A tool's input schema: JSON Schema (TypeBox's schemas are), or a schema library's schema. */
+export type ToolParameters = JsonSchemaObject | StandardSchemaV1
+
+interface ToolDefinitionFields<I> {
   name: string
   description?: string | undefined
-  /** Sent to the model; default `{ type: 'object', properties: {} }`. */
-  parameters?: JsonSchemaObject | undefined
   /** Default `'execute'`. */
   kind?: ToolKind | undefined
   /** Default `'non_idempotent'`. */
   sideEffect?: ToolSideEffect | undefined
   execute(input: I, context: ToolContext): ToolExecution
 }
+
+/**
+ * A tool. `parameters` is sent to the model (default `{ type: 'object', properties: {} }`); a
+ * tool whose input has required fields must say so in its schema, so it is required then.
+ */
+export type ToolDefinition<I = JsonObject> = ToolDefinitionFields<I> &
+  ({} extends I ? { parameters?: ToolParameters | undefined } : { parameters: ToolParameters })
 
 export interface ConnectionOptions {
   headers?: Record<string, string> | undefined
@@ -354,7 +387,7 @@ export interface LifecycleHookInput {
 /** What hook objects' handlers receive: the event's fields; PreToolUse adds `mock()`. */
 export type HookEventPayload = (HookInput | LifecycleHookInput) & {
   /** PreToolUse only: answer the call without running the tool; the first mock wins. */
-  mock?: ((result: MockResult) => boolean | undefined)
+  mock?: ((result: MockResult) => boolean) | undefined
   operationId?: string | undefined
   stepIndex?: number | undefined
   callIndex?: number | undefined
@@ -400,7 +433,7 @@ export interface AgentHook {
   /** A Rust-syntax regex tested against the tool name (tool events only); `''`/`'*'` match all. */
   matcher?: string | undefined
   /** May return a HookOutput, or nothing (continue). */
-  handler?: ((event: HookEventPayload) => HookOutput | void | Promise<HookOutput | void> | undefined)
+  handler?: ((event: HookEventPayload) => HookOutput | void | Promise<HookOutput | void>) | undefined
   webhook?: WebhookConfig | undefined
 }
 export type HookEntry = HookCallback | (Omit<AgentHook, 'type'> & { type?: HookTypeName | undefined })
@@ -440,7 +473,7 @@ export interface CompactionOptions {
   /** Model turns (an assistant message with its tool results) kept verbatim; default 2. */
   keepRecentTurns?: number | undefined
   /** Writes the summary of the older messages; without it the model writes it (a call without tools). */
-  summarize?: ((messages: JsonObject[]) => string | Promise<string> | undefined)
+  summarize?: ((messages: JsonObject[]) => string | Promise<string>) | undefined
   /** The summary's deadline in ms, whoever writes it; past it the compaction fails (CompactFailure) and the run goes on uncompacted. Default 300000. */
   timeoutMs?: number | undefined
 }
@@ -496,10 +529,10 @@ export interface LogEntry {
 export type AgentLogger =
   | ((entry: LogEntry) => void)
   | {
-      debug?: ((message: string, fields: Record<string, unknown>) => void | undefined)
-      info?: ((message: string, fields: Record<string, unknown>) => void | undefined)
-      warn?: ((message: string, fields: Record<string, unknown>) => void | undefined)
-      error?: ((message: string, fields: Record<string, unknown>) => void | undefined)
+      debug?: ((message: string, fields: Record<string, unknown>) => void) | undefined
+      info?: ((message: string, fields: Record<string, unknown>) => void) | undefined
+      warn?: ((message: string, fields: Record<string, unknown>) => void) | undefined
+      error?: ((message: string, fields: Record<string, unknown>) => void) | undefined
     }
 
 /** Blade's filesystem option: merged into the tools' context as `capabilities.filesystem`. */
@@ -528,9 +561,13 @@ export interface AgentAdvancedOptions {
   /** Answers a permission's `'ask'`; without it an `'ask'` denies (it never auto-approves). */
   confirmationHandler?: ConfirmationHandler | undefined
   /** Makes the session's confirmation handler, on its first `'ask'`. */
-  confirmationHandlerFactory?: ((sessionId: string) => ConfirmationHandler | Promise<ConfirmationHandler> | undefined)
-  /** Receives what the runtime logs (failed observers, webhook deliveries, …). */
-  logger?: AgentLogger | undefined
+  confirmationHandlerFactory?: ((sessionId: string) => ConfirmationHandler | Promise<ConfirmationHandler>) | undefined
+  /**
+   * Receives what the runtime logs (failed observers, webhooks not delivered, failed controls,
+   * failed summaries, …). Without one, warnings and errors go to stderr, one line each;
+   * `false` keeps them to `tracing`.
+   */
+  logger?: AgentLogger | false | undefined
   connection?: ConnectionOptions | undefined
   /** What tools receive as their context. */
   defaultContext?: DefaultContext | undefined
@@ -1037,6 +1074,9 @@ export interface BuiltinTool {
 }
 /** The built-in tools, as tool objects (Blade's `getBuiltinTools()`); Blade's options are accepted and not read. */
 export declare function getBuiltinTools(options?: unknown): BuiltinTool[]
+/** A tool whose input is described by a schema library's schema: `execute`'s input is inferred from it. */
+export declare function defineTool<S extends StandardSchemaV1>(definition: ToolDefinitionFields<InferSchemaOutput<S>> & { parameters: S }): ToolDefinition<InferSchemaOutput<S>>
+/** A tool with a JSON Schema; `I` is the type of its input. */
 export declare function defineTool<I extends JsonObject = JsonObject>(definition: ToolDefinition<I>): ToolDefinition<I>
 /** Blade's helper: an execution that returns `result` at once. */
 export declare function completeToolExecution<R extends ToolResult | JsonValue>(result: R): AsyncGenerator<never, R, unknown>

@@ -13,6 +13,7 @@
 //                 `prompt`, and the `Session` they open (a second door into the same session)
 // lib/providers.js `ProviderRegistry` (models of the caller's own) and `scriptedModel`
 // lib/builtins.js  `getBuiltinTools()`, the built-in tools that run in Rust
+// lib/schemas.js   tools' schemas given as zod / Valibot / ArkType schemas, as JSON Schema
 
 const { SdkError, ConfigError, AbortError, HookTimeoutError, CriticalHookDeliveryError } = require('./lib/errors.js')
 const { native, unwrap, DEFERRED } = require('./lib/wire.js')

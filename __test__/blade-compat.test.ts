@@ -394,13 +394,17 @@ describe('a docs-style Blade program runs unchanged (__test__/blade/docs-agent.t
 
 // ---------------------------------------------------------------------------------------------
 
+/** `{ n: number }`, as each typed tool must say to the model. */
+const N = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }
+
 describe('tool forms (SPEC §2: plain, async, generator, async generator, completeToolExecution)', () => {
   it('every form runs; yields become tool_progress events before that call’s tool_result; the return value is the result', async () => {
     let sideEffects = 0
     const tools: ToolDefinition<any>[] = [
-      defineTool<{ n: number }>({ name: 'plain', execute: ({ n }) => `plain:${n}` }),
+      defineTool<{ n: number }>({ name: 'plain', parameters: N, execute: ({ n }) => `plain:${n}` }),
       defineTool<{ n: number }>({
         name: 'async',
+        parameters: N,
         execute: async ({ n }) => {
           await sleep(1)
           return `async:${n}`
@@ -408,6 +412,7 @@ describe('tool forms (SPEC §2: plain, async, generator, async generator, comple
       }),
       defineTool<{ n: number }>({
         name: 'gen',
+        parameters: N,
         *execute({ n }) {
           sideEffects++
           yield { step: 1 }
@@ -418,6 +423,7 @@ describe('tool forms (SPEC §2: plain, async, generator, async generator, comple
       }),
       defineTool<{ n: number }>({
         name: 'agen',
+        parameters: N,
         async *execute({ n }) {
           sideEffects++
           yield 'a'
@@ -427,7 +433,7 @@ describe('tool forms (SPEC §2: plain, async, generator, async generator, comple
           return { status: 'success', model: `agen:${n}`, display: { summary: 'shown to the user only' } }
         },
       }),
-      defineTool<{ n: number }>({ name: 'complete', execute: ({ n }) => completeToolExecution(`complete:${n}`) }),
+      defineTool<{ n: number }>({ name: 'complete', parameters: N, execute: ({ n }) => completeToolExecution(`complete:${n}`) }),
       defineTool({
         name: 'completeResult',
         execute: () => completeToolExecution({ status: 'success', model: { ok: true }, display: 'ui-only' }),
@@ -622,6 +628,7 @@ describe('stream events and PromptResult (SPEC §2)', () => {
       tools: [
         defineTool<{ to: number }>({
           name: 'count',
+          parameters: { type: 'object', properties: { to: { type: 'number' } }, required: ['to'] },
           async *execute({ to }) {
             for (let i = 1; i <= to; i++) yield i
             return `counted to ${to}`

@@ -12,14 +12,15 @@ import {
   type AgentOptions,
   type HookInput,
   type HookOutput,
+  type ToolDefinition,
 } from '../index.js'
 import { onceSettled, openaiChunks, rawStream, sleep, sse, until, untilAborted, useServer } from './helpers/server.js'
 
 const server = useServer()
 
-const bash = defineTool<{ command: string }>({ name: 'Bash', execute: ({ command }) => `ran: ${command}` })
-const read = defineTool<{ file_path: string }>({ name: 'Read', kind: 'readonly', execute: () => 'user=alice\nSECRET_KEY=hunter2\nmode=prod' })
-const write = defineTool<{ file_path: string; content: string }>({ name: 'Write', kind: 'write', execute: ({ content }) => `wrote ${content.length} chars: ${content}` })
+const bash = defineTool<{ command: string }>({ name: 'Bash', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] }, execute: ({ command }) => `ran: ${command}` })
+const read = defineTool<{ file_path: string }>({ name: 'Read', parameters: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] }, kind: 'readonly', execute: () => 'user=alice\nSECRET_KEY=hunter2\nmode=prod' })
+const write = defineTool<{ file_path: string; content: string }>({ name: 'Write', parameters: { type: 'object', properties: { file_path: { type: 'string' }, content: { type: 'string' } }, required: ['file_path', 'content'] }, kind: 'write', execute: ({ content }) => `wrote ${content.length} chars: ${content}` })
 
 /** A loopback OpenAI-compatible model: first turn calls `name(input)`, second answers "done". */
 function modelCalling(name: string, input: object) {
@@ -315,7 +316,7 @@ describe('per-event rules', () => {
   })
 
   it('PostToolUse: the last defined modifiedOutput wins, JSON is stringified, null stays null, status is kept', async () => {
-    const run = (outputs: HookOutput[], tool = bash) =>
+    const run = (outputs: HookOutput[], tool: ToolDefinition<any> = bash) =>
       prompt('go', {
         model: scriptedModel([{ toolCalls: [{ name: tool.name, input: { command: 'x' } }] }, { text: 'end' }]),
         tools: [tool],
@@ -594,8 +595,15 @@ describe('deadlines and cancellation', () => {
     blocking = false
     const blocked = await (await agent.send('two')).text().catch((e) => e)
     expect(blocked).toBeInstanceOf(Error)
-    expect(blocked.message).toBe('An inline hook callback is still cleaning up')
-    await expect(agent.close()).rejects.toThrow(`Session runtime ${agent.sessionId} still has an inline hook callback cleaning up`)
+    expect(blocked).toBeInstanceOf(SdkError)
+    expect(blocked).toMatchObject({ code: 'CLEANUP_PENDING', callback: 'advanced.hooks.UserPromptSubmit[0]', message: 'An inline hook callback is still cleaning up' })
+    // close() names the callback it waits for, with the contract's text.
+    await expect(agent.close()).rejects.toMatchObject({
+      name: 'SdkError',
+      code: 'CLEANUP_PENDING',
+      callback: 'advanced.hooks.UserPromptSubmit[0]',
+      message: `Session runtime ${agent.sessionId} still has an inline hook callback cleaning up`,
+    })
     release()
     expect(await onceSettled(async () => (await agent.send('three')).text())).toBe('first')
     await agent.close()

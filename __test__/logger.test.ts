@@ -1,6 +1,7 @@
 // advanced.logger: what the runtime logs instead of failing reaches JS, and never a secret.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, defineTool, prompt, scriptedModel, type LogEntry } from '../index.js'
+import { runScript } from './helpers/child.js'
 import { startServer, until, type ModelServer } from './helpers/server.js'
 
 let receiver: ModelServer
@@ -56,15 +57,51 @@ describe('advanced.logger', () => {
     await agent.close()
   })
 
-  it('rejects a logger that is neither', async () => {
-    await expect(createAgent({ model: scriptedModel([]), advanced: { logger: 'console' as any } })).rejects.toThrow(
-      'advanced.logger must be a function or an object with debug, info, warn or error methods (got "console")',
-    )
+  it('rejects a logger that is neither, naming the field', async () => {
+    await expect(createAgent({ model: scriptedModel([]), advanced: { logger: 'console' as any } })).rejects.toMatchObject({
+      name: 'ConfigError',
+      field: 'advanced.logger',
+      message: 'advanced.logger must be a function, an object with debug, info, warn or error methods, or false (got "console")',
+    })
   })
 
   it('accepts console itself', async () => {
     const agent = await createAgent({ model: scriptedModel([{ text: 'x' }]), advanced: { logger: console } })
     expect(await (await agent.send('go')).text()).toBe('x')
     await agent.close()
+  })
+
+  // What a user with no logger sees: the failures on stderr, one line each; `logger: false`
+  // silences them. Run in a child, whose stderr is all its own.
+  const failing = (logger: string) => `
+    const { createAgent, scriptedModel } = require(process.env.ENTRY)
+    ;(async () => {
+      const agent = await createAgent({
+        model: scriptedModel([{ text: 'x' }]),
+        advanced: {
+          ${logger}
+          hooks: [
+            { id: 'observer', type: 'afterStep', handler: () => { throw new Error('observer broke') } },
+            { id: 'notice', type: 'afterStep', webhook: { url: 'http://127.0.0.1:9/unreachable', timeout: 2000 } },
+          ],
+        },
+      })
+      console.log(await (await agent.send('go')).text())
+      await new Promise((done) => setTimeout(done, 300))
+      await agent.close()
+    })()`
+
+  it('without a logger, warnings go to stderr, one line each', async () => {
+    const child = await runScript(failing(''))
+    expect(child.stdout).toBe('x\n')
+    const lines = child.stderr.split('\n').filter((line) => line.startsWith('[agent-runtime-hooks]'))
+    expect(lines).toContain('[agent-runtime-hooks] warn: hook "observer" failed on StepEnd; the next hook runs {"event":"StepEnd","hook":"hook \\"observer\\"","error":"observer broke"}')
+    expect(lines.some((line) => line.startsWith('[agent-runtime-hooks] warn: Webhook delivery failed (non-fatal): notice '))).toBe(true)
+  })
+
+  it('logger: false keeps them off stderr', async () => {
+    const child = await runScript(failing('logger: false,'))
+    expect(child.stdout).toBe('x\n')
+    expect(child.stderr).not.toContain('[agent-runtime-hooks]')
   })
 })

@@ -240,6 +240,7 @@ describe('tool calls', () => {
     const gate = new Promise<void>((resolve) => (release = resolve))
     const slow = defineTool<{ name: string; ms: number }>({
       name: 'slow',
+      parameters: { type: 'object', properties: { name: { type: 'string' }, ms: { type: 'number' } }, required: ['name', 'ms'] },
       execute: async ({ name, ms }) => {
         started.push(name)
         if (started.length === 3) release()

@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, normalize, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const root = resolve(__dirname, '..')
@@ -19,7 +19,7 @@ function examples(file: string): string[] {
 }
 
 const FILES = [
-  ['README.md', 15],
+  ['README.md', 16],
   ['docs/builtins.md', 2],
   ['docs/migrating-from-blade.md', 1],
   ['docs/hooks.md', 8],
@@ -51,6 +51,8 @@ function makeProject(): string {
   // The test runners the testing examples import.
   symlinkSync(join(root, 'node_modules', 'vitest'), join(dir, 'node_modules', 'vitest'), 'dir')
   symlinkSync(join(root, 'node_modules', '@jest'), join(dir, 'node_modules', '@jest'), 'dir')
+  // The schema library the tool examples use.
+  symlinkSync(join(root, 'node_modules', 'zod'), join(dir, 'node_modules', 'zod'), 'dir')
   for (const [file] of FILES) examples(file).forEach((source, index) => writeFileSync(join(dir, `${moduleName(file, index)}.ts`), source))
   return dir
 }
@@ -91,5 +93,39 @@ describe('documentation examples', () => {
     for (const option of ['"strict": true', '"exactOptionalPropertyTypes": true', '"noUncheckedIndexedAccess": true', '"verbatimModuleSyntax": true', '"module": "nodenext"']) {
       expect(config).toContain(option)
     }
+  })
+})
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes. */
+const slug = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')
+
+describe('links in the installed package', () => {
+  // What `npm publish` would ship: the README's and docs' relative links must land in it.
+  const packed = new Set<string>(
+    JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }))[0].files.map((file: { path: string }) => file.path),
+  )
+  const documents = ['README.md', ...FILES.map(([file]) => file).filter((file) => file !== 'README.md'), 'docs/security.md', 'docs/testing.md', 'docs/architecture.md', 'docs/decisions.md', 'docs/store.md']
+  for (const document of new Set(documents)) {
+    it(`${document}: every relative link names a file the package ships, and its anchor a heading there`, () => {
+      const text = readFileSync(join(root, document), 'utf8').replace(/^```[\s\S]*?^```$/gm, '')
+      const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]).filter((link) => !/^[a-z]+:/.test(link))
+      for (const link of links) {
+        const [path, anchor] = link.split('#')
+        const target = path === '' ? document : normalize(join(dirname(document), path))
+        expect(packed.has(target) || [...packed].some((file) => file.startsWith(`${target}/`)), `${document} links ${link}, which the package does not ship`).toBe(true)
+        if (anchor && target.endsWith('.md')) {
+          const headings = [...readFileSync(join(root, target), 'utf8').matchAll(/^#+ (.+)$/gm)].map((match) => slug(match[1]))
+          expect(headings, `${document} links ${link}: no such heading`).toContain(anchor)
+        }
+      }
+    })
+  }
+  it('the package says where it comes from: a README for users first, its licence, its engines', () => {
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+    expect(manifest.engines.node).toBe('>= 20')
+    expect(manifest.scripts.prepare).toBeUndefined() // an install of the tarball runs no script, so npm warns of none
+    expect(packed.has('README.md')).toBe(true)
+    const readme = readFileSync(join(root, 'README.md'), 'utf8')
+    expect(readme.indexOf('npm install agent-runtime-hooks')).toBeLessThan(readme.indexOf('npm install && npm run demo'))
   })
 })

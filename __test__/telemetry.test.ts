@@ -192,11 +192,12 @@ describe('OpenTelemetry export', () => {
     await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve))
     const { port } = down.address() as import('node:net').AddressInfo
     try {
-      const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => console.log('sent'), (error) => console.log(error.constructor.name, error.message))`, {
+      const result = await runScript(`${AGENT}; work().then(flushTelemetry).then(() => console.log('sent'), (error) => console.log(error.constructor.name, error.code, error.message))`, {
         env: otel({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` }),
       })
       expect(result.code).toBe(0)
-      expect(result.stdout).toMatch(/^Error spans could not be exported: /)
+      // One readable line: where, and why in a few words (not the HTTP stack's Debug text).
+      expect(result.stdout).toMatch(new RegExp(`^SdkError TELEMETRY_EXPORT spans could not be exported to http://127\\.0\\.0\\.1:${port}/v1/traces: [^\\n{}()]{3,80}\\n$`))
     } finally {
       await new Promise((resolve) => down.close(resolve))
     }

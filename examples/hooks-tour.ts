@@ -1,8 +1,9 @@
-// The README's hooks tour, type-checked under `strict` by `npm test`.
+// The README's hooks tour as a program: `npm test` compiles it in a `tsc --init` project and
+// runs it.
 import { createAgent, defineTool, HookEvent, scriptedModel, type HookCallback } from 'agent-runtime-hooks'
 
-const bash = defineTool<{ command: string }>({ name: 'Bash', execute: ({ command }) => `ran ${command}` })
-const readFile = defineTool<{ path: string }>({ name: 'Read', kind: 'readonly', execute: ({ path }) => `contents of ${path}` })
+const bash = defineTool<{ command: string }>({ name: 'Bash', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] }, execute: ({ command }) => `ran ${command}` })
+const readFile = defineTool<{ path: string }>({ name: 'Read', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] }, kind: 'readonly', execute: ({ path }) => `contents of ${path}` })
 const auditLog: string[] = []
 async function flushAuditLog(): Promise<void> {
   auditLog.length = 0
@@ -44,3 +45,5 @@ export async function tour(): Promise<string> {
   await agent.close()
   return text
 }
+
+console.log(await tour())

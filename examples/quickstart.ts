@@ -1,4 +1,5 @@
-// The README's quick start, type-checked under `strict` by `npm test`.
+// The README's quick start as a program: `npm test` compiles it in a `tsc --init` project and
+// runs it (with no OPENAI_API_KEY it drives a scripted model).
 import { createAgent, defineTool, prompt, scriptedModel, SdkError, type StreamEvent } from 'agent-runtime-hooks'
 
 const listFiles = defineTool<{ dir: string }>({
@@ -37,3 +38,5 @@ export async function main(): Promise<void> {
   const once = await prompt('hello', { model: scriptedModel(() => ({ text: 'hi' })) })
   console.log(once.content, once.stopReason, once.usage.totalTokens)
 }
+
+await main()

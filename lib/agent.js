@@ -4,8 +4,9 @@
 // arguments are checked in Rust; what is checked here cannot cross as JSON (a signal) or must
 // be a string before it can be passed at all.
 
-const { AbortError, invalidInput, messageOf } = require('./errors.js')
+const { AbortError, abortReason, invalidInput, messageOf } = require('./errors.js')
 const { AgentResponse } = require('./response.js')
+const { withToolSchemas } = require('./schemas.js')
 const {
   native,
   unwrap,
@@ -93,7 +94,7 @@ class Agent {
     if (options !== undefined && options !== null && typeof options !== 'object') throw invalidInput(`${what} options must be an object (got ${typeof options})`)
     const { signal, maxTurns, toolChoice } = options ?? {}
     if (signal !== undefined && !isSignal(signal)) throw invalidInput(`options.signal must be an AbortSignal (got ${signal === null ? 'null' : typeof signal})`)
-    signal?.throwIfAborted()
+    if (signal?.aborted) throw abortReason(signal.reason)
     const controller = new AbortController()
     const scopeId = this.#scopes.newId()
     const scope = new Scope(controller.signal)
@@ -111,7 +112,7 @@ class Agent {
         controller.abort(reason)
       },
     }
-    const onCallerAbort = () => active.abort(signal.reason)
+    const onCallerAbort = () => active.abort(abortReason(signal.reason))
     signal?.addEventListener('abort', onCallerAbort, { once: true })
     this.#active = active
     const release = () => {
@@ -139,7 +140,7 @@ class Agent {
   }
 
   abort(reason) {
-    this.#active?.abort(reason === undefined ? new AbortError() : reason)
+    this.#active?.abort(abortReason(reason))
   }
 
   /** Blade's: `[{ id: 'default', name: <model>, provider: <provider> }]`. */
@@ -244,7 +245,7 @@ const warnedOptions = new Set()
 /** Makes an agent (with `from`'s conversation, for `fork()` and `forkSession`; from
  * `stored`, for `resumeAgent`) and runs its SessionStart. */
 async function open(options, from, stored, shape) {
-  const { data, functions } = splitFunctions(options)
+  const { data, functions } = splitFunctions(withToolSchemas(options))
   const scopes = new Scopes()
   const made = unwrap(native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), nextTurn, process.env, wakeNothing, stored, shape))
   for (const key of made.unsupportedOptions) {

@@ -16,9 +16,15 @@ class SdkError extends Error {
   }
 }
 
+/** Bad options; `field` names the option at fault (`advanced.hookTimeoutMs`, `tools[2].name`). */
 class ConfigError extends SdkError {
   constructor(message, options) {
     super('CONFIG_ERROR', message, options)
+    if (options?.field !== undefined) this.field = options.field
+  }
+
+  toJSON() {
+    return this.field === undefined ? super.toJSON() : { ...super.toJSON(), field: this.field }
   }
 }
 
@@ -45,6 +51,18 @@ class CriticalHookDeliveryError extends SdkError {
     super('CRITICAL_HOOK_DELIVERY', `Critical webhook delivery failed: ${hookId}`, cause === undefined ? undefined : { cause })
     this.hookId = hookId
   }
+}
+
+/**
+ * What a run rejects with when aborted with `reason`: an error as it is (any realm's), anything
+ * else (a string, a number) as an `AbortError` whose message says it and whose `reason` holds it.
+ */
+function abortReason(reason) {
+  if (reason === undefined) return new AbortError()
+  if (reason instanceof Error || (reason !== null && typeof reason === 'object' && typeof reason.message === 'string' && typeof reason.name === 'string')) return reason
+  const error = new AbortError(messageOf(reason))
+  error.reason = reason
+  return error
 }
 
 const ERROR_CLASSES = { CONFIG_ERROR: ConfigError, ABORT: AbortError }
@@ -77,6 +95,9 @@ function toError(info, scope) {
   const Class = ERROR_CLASSES[info.code]
   const error = Class ? new Class(info.message) : new SdkError(info.code, info.message)
   if (info.status !== undefined) error.status = info.status
+  if (info.field !== undefined) error.field = info.field
+  // CLEANUP_PENDING: which callback is still running.
+  if (info.callback !== undefined) error.callback = info.callback
   return error
 }
 
@@ -89,5 +110,6 @@ module.exports = {
   invalidInput,
   internalError,
   messageOf,
+  abortReason,
   toError,
 }

@@ -11,13 +11,13 @@ class ProviderRegistry {
 
   /** `providers`: `[{ type, create(config) }]`. */
   constructor(providers = []) {
-    if (!Array.isArray(providers)) throw new ConfigError(`ProviderRegistry takes an array of { type, create } (got ${typeof providers})`)
+    if (!Array.isArray(providers)) throw new ConfigError(`ProviderRegistry takes an array of { type, create } (got ${typeof providers})`, { field: 'providers' })
     providers.forEach((provider, index) => this.register(provider, index))
   }
 
   register(provider, index = this.#providers.size) {
-    if (typeof provider?.type !== 'string' || provider.type === '') throw new ConfigError(`providerRegistry[${index}].type must be a non-empty string`)
-    if (typeof provider.create !== 'function') throw new ConfigError(`providerRegistry[${index}].create must be a function`)
+    if (typeof provider?.type !== 'string' || provider.type === '') throw new ConfigError(`providerRegistry[${index}].type must be a non-empty string`, { field: `providerRegistry[${index}].type` })
+    if (typeof provider.create !== 'function') throw new ConfigError(`providerRegistry[${index}].create must be a function`, { field: `providerRegistry[${index}].create` })
     this.#providers.set(provider.type, provider)
     return this
   }
@@ -43,12 +43,12 @@ class ProviderRegistry {
 function resolveProvider(options) {
   if (options === null || typeof options !== 'object' || options.providerRegistry === undefined) return options
   const { providerRegistry, ...rest } = options
-  if (typeof providerRegistry?.has !== 'function' || typeof providerRegistry.get !== 'function') throw new ConfigError('providerRegistry must be a ProviderRegistry')
+  if (typeof providerRegistry?.has !== 'function' || typeof providerRegistry.get !== 'function') throw new ConfigError('providerRegistry must be a ProviderRegistry', { field: 'providerRegistry' })
   const type = rest.provider?.type
   if (!providerRegistry.has(type)) return rest
   const model = providerRegistry.get(type).create({ ...rest.provider, model: rest.model })
   if (model === null || typeof model !== 'object' || (typeof model.streamChat !== 'function' && typeof model.chat !== 'function')) {
-    throw new ConfigError(`providerRegistry's "${type}" create() must return a model with streamChat() or chat()`)
+    throw new ConfigError(`providerRegistry's "${type}" create() must return a model with streamChat() or chat()`, { field: 'providerRegistry' })
   }
   return { ...rest, model: scriptedModel((request) => answer(model, request)) }
 }

@@ -36,7 +36,7 @@ function environmentJson() {
  * for Rust to name. A cycle, or a getter that throws, is refused with `refuse(message)`'s
  * error, naming where it is (`root` names `value` itself).
  */
-function splitFunctions(value, root = 'the options', refuse = (message) => new ConfigError(message)) {
+function splitFunctions(value, root = 'the options', refuse = (message, field) => new ConfigError(message, { field })) {
   const functions = []
   /** The objects being walked, with where they are (`''` for the value itself). */
   const open = new Map()
@@ -53,7 +53,7 @@ function splitFunctions(value, root = 'the options', refuse = (message) => new C
     if (value === null || typeof value !== 'object') return value
     if (open.has(value)) {
       const subject = root === 'the options' ? 'options contain' : `${root} contains`
-      throw refuse(`${subject} a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`)
+      throw refuse(`${subject} a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`, describe(path))
     }
     open.set(value, path)
     let copy
@@ -62,7 +62,7 @@ function splitFunctions(value, root = 'the options', refuse = (message) => new C
       if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value, path === '' ? key : `${path}.${key}`)
     } catch (error) {
       if (error instanceof SdkError) throw error
-      throw refuse(`${describe(path)} could not be read: ${messageOf(error)}`)
+      throw refuse(`${describe(path)} could not be read: ${messageOf(error)}`, path === '' ? undefined : describe(path))
     }
     open.delete(value)
     return copy

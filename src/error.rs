@@ -34,6 +34,11 @@ pub enum ErrorCode {
     ToolTimeout,
     /// A plain JS `Error` (no code), as the contract words some failures.
     Plain,
+    /// `flushTelemetry()`: the collector did not take the spans.
+    TelemetryExport,
+    /// A callback abandoned at its deadline is still running: dispatches and `close()` refuse
+    /// until it settles (the message names it).
+    CleanupPending,
     /// A failure of the runtime itself, not of the caller's input (the binding could not do
     /// what it was asked): a bug to report.
     Internal,
@@ -85,6 +90,8 @@ impl ErrorCode {
             ErrorCode::HookAborted => "HOOK_ABORTED",
             ErrorCode::HookTimeout => "HOOK_TIMEOUT",
             ErrorCode::Plain => "",
+            ErrorCode::CleanupPending => "CLEANUP_PENDING",
+            ErrorCode::TelemetryExport => "TELEMETRY_EXPORT",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::CriticalHookDelivery => "CRITICAL_HOOK_DELIVERY",
             ErrorCode::ApprovalsPending => "APPROVALS_PENDING",
@@ -125,6 +132,12 @@ pub enum Detail {
     Timeout(HookTimeout),
     /// For `CRITICAL_HOOK_DELIVERY`: the hook's id and why delivery failed.
     Critical { hook_id: String, cause: String },
+    /// For `CLEANUP_PENDING`: the callback still running (`hook "audit"`, `tool "deploy"`,
+    /// `the permission function`): the error's `callback`.
+    Callback(String),
+    /// For `CONFIG_ERROR`: the option at fault, as its message names it (`advanced.hookTimeoutMs`,
+    /// `tools[2].name`): `ConfigError.field`.
+    Field(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -154,6 +167,27 @@ impl SdkError {
     pub fn with_detail(mut self, detail: Detail) -> Self {
         self.detail = detail;
         self
+    }
+
+    /// Names the option at fault (`ConfigError.field`): its path, without the labels messages
+    /// add to it (`advanced.hooks[1] (hook "audit").webhook` is `advanced.hooks[1].webhook`).
+    pub fn at(self, field: &str) -> Self {
+        let mut path = String::with_capacity(field.len());
+        let mut rest = field;
+        while let Some(start) = rest.find(" (") {
+            path.push_str(&rest[..start]);
+            rest = rest[start..].find(')').map_or("", |end| &rest[start + end + 1..]);
+        }
+        path.push_str(rest);
+        self.with_detail(Detail::Field(path))
+    }
+
+    /// The option a `CONFIG_ERROR` is about.
+    pub fn field(&self) -> Option<&str> {
+        match &self.detail {
+            Detail::Field(field) => Some(field),
+            _ => None,
+        }
     }
 
     pub fn with_status(self, status: u16) -> Self {
@@ -202,7 +236,7 @@ impl fmt::Display for SdkError {
 impl std::error::Error for SdkError {}
 
 /// `{ code, message }` (no `code` for a plain `Error`) and the detail's keys: `status`,
-/// `thrown`, `event` + `timeoutMs` + `dispatch`, or `hookId` + `cause`. What the binding hands
+/// `thrown`, `event` + `timeoutMs` + `dispatch`, `hookId` + `cause`, `field` or `callback`. What the binding hands
 /// to `toError` in `lib/errors.js`.
 impl Serialize for SdkError {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
@@ -224,6 +258,8 @@ impl Serialize for SdkError {
                 map.serialize_entry("hookId", hook_id)?;
                 map.serialize_entry("cause", cause)?;
             }
+            Detail::Field(field) => map.serialize_entry("field", field)?,
+            Detail::Callback(callback) => map.serialize_entry("callback", callback)?,
         }
         map.end()
     }
@@ -237,6 +273,20 @@ mod tests {
     use serde_json::json;
 
     /// The JSON `toError` in `lib/errors.js` reads: the detail's keys beside `code` and `message`.
+    #[test]
+    fn a_field_is_the_options_path_without_labels() {
+        let field = |given: &str| SdkError::config("m").at(given).field().map(str::to_string);
+        assert_eq!(
+            field("advanced.hookTimeoutMs").as_deref(),
+            Some("advanced.hookTimeoutMs")
+        );
+        assert_eq!(
+            field("advanced.hooks[1] (hook \"notice\").webhook.timeout").as_deref(),
+            Some("advanced.hooks[1].webhook.timeout")
+        );
+        assert_eq!(field("tools[0] (read_file).name").as_deref(), Some("tools[0].name"));
+    }
+
     #[test]
     fn each_detail_crosses_as_the_keys_to_error_reads() {
         let error = |detail| serde_json::to_value(SdkError::new(ErrorCode::Model, "m").with_detail(detail)).unwrap();

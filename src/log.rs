@@ -1,6 +1,7 @@
 //! What the runtime reports without failing anything (a hook that failed where failures are
 //! only logged, a webhook that could not be delivered): always through `tracing`, and to
-//! `advanced.logger` when the user gave one. Entries never carry header values or secrets.
+//! `advanced.logger` — by default warnings and errors to stderr, one line each; `logger: false`
+//! keeps them to `tracing`. Entries never carry header values or secrets.
 
 use std::sync::Arc;
 
@@ -30,9 +31,12 @@ impl Level {
 }
 
 /// `advanced.logger`: a function given `{ level, message, ...fields }`, or an object with
-/// console-like methods given `(message, fields)`.
+/// console-like methods given `(message, fields)`; without one, stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sink {
+    /// Warnings and errors as `[agent-runtime-hooks] warn: <message> <fields>` lines, written
+    /// from Rust (a busy JS thread does not hold them back).
+    Stderr,
     Function(Callable),
     Methods {
         debug: Option<Callable>,
@@ -43,16 +47,25 @@ pub enum Sink {
 }
 
 impl Sink {
-    /// Reads `advanced.logger` (functions already replaced by `{ "$function": n }`).
-    pub fn parse(value: &Value) -> Result<Self> {
+    /// Reads `advanced.logger` (functions already replaced by `{ "$function": n }`): absent,
+    /// stderr; `false`, none.
+    pub fn parse(value: Option<&Value>) -> Result<Option<Self>> {
+        match value {
+            None => Ok(Some(Sink::Stderr)),
+            Some(Value::Bool(false)) => Ok(None),
+            Some(value) => Sink::parse_given(value).map(Some),
+        }
+    }
+
+    fn parse_given(value: &Value) -> Result<Self> {
         if let Some(function) = callable(value) {
             return Ok(Sink::Function(function));
         }
         let problem = || {
             SdkError::config(format!(
-                "advanced.logger must be a function or an object with debug, info, warn or error methods (got {})",
+                "advanced.logger must be a function, an object with debug, info, warn or error methods, or false (got {})",
                 describe(value)
-            ))
+            )).at("advanced.logger")
         };
         let object = value.as_object().ok_or_else(problem)?;
         let method = |name: &str| object.get(name).and_then(callable);
@@ -103,6 +116,12 @@ impl Log {
         }
         let call = match &self.sink {
             None => return,
+            Some(Sink::Stderr) => {
+                if matches!(level, Level::Warn | Level::Error) {
+                    write_line(level, message, &fields);
+                }
+                return;
+            }
             Some(Sink::Function(function)) => {
                 let mut entry = Map::new();
                 entry.insert("level".into(), json!(level.name()));
@@ -141,26 +160,66 @@ impl Log {
     }
 }
 
+/// One stderr line: `[agent-runtime-hooks] warn: <message>`, then the fields as JSON when
+/// there are any.
+fn write_line(level: Level, message: &str, fields: &Value) {
+    use std::io::Write;
+    let line = line(level, message, fields);
+    // Nowhere to report a failed write to stderr.
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+fn line(level: Level, message: &str, fields: &Value) -> String {
+    let fields = match fields {
+        Value::Object(map) if map.is_empty() => String::new(),
+        Value::Null => String::new(),
+        other => format!(" {other}"),
+    };
+    format!("[agent-runtime-hooks] {}: {message}{fields}", level.name())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn loggers_are_functions_or_console_like_objects() {
-        assert_eq!(Sink::parse(&json!({"$function": 2})), Ok(Sink::Function(Callable(2))));
+    fn loggers_are_functions_console_like_objects_stderr_or_none() {
+        let parse = |value: Value| Sink::parse(Some(&value));
+        assert_eq!(Sink::parse(None), Ok(Some(Sink::Stderr)));
+        assert_eq!(parse(json!(false)), Ok(None));
+        assert_eq!(parse(json!({"$function": 2})), Ok(Some(Sink::Function(Callable(2)))));
         assert_eq!(
-            Sink::parse(&json!({"warn": {"$function": 1}, "log": {"$function": 3}, "label": "x"})),
-            Ok(Sink::Methods {
+            parse(json!({"warn": {"$function": 1}, "log": {"$function": 3}, "label": "x"})),
+            Ok(Some(Sink::Methods {
                 debug: None,
                 info: None,
                 warn: Some(Callable(1)),
                 error: None
-            })
+            }))
+        );
+        let error = parse(json!("console")).unwrap_err();
+        assert_eq!(
+            error.message,
+            "advanced.logger must be a function, an object with debug, info, warn or error methods, or false (got \"console\")"
+        );
+        assert_eq!(error.field(), Some("advanced.logger"));
+        assert!(parse(json!({"log": {"$function": 3}})).is_err());
+        assert!(parse(json!(true)).is_err());
+    }
+
+    #[test]
+    fn a_stderr_line_says_who_what_and_the_fields() {
+        assert_eq!(
+            line(
+                Level::Warn,
+                "webhook not delivered",
+                &json!({"hookId": "audit", "status": 502})
+            ),
+            r#"[agent-runtime-hooks] warn: webhook not delivered {"hookId":"audit","status":502}"#
         );
         assert_eq!(
-            Sink::parse(&json!("console")).unwrap_err().message,
-            "advanced.logger must be a function or an object with debug, info, warn or error methods (got \"console\")"
+            line(Level::Error, "observer threw", &json!({})),
+            "[agent-runtime-hooks] error: observer threw"
         );
-        assert!(Sink::parse(&json!({"log": {"$function": 3}})).is_err());
     }
 }

@@ -32,10 +32,7 @@ impl<'a> OptionsObject<'a> {
     pub fn of(value: &'a Value, path: &str, expected: &str) -> Result<Self> {
         match value {
             Value::Object(map) if callable(value).is_none() => Ok(Self::new(map, path)),
-            other => Err(SdkError::config(format!(
-                "{path} must be {expected} (got {})",
-                describe(other)
-            ))),
+            other => Err(SdkError::config(format!("{path} must be {expected} (got {})", describe(other))).at(path)),
         }
     }
 
@@ -90,7 +87,8 @@ impl<'a> OptionsObject<'a> {
 
     /// `<field> <problem>`: every problem of a field is phrased here.
     pub fn error(&self, name: &str, problem: impl Display) -> SdkError {
-        SdkError::config(format!("{} {problem}", self.field(name)))
+        let field = self.field(name);
+        SdkError::config(format!("{field} {problem}")).at(&field)
     }
 
     /// `<field> must be <expected> (got <value>)`.

@@ -120,6 +120,8 @@ impl Settings {
 pub struct Telemetry {
     provider: SdkTracerProvider,
     secrets: Secrets,
+    /// Where spans go, as an error may show it (no user-info, no query).
+    endpoint: String,
 }
 
 impl Telemetry {
@@ -145,6 +147,7 @@ impl Telemetry {
         Ok(Telemetry {
             provider,
             secrets: settings.secrets.clone(),
+            endpoint: display_url(&settings.endpoint),
         })
     }
 
@@ -169,9 +172,40 @@ impl Telemetry {
     pub fn flush(&self) -> Result<(), String> {
         // The exporter's error may quote the endpoint, query and user-info included.
         self.provider.force_flush().map_err(|error| {
-            let error = error.to_string();
-            format!("spans could not be exported: {}", self.secrets.mask(&error))
+            let why = export_failure(&self.secrets.mask(&error.to_string()));
+            format!("spans could not be exported to {}: {why}", self.endpoint)
         })
+    }
+}
+
+/// The exporter's error, which nests the HTTP stack's `Debug` text several levels deep, as one
+/// short phrase: what a person needs to fix it.
+fn export_failure(text: &str) -> String {
+    if text.contains("ConnectionRefused") {
+        return "connection refused".into();
+    }
+    if let Some(at) = text.find("Status Code: ") {
+        let status: String = text[at + 13..].chars().take_while(char::is_ascii_digit).collect();
+        return format!("the collector answered HTTP {status}");
+    }
+    if text.contains("TimedOut") || text.contains("timed out") || text.contains("Timeout") {
+        return "timed out".into();
+    }
+    if text.contains("dns error") || text.contains("failed to lookup address") {
+        return "the collector's host name could not be resolved".into();
+    }
+    // The innermost `message: "…"` of the chain, else the text without its quoting.
+    let innermost = text.rsplit("message: ").next().filter(|_| text.contains("message: "));
+    let phrase = innermost.unwrap_or(text).trim_start_matches(['\\', '"']);
+    let phrase: String = phrase
+        .chars()
+        .take_while(|c| !matches!(c, '\\' | '"'))
+        .take(200)
+        .collect();
+    if phrase.trim().is_empty() {
+        "the export failed".into()
+    } else {
+        phrase.trim().to_string()
     }
 }
 
@@ -183,6 +217,21 @@ mod tests {
     fn settings(pairs: &[(&str, &str)]) -> Result<Option<Settings>, String> {
         let env: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Settings::from_env(|name| env.get(name).cloned())
+    }
+
+    #[test]
+    fn an_export_failure_is_one_short_phrase() {
+        // As opentelemetry-otlp 0.31 reports a collector that is down.
+        let refused = r#"Operation failed: errs: [Err(InternalFailure("reqwest::Error { kind: Request, url: \"http://127.0.0.1:9/v1/traces\", source: hyper_util::client::legacy::Error(Connect, ConnectError(\"tcp connect error\", 127.0.0.1:9, Os { code: 111, kind: ConnectionRefused, message: \"Connection refused\" })) }"))]"#;
+        assert_eq!(export_failure(refused), "connection refused");
+        let status = r#"Operation failed: errs: [Err(InternalFailure("OpenTelemetry trace export failed. Url: http://c/v1/traces, Status Code: 503, Response: b\"busy\""))]"#;
+        assert_eq!(export_failure(status), "the collector answered HTTP 503");
+        let other = r#"Operation failed: errs: [Err(InternalFailure("x, message: \"Network is unreachable\" })"))]"#;
+        assert_eq!(export_failure(other), "Network is unreachable");
+        assert_eq!(
+            export_failure("Operation failed: BatchSpanProcessor is shut down"),
+            "Operation failed: BatchSpanProcessor is shut down"
+        );
     }
 
     #[test]

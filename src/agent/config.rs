@@ -288,10 +288,7 @@ impl AgentConfig {
             stored_hooks: Registry::webhook_hooks(advanced.get("hooks")),
             store: StoreConfig::read(&advanced)?,
             lease_ttl_ms: timeout(&advanced, "leaseTtlMs", DEFAULT_LEASE_TTL_MS)?,
-            logger: match advanced.get("logger") {
-                None => None,
-                Some(value) => Some(Sink::parse(value)?),
-            },
+            logger: Sink::parse(advanced.get("logger"))?,
             permission: read_permission(&advanced, shape)?,
             tool_timeout_ms: timeout(&advanced, "toolTimeoutMs", DEFAULT_TOOL_TIMEOUT_MS)?,
             max_context_tokens,
@@ -309,7 +306,8 @@ impl AgentConfig {
                     return Err(SdkError::config(format!(
                         "advanced.approvalSecret must be a non-empty string (got {})",
                         kind(other)
-                    )))
+                    ))
+                    .at("advanced.approvalSecret"))
                 }
             },
         })
@@ -427,7 +425,8 @@ fn read_permission(advanced: &OptionsObject, shape: Shape) -> Result<Option<Perm
     if given.is_some() && (handler.is_some() || mode.is_some()) {
         return Err(SdkError::config(
             "permission is given beside permissionMode, permissionHandler or canUseTool: pass one",
-        ));
+        )
+        .at("permission"));
     }
     Ok(match (handler, mode) {
         (Some(Permission::Function(handler)), Some(Permission::Preset(Preset::Plan))) => {
@@ -591,7 +590,7 @@ pub(crate) fn read_default_context(advanced: &OptionsObject, filesystem: Option<
         let roots = fields
             .get("roots")
             .filter(|roots| roots.as_array().is_some_and(|items| items.iter().all(Value::is_string)))
-            .ok_or_else(|| SdkError::config("filesystem.roots must be an array of paths"))?;
+            .ok_or_else(|| SdkError::config("filesystem.roots must be an array of paths").at("filesystem.roots"))?;
         let mut filesystem = Map::new();
         filesystem.insert("roots".into(), roots.clone());
         if let Some(cwd) = fields.string("cwd")? {
@@ -627,10 +626,10 @@ fn read_confirmation(advanced: &OptionsObject) -> Result<Option<Confirmation>> {
             "advanced.confirmationHandler",
             "an object with a requestConfirmation method",
         )?;
-        let method = handler
-            .get("requestConfirmation")
-            .and_then(callable)
-            .ok_or_else(|| SdkError::config("advanced.confirmationHandler.requestConfirmation must be a function"))?;
+        let method = handler.get("requestConfirmation").and_then(callable).ok_or_else(|| {
+            SdkError::config("advanced.confirmationHandler.requestConfirmation must be a function")
+                .at("advanced.confirmationHandler.requestConfirmation")
+        })?;
         return Ok(Some(Confirmation::Handler(method)));
     }
     match advanced.get("confirmationHandlerFactory") {
@@ -649,9 +648,11 @@ fn timeout(advanced: &OptionsObject, name: &str, default: u32) -> Result<u32> {
             .filter(|n| (1..=MAX_TIMER_MS).contains(n))
             .map(|n| n as u32)
             .ok_or_else(|| {
+                // The contract's text names the bare option; the field says where it is.
                 SdkError::config(format!(
                     "{name} must be a positive integer no greater than {MAX_TIMER_MS}"
                 ))
+                .at(&advanced.field(name))
             }),
     }
 }
@@ -672,11 +673,14 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
         let name = tool
             .string("name")?
             .filter(|name| !name.trim().is_empty())
-            .ok_or_else(|| SdkError::config(format!("{path}.name must be a non-empty string")))?;
+            .ok_or_else(|| {
+                SdkError::config(format!("{path}.name must be a non-empty string")).at(&format!("{path}.name"))
+            })?;
         if !seen.insert(tool.map()["name"].as_str().unwrap_or_default()) {
-            return Err(SdkError::config(format!(
-                "{path}.name \"{name}\" is already the name of another tool"
-            )));
+            return Err(
+                SdkError::config(format!("{path}.name \"{name}\" is already the name of another tool"))
+                    .at(&format!("{path}.name")),
+            );
         }
         // One of `getBuiltinTools()`'s: it runs in Rust.
         if let Some(marker) = tool.get("builtin") {
@@ -694,10 +698,9 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
             tools.push(ToolSpec::builtin(builtin));
             continue;
         }
-        let execute = tool
-            .get("execute")
-            .and_then(callable)
-            .ok_or_else(|| SdkError::config(format!("{path}.execute must be a function")))?;
+        let execute = tool.get("execute").and_then(callable).ok_or_else(|| {
+            SdkError::config(format!("{path}.execute must be a function")).at(&format!("{path}.execute"))
+        })?;
         let parameters = match tool.get("parameters") {
             None => serde_json::json!({"type": "object", "properties": {}}),
             Some(value @ Value::Object(_)) => value.clone(),
@@ -709,6 +712,7 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
                 SdkError::config(format!(
                     "{path}.kind must be one of readonly, write, execute (got \"{text}\")"
                 ))
+                .at(&format!("{path}.kind"))
             })?,
         };
         let side_effect = match tool.string("sideEffect")? {
@@ -717,6 +721,7 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
                 SdkError::config(format!(
                     "{path}.sideEffect must be one of pure, idempotent, non_idempotent (got \"{text}\")"
                 ))
+                .at(&format!("{path}.sideEffect"))
             })?,
         };
         tools.push(ToolSpec {
@@ -812,6 +817,53 @@ mod tests {
         };
         assert_eq!(connection.api_key.as_deref(), Some("from-env"));
         assert_eq!(connection.base_url, "https://api.anthropic.com");
+    }
+
+    #[test]
+    fn the_base_url_falls_back_on_the_sdks_variables() {
+        let model = |options: Value, env: &[(&str, &str)]| {
+            let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            match AgentConfig::from_options(&options, &env).map(|config| config.model) {
+                Ok(ModelChoice::Http { connection, .. }) => Ok(connection.base_url),
+                Ok(_) => panic!("http model"),
+                Err(error) => Err(error.message),
+            }
+        };
+        let local = [("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")];
+        // No key needed for a server of one's own, as with baseUrl.
+        assert_eq!(
+            model(json!({"model": "m"}), &local).unwrap(),
+            "http://127.0.0.1:8080/v1"
+        );
+        assert_eq!(
+            model(json!({"model": "m", "provider": "openai-compatible"}), &local).unwrap(),
+            "http://127.0.0.1:8080/v1"
+        );
+        // The option wins over the variable; an empty variable is unset; each provider its own.
+        assert_eq!(
+            model(json!({"model": "m", "baseUrl": "http://10.0.0.1/v1"}), &local).unwrap(),
+            "http://10.0.0.1/v1"
+        );
+        assert_eq!(
+            model(json!({"model": "m", "apiKey": "k"}), &[("OPENAI_BASE_URL", "")]).unwrap(),
+            "https://api.openai.com/v1"
+        );
+        let anthropic = [
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:4000"),
+            ("ANTHROPIC_API_KEY", "k"),
+        ];
+        assert_eq!(
+            model(json!({"model": "claude", "provider": "anthropic"}), &anthropic).unwrap(),
+            "http://127.0.0.1:4000"
+        );
+        assert_eq!(
+            model(json!({"model": "d", "provider": "deepseek", "apiKey": "k"}), &local).unwrap(),
+            "https://api.deepseek.com"
+        );
+        assert_eq!(
+            model(json!({"model": "m"}), &[("OPENAI_BASE_URL", "file:///etc")]).unwrap_err(),
+            "OPENAI_BASE_URL must be an http(s) URL (\"file:///etc\" uses file)"
+        );
     }
 
     #[test]

@@ -116,7 +116,12 @@ impl Confirmation<'_> {
         let mut call = HostCall::new(method, Args::of(&[request]), self.caller.scope);
         call.signal = Some(timeout.signal("abortSignal", true, self.caller.cancel.is_some()));
         let answered = dispatcher
-            .call_guarded(agent.host.call(call), &timeout, self.caller, Owner::Permission)
+            .call_guarded(
+                agent.host.call(call),
+                &timeout,
+                self.caller,
+                (Owner::Permission, "the confirmation handler".into()),
+            )
             .await;
         match answered {
             Err(error) => Answer::Failed(error.message()),

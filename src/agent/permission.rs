@@ -53,7 +53,7 @@ impl Permission {
             _ => Err(SdkError::config(format!(
                 "advanced.permission must be 'default', 'accept-edits', 'bypass-permissions', 'plan' or a function (got {})",
                 describe(value)
-            ))),
+            )).at("advanced.permission")),
         }
     }
 

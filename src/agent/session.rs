@@ -21,7 +21,7 @@ use super::permission::Permission;
 use super::reader::{event_log, EventReader};
 use super::run::{Run, RunParts, Start};
 use super::settings::RunSettings;
-use crate::error::{ErrorCode, Result, SdkError};
+use crate::error::{Detail, ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext, HookError};
 use crate::hooks::environment;
@@ -611,11 +611,12 @@ impl Session {
             (Owner::Permission, "a permission callback"),
             (Owner::Tool, "a tool execution"),
         ] {
-            if pending.count(owner) > 0 {
+            if let Some(which) = pending.first(owner) {
                 return Err(SdkError::new(
-                    ErrorCode::Plain,
+                    ErrorCode::CleanupPending,
                     format!("Session runtime {} still has {what} cleaning up", self.id),
-                ));
+                )
+                .with_detail(Detail::Callback(which)));
             }
         }
         lock(&self.state).closing = true;

@@ -255,7 +255,8 @@ pub async fn execute(
     // The tool's own signal: it aborts at the deadline or with the run. Not released when the
     // call returns: a generator goes on using it.
     call.signal = Some(timeout.signal_at(1, "signal", false, true));
-    let guarded = |future| run.dispatcher.call_guarded(future, &timeout, run.caller, Owner::Tool);
+    let what = || (Owner::Tool, format!("tool \"{}\"", tool.schema.name));
+    let guarded = |future| run.dispatcher.call_guarded(future, &timeout, run.caller, what());
     let generator = match guarded(run.host.call(call)).await {
         Err(error) => return Ok(hook_failure(error)),
         Ok(reply) => match read_reply(reply) {

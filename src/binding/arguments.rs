@@ -61,7 +61,8 @@ pub fn stored_session_id(options: &Value) -> Result<String> {
         other => Err(SdkError::config(format!(
             "sessionId must be the id of a stored session (got {})",
             described(other)
-        ))),
+        ))
+        .at("sessionId")),
     }
 }
 

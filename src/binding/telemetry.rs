@@ -59,11 +59,11 @@ pub(crate) fn flush_at_exit() {
 }
 
 /// Sends every finished span now (off the JS thread); at once when export is off. A failed
-/// export is a plain `Error` saying why.
+/// export is an `SdkError` (`TELEMETRY_EXPORT`) saying where and why in one line.
 #[napi]
 pub async fn flush_telemetry() -> NativeResult<()> {
     native(match tokio::task::spawn_blocking(flush).await {
-        Ok(outcome) => outcome.map_err(|problem| SdkError::new(ErrorCode::Plain, problem)),
+        Ok(outcome) => outcome.map_err(|problem| SdkError::new(ErrorCode::TelemetryExport, problem)),
         // The flush itself failed (a panic), not the export.
         Err(error) => Err(SdkError::new(
             ErrorCode::Internal,

@@ -182,7 +182,8 @@ impl Builtin {
     pub fn side_effect(self) -> &'static str {
         match self {
             Builtin::Read | Builtin::Glob | Builtin::Grep => "pure",
-            Builtin::Write | Builtin::KillShell | Builtin::TodoWrite => "idempotent",
+            Builtin::Write | Builtin::KillShell => "idempotent",
+            Builtin::TodoWrite => todo::side_effect(),
             // TaskOutput hands out each piece of a shell's output once.
             Builtin::Edit | Builtin::Bash | Builtin::TaskOutput => "non_idempotent",
             Builtin::WebFetch => web::side_effect(),

@@ -43,8 +43,8 @@ pub enum HookError {
     Timeout(SdkError),
     /// The caller's signal aborted.
     Cancelled,
-    /// A callback abandoned earlier is still running.
-    CleaningUp,
+    /// A callback abandoned earlier is still running (what it is: `hook "audit"`).
+    CleaningUp(String),
     /// A callback returned something that is not a hook output.
     Invalid(SdkError),
     /// A webhook with `fallback: 'none'` failed; the first such hook and why.
@@ -58,7 +58,7 @@ impl HookError {
             HookError::Thrown(_) => "threw",
             HookError::Timeout(_) => "timeout",
             HookError::Cancelled => "cancelled",
-            HookError::CleaningUp => "cleaning_up",
+            HookError::CleaningUp(_) => "cleaning_up",
             HookError::Invalid(_) => "invalid_output",
             HookError::Critical { .. } => "critical_delivery_failed",
         }
@@ -69,7 +69,7 @@ impl HookError {
             HookError::Thrown(error) => error.message.clone(),
             HookError::Timeout(error) | HookError::Invalid(error) => error.message.clone(),
             HookError::Cancelled => "Operation aborted".into(),
-            HookError::CleaningUp => CLEANING_UP.into(),
+            HookError::CleaningUp(_) => CLEANING_UP.into(),
             HookError::Critical { hook_id, .. } => critical_message(hook_id),
         }
     }
@@ -88,7 +88,9 @@ impl HookError {
             HookError::Thrown(error) => SdkError::new(ErrorCode::Plain, error.message).with_thrown(error.thrown),
             HookError::Timeout(error) | HookError::Invalid(error) => error,
             HookError::Cancelled => SdkError::new(ErrorCode::Abort, "Operation aborted"),
-            HookError::CleaningUp => SdkError::new(ErrorCode::Plain, CLEANING_UP),
+            HookError::CleaningUp(what) => {
+                SdkError::new(ErrorCode::CleanupPending, CLEANING_UP).with_detail(Detail::Callback(what))
+            }
             HookError::Critical { hook_id, cause } => {
                 SdkError::new(ErrorCode::CriticalHookDelivery, critical_message(&hook_id))
                     .with_detail(Detail::Critical { hook_id, cause })
@@ -313,7 +315,9 @@ impl Dispatcher {
         // The last hook that calls into JS (its call may release the dispatch's signal).
         let last_js = applicable.iter().rposition(|entry| entry.function().is_some());
         if last_js.is_some() && self.pending.count(Owner::Hook) > 0 {
-            return Err(HookError::CleaningUp);
+            return Err(HookError::CleaningUp(
+                self.pending.first(Owner::Hook).unwrap_or_default(),
+            ));
         }
         if caller.cancelled() {
             return Err(HookError::Cancelled);
@@ -404,7 +408,12 @@ impl Dispatcher {
             call.reply = Reply::DataWithMock;
         }
         let called = self
-            .call_guarded(self.host.call(call), timeout, *caller, Owner::Hook)
+            .call_guarded(
+                self.host.call(call),
+                timeout,
+                *caller,
+                (Owner::Hook, entry.label().to_string()),
+            )
             .instrument(span.span())
             .await;
         span.called(&called);
@@ -529,14 +538,15 @@ impl Dispatcher {
     /// Waits for one call into JS (a user function, a generator's step) under `timeout`,
     /// racing the caller's cancellation. A call still running when either fires is left to
     /// finish on its own and counted as pending.
+    /// `what` names the callback for the refusals while it is pending (`hook "audit"`).
     pub async fn call_guarded(
         &self,
         call: HostFuture,
         timeout: &Timeout,
         caller: Caller<'_>,
-        owner: Owner,
+        (owner, what): (Owner, String),
     ) -> Result<Option<Value>, HookError> {
-        let mut tracked = TrackedCall::spawn(call, self.pending.clone(), owner);
+        let mut tracked = TrackedCall::spawn(call, self.pending.clone(), owner, what);
         // A callback that returned a plain value has replied by its first poll: no timer needed.
         if let Some(result) = tracked.result().now_or_never() {
             return result.map_err(HookError::Thrown);

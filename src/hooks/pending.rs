@@ -3,7 +3,7 @@
 //! pending, later dispatches and `close()` refuse to go on.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -32,6 +32,9 @@ pub struct Pending {
     hooks: AtomicUsize,
     permissions: AtomicUsize,
     tools: AtomicUsize,
+    /// What each pending call is (`advanced.hooks.PreToolUse[0]`, `hook "audit"`, the tool's
+    /// name), so that a refusal can name it.
+    labels: Mutex<Vec<(Owner, String)>>,
     changed: Notify,
 }
 
@@ -52,11 +55,30 @@ impl Pending {
         self.count(Owner::Hook) + self.count(Owner::Permission) + self.count(Owner::Tool)
     }
 
-    fn add(&self, owner: Owner) {
+    /// The first of `owner`'s pending calls, by what it is.
+    pub fn first(&self, owner: Owner) -> Option<String> {
+        let labels = self.labels.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        labels
+            .iter()
+            .find(|(of, _)| *of == owner)
+            .map(|(_, label)| label.clone())
+    }
+
+    fn add(&self, owner: Owner, label: &str) {
+        self.labels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((owner, label.to_string()));
         self.counter(owner).fetch_add(1, Ordering::SeqCst);
     }
 
-    fn release(&self, owner: Owner) {
+    fn release(&self, owner: Owner, label: &str) {
+        {
+            let mut labels = self.labels.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(at) = labels.iter().position(|(of, what)| *of == owner && what == label) {
+                labels.remove(at);
+            }
+        }
         self.counter(owner).fetch_sub(1, Ordering::SeqCst);
         self.changed.notify_waiters();
     }
@@ -84,15 +106,18 @@ pub struct TrackedCall {
     settled: Option<JoinHandle<()>>,
     pending: Arc<Pending>,
     owner: Owner,
+    label: String,
 }
 
 impl TrackedCall {
-    pub fn spawn(call: HostFuture, pending: Arc<Pending>, owner: Owner) -> Self {
+    /// `label` says what the call is, for the refusals while it is pending.
+    pub fn spawn(call: HostFuture, pending: Arc<Pending>, owner: Owner, label: String) -> Self {
         TrackedCall {
             call: Some(call),
             settled: None,
             pending,
             owner,
+            label,
         }
     }
 
@@ -117,12 +142,12 @@ impl TrackedCall {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        self.pending.add(self.owner);
+        self.pending.add(self.owner, &self.label);
         let pending = self.pending.clone();
-        let owner = self.owner;
+        let (owner, label) = (self.owner, self.label.clone());
         self.settled = Some(runtime.spawn(async move {
             let _ = call.await;
-            pending.release(owner);
+            pending.release(owner, &label);
         }));
     }
 
@@ -156,13 +181,17 @@ mod tests {
             }),
             pending.clone(),
             Owner::Hook,
+            "hook \"slow\"".into(),
         );
         call.abandon();
         assert_eq!(pending.count(Owner::Hook), 1);
+        assert_eq!(pending.first(Owner::Hook).as_deref(), Some("hook \"slow\""));
+        assert_eq!(pending.first(Owner::Tool), None);
         assert!(!pending.settle(Duration::from_millis(10)).await);
         release.send(()).unwrap();
         assert!(pending.settle(Duration::from_secs(1)).await);
         assert_eq!(pending.count(Owner::Hook), 0);
+        assert_eq!(pending.first(Owner::Hook), None);
     }
 
     #[tokio::test]
@@ -172,6 +201,7 @@ mod tests {
             Box::pin(async { Ok(Some(Value::Bool(true))) }),
             pending.clone(),
             Owner::Permission,
+            "the permission function".into(),
         );
         assert_eq!(call.result().await, Ok(Some(Value::Bool(true))));
         drop(call);
@@ -181,7 +211,12 @@ mod tests {
     #[tokio::test]
     async fn dropping_a_running_call_abandons_it() {
         let pending = Arc::new(Pending::default());
-        let call = TrackedCall::spawn(Box::pin(futures::future::pending()), pending.clone(), Owner::Hook);
+        let call = TrackedCall::spawn(
+            Box::pin(futures::future::pending()),
+            pending.clone(),
+            Owner::Hook,
+            "advanced.hooks.PreToolUse[0]".into(),
+        );
         drop(call);
         assert_eq!(pending.count(Owner::Hook), 1);
     }

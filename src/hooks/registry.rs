@@ -151,7 +151,7 @@ impl Registry {
                                 return Err(SdkError::config(format!(
                                     "{path} must be a function or a hook object (got {})",
                                     describe(item)
-                                )))
+                                )).at(&path))
                             }
                         };
                         registry.entries[event.index()].push(entry);
@@ -162,7 +162,7 @@ impl Registry {
                 return Err(SdkError::config(format!(
                     "advanced.hooks must be an object mapping hook events to callbacks, or an array of hook objects (got {})",
                     describe(other)
-                )))
+                )).at("advanced.hooks"))
             }
         }
         Ok(registry)
@@ -329,16 +329,14 @@ fn parse_hook(
         Some(value) => Some(Arc::new(WebhookConfig::parse(value, &hook.field("webhook"), event)?)),
     };
     if handler.is_none() && webhook.is_none() {
-        return Err(SdkError::config(format!(
-            "{} needs a handler or a webhook",
-            hook.path()
-        )));
+        return Err(SdkError::config(format!("{} needs a handler or a webhook", hook.path())).at(&hook.path()));
     }
     if handler.is_some() && webhook.as_ref().is_some_and(|webhook| webhook.is_control()) {
         return Err(SdkError::config(format!(
             "{}: a control hook (responseHandling 'toolCall') cannot have a handler",
             hook.path()
-        )));
+        ))
+        .at(&hook.path()));
     }
     Ok(HookObject {
         id,

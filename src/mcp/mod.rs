@@ -67,13 +67,14 @@ pub fn read(advanced: &OptionsObject) -> Result<Vec<ServerConfig>> {
         let path = format!("advanced.mcpServers.{name}");
         // The name is part of every tool name (`names.rs`).
         if let Some(problem) = names::server_name_problem(name) {
-            return Err(SdkError::config(format!("{path}: a server name {problem}")));
+            return Err(SdkError::config(format!("{path}: a server name {problem}")).at(&path));
         }
         let server = OptionsObject::of(value, &path, "an object ({ command } or { url })")?;
         if server.get("url").is_some() && server.get("command").is_some() {
             return Err(SdkError::config(format!(
                 "{path}: give either command (stdio) or url (streamable HTTP), not both"
-            )));
+            ))
+            .at(&path));
         }
         if server.get("url").is_some() {
             server.only(&["url", "headers", "allowedEnvVars"], &[])?;
@@ -232,9 +233,10 @@ impl Servers {
                             _ => format!("it did not answer within {}s", START_TIMEOUT.as_secs()),
                         };
                         started.stop_all().await;
-                        return Err(SdkError::config(format!(
-                            "advanced.mcpServers.{name}: the MCP server could not start: {why}"
-                        )));
+                        let field = format!("advanced.mcpServers.{name}");
+                        return Err(
+                            SdkError::config(format!("{field}: the MCP server could not start: {why}")).at(&field),
+                        );
                     }
                 }
             }

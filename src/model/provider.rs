@@ -18,14 +18,16 @@ use crate::host::{Callable, Host};
 use crate::js_value::{callable, describe, whole_number, MAX_SAFE_INTEGER, MAX_TIMER_MS};
 use crate::options::OptionsObject;
 
-/// Environment variables the options may fall back on (each provider's key variable); the
-/// binding reads exactly these.
+/// Environment variables the options may fall back on (each provider's key variable, and the
+/// base-URL variables the official SDKs read); the binding reads exactly these.
 pub const ENV_VARS: &[&str] = &[
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "DEEPSEEK_API_KEY",
     "AZURE_OPENAI_API_KEY",
     "GEMINI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +83,16 @@ impl Provider {
             Provider::DeepSeek => "deepseek",
             Provider::AzureOpenAi => "azure-openai",
             Provider::Gemini => "gemini",
+        }
+    }
+
+    /// Where the address comes from when `baseUrl` is not given, as the official OpenAI and
+    /// Anthropic SDKs read it (one of [`ENV_VARS`]).
+    fn base_url_variable(self) -> Option<&'static str> {
+        match self {
+            Provider::OpenAi | Provider::OpenAiCompatible => Some("OPENAI_BASE_URL"),
+            Provider::Anthropic => Some("ANTHROPIC_BASE_URL"),
+            Provider::DeepSeek | Provider::AzureOpenAi | Provider::Gemini => None,
         }
     }
 
@@ -147,12 +159,13 @@ impl ModelChoice {
     ) -> Result<Self> {
         let model = options.get("model").ok_or_else(|| {
             SdkError::config("model is required: pass a model id such as \"gpt-4o-mini\", or scriptedModel(...)")
+                .at("model")
         })?;
         let Value::String(id) = model else {
             return scripted(model, "model");
         };
         if id.trim().is_empty() {
-            return Err(SdkError::config("model must not be empty"));
+            return Err(SdkError::config("model must not be empty").at("model"));
         }
         let fields = endpoint.fields();
         let provider_field = endpoint.provider_field();
@@ -160,7 +173,7 @@ impl ModelChoice {
             if options.get("provider").is_none() {
                 return Err(SdkError::config(
                     "provider is required: pass { type: 'openai-compatible', apiKey, baseUrl } (or 'openai', 'anthropic', 'deepseek', 'azure-openai', 'gemini')",
-                ));
+                ).at("provider"));
             }
             if fields.get(provider_field).is_none() {
                 return Err(fields.error(
@@ -178,7 +191,8 @@ impl ModelChoice {
                     fields.field("baseURL"),
                     display_url(&a),
                     display_url(&b)
-                )))
+                ))
+                .at(&fields.field("baseUrl")))
             }
             (a, b) => a.or(b),
         };
@@ -202,6 +216,17 @@ impl ModelChoice {
         if let Some(url) = &base_url {
             check_http_url(url, &field)?;
         }
+        // No baseUrl: the provider's variable, when set (an empty one counts as unset).
+        let base_url = match (base_url, provider.base_url_variable()) {
+            (None, Some(variable)) => match env.get(variable).filter(|url| !url.is_empty()) {
+                Some(url) => {
+                    check_http_url(url, variable)?;
+                    Some(url.clone())
+                }
+                None => None,
+            },
+            (base_url, _) => base_url,
+        };
         let api_key = fields
             .secret("apiKey")?
             .or_else(|| env.get(provider.key_variable()).cloned())
@@ -221,7 +246,8 @@ impl ModelChoice {
                 provider_text.as_deref().unwrap_or("openai"),
                 fields.field("apiKey"),
                 provider.key_variable()
-            )));
+            ))
+            .at(&fields.field("apiKey")));
         }
         let mut settings = http_settings(connection)?;
         let base_url = match (provider, base_url) {
@@ -256,8 +282,8 @@ impl ModelChoice {
         match self.with_id(id) {
             None => Err(SdkError::config(format!(
                 "{path} is a model id, which needs the agent's own model to be a model id too (it is scriptedModel(...)); give the sub-agent scriptedModel(...)"
-            ))),
-            Some(_) if id.trim().is_empty() => Err(SdkError::config(format!("{path} must not be empty"))),
+            )).at(&path)),
+            Some(_) if id.trim().is_empty() => Err(SdkError::config(format!("{path} must not be empty")).at(&path)),
             Some(choice) => Ok(choice),
         }
     }
@@ -343,7 +369,8 @@ fn scripted(value: &Value, path: &str) -> Result<ModelChoice> {
         other => Err(SdkError::config(format!(
             "{path} must be a model id string or scriptedModel(...) (got {})",
             describe(other)
-        ))),
+        ))
+        .at(&path)),
     }
 }
 
@@ -372,13 +399,15 @@ fn gemini_url(base_url: String) -> String {
 fn check_http_url(url: &str, field: &str) -> Result<()> {
     // Shown without user-info and query: they may hold a key.
     let shown = display_url(url);
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|error| SdkError::config(format!("{field} must be an http(s) URL (\"{shown}\": {error})")))?;
+    let parsed = reqwest::Url::parse(url).map_err(|error| {
+        SdkError::config(format!("{field} must be an http(s) URL (\"{shown}\": {error})")).at(&field)
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(SdkError::config(format!(
             "{field} must be an http(s) URL (\"{shown}\" uses {})",
             parsed.scheme()
-        )));
+        ))
+        .at(&field));
     }
     Ok(())
 }
@@ -400,13 +429,14 @@ fn http_settings(connection: &OptionsObject) -> Result<HttpSettings> {
                     return Err(SdkError::config(format!(
                         "{} has \"{name}\", which is not a valid header name",
                         headers.path()
-                    )));
+                    ))
+                    .at(&headers.path()));
                 }
                 if reqwest::header::HeaderValue::from_str(&text).is_err() {
-                    return Err(SdkError::config(format!(
-                        "{} is not a valid header value",
-                        headers.field(name)
-                    )));
+                    return Err(
+                        SdkError::config(format!("{} is not a valid header value", headers.field(name)))
+                            .at(&headers.field(name)),
+                    );
                 }
                 pairs.push((name.clone(), text));
             }

@@ -135,7 +135,8 @@ pub fn parse_turn(value: &Value, path: &str) -> Result<ScriptedTurn> {
         return Err(SdkError::config(format!(
             "{what} must be an object like {{ text, toolCalls }} (got {})",
             describe(value)
-        )));
+        ))
+        .at(&what));
     };
     let turn = OptionsObject::new(object, path);
     for key in object.keys() {
@@ -179,7 +180,8 @@ fn parse_call(value: &Value, path: &str) -> Result<ToolCallRequest> {
         return Err(SdkError::config(format!(
             "{path} must be an object like {{ name, input }} (got {})",
             describe(value)
-        )));
+        ))
+        .at(&path));
     };
     let call = OptionsObject::new(object, path);
     let name = call
@@ -214,10 +216,7 @@ pub fn parse_turns(value: &Value, path: &str) -> Result<Vec<ScriptedTurn>> {
             .enumerate()
             .map(|(index, turn)| parse_turn(turn, &format!("{path}[{index}]")))
             .collect(),
-        other => Err(SdkError::config(format!(
-            "{path} must be an array of turns (got {})",
-            describe(other)
-        ))),
+        other => Err(SdkError::config(format!("{path} must be an array of turns (got {})", describe(other))).at(&path)),
     }
 }
 

@@ -23,7 +23,8 @@ impl StoreConfig {
             if store.get("sqlite").is_some() && store.get("postgres").is_some() {
                 return Err(SdkError::config(
                     "advanced.store takes one database: { sqlite: path } or { postgres: url }, not both",
-                ));
+                )
+                .at("advanced.store"));
             }
             if let Some(url) = store.secret("postgres")? {
                 if url.trim().is_empty() {
@@ -39,7 +40,8 @@ impl StoreConfig {
                 }
                 None => Err(SdkError::config(
                     "advanced.store must name its database: { sqlite: path } or { postgres: url }",
-                )),
+                )
+                .at("advanced.store")),
             };
         }
         let persist = match advanced.get("persistSession") {

@@ -67,7 +67,8 @@ impl ModelTurn {
                     } else {
                         offered.join(", ")
                     }
-                )));
+                ))
+                .at("toolChoice"));
             }
         }
         let request = ModelRequest {

@@ -596,7 +596,7 @@ impl Call<'_> {
                 self.site.agent.host.call(call),
                 &timeout,
                 self.site.caller,
-                Owner::Permission,
+                (Owner::Permission, "the permission function".into()),
             )
             .await
         {

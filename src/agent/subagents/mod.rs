@@ -71,9 +71,9 @@ impl Subagents {
         for (name, entry) in entries {
             let path = format!("advanced.agents.{name}");
             if name.trim().is_empty() {
-                return Err(SdkError::config(
-                    "advanced.agents has an empty name; name each sub-agent",
-                ));
+                return Err(
+                    SdkError::config("advanced.agents has an empty name; name each sub-agent").at("advanced.agents"),
+                );
             }
             let options = OptionsObject::of(entry, &path, "an object like { description, systemPrompt? }")?;
             // Blade's `AgentDefinition` repeats the key as `name`; the key stays the sub-agent's id.
@@ -92,13 +92,17 @@ impl Subagents {
                 if given != *name {
                     return Err(SdkError::config(format!(
                         "{path}.name is \"{given}\" but its key is \"{name}\": give both the same name"
-                    )));
+                    ))
+                    .at(&format!("{path}.name")));
                 }
             }
             let description = options
                 .string("description")?
                 .filter(|text| !text.trim().is_empty())
-                .ok_or_else(|| SdkError::config(format!("{path}.description must be a non-empty string")))?;
+                .ok_or_else(|| {
+                    SdkError::config(format!("{path}.description must be a non-empty string"))
+                        .at(&format!("{path}.description"))
+                })?;
             let allowed_tools = match options.get("allowedTools") {
                 None => None,
                 Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
