@@ -64,8 +64,6 @@ export declare class ConfigError extends SdkError {
 }
 export declare class AbortError extends SdkError {
   constructor(message?: string, options?: { cause?: unknown })
-  /** What `abort(reason)` or the signal was given, when it was not an error (a string, say). */
-  reason?: unknown
 }
 export declare class CriticalHookDeliveryError extends SdkError {
   constructor(hookId: string, cause?: unknown)

@@ -108,7 +108,7 @@ describe('secrets', () => {
         },
       })
       expect(failed.code).toBe(0)
-      expect(failed.stdout).toMatch(/\nspans could not be exported: /)
+      expect(failed.stdout).toMatch(/\nspans could not be exported to http:\/\/127\.0\.0\.1:\d+\/v1\/traces: /)
       expect(failed.stdout + failed.stderr).not.toContain('MARK')
       // Refused outright: stderr names the variable, not the secrets.
       const refused = await runScript(script, { env: { OPTIONS: options, OTEL_EXPORTER_OTLP_ENDPOINT: `grpc://otel:MARK-x@collector:4317?key=MARK-y` } })

@@ -4,7 +4,7 @@
 // arguments are checked in Rust; what is checked here cannot cross as JSON (a signal) or must
 // be a string before it can be passed at all.
 
-const { AbortError, abortReason, invalidInput, messageOf } = require('./errors.js')
+const { AbortError, invalidInput, messageOf } = require('./errors.js')
 const { AgentResponse } = require('./response.js')
 const { withToolSchemas } = require('./schemas.js')
 const {
@@ -94,7 +94,7 @@ class Agent {
     if (options !== undefined && options !== null && typeof options !== 'object') throw invalidInput(`${what} options must be an object (got ${typeof options})`)
     const { signal, maxTurns, toolChoice } = options ?? {}
     if (signal !== undefined && !isSignal(signal)) throw invalidInput(`options.signal must be an AbortSignal (got ${signal === null ? 'null' : typeof signal})`)
-    if (signal?.aborted) throw abortReason(signal.reason)
+    signal?.throwIfAborted()
     const controller = new AbortController()
     const scopeId = this.#scopes.newId()
     const scope = new Scope(controller.signal)
@@ -112,7 +112,7 @@ class Agent {
         controller.abort(reason)
       },
     }
-    const onCallerAbort = () => active.abort(abortReason(signal.reason))
+    const onCallerAbort = () => active.abort(signal.reason)
     signal?.addEventListener('abort', onCallerAbort, { once: true })
     this.#active = active
     const release = () => {
@@ -140,7 +140,7 @@ class Agent {
   }
 
   abort(reason) {
-    this.#active?.abort(abortReason(reason))
+    this.#active?.abort(reason === undefined ? new AbortError() : reason)
   }
 
   /** Blade's: `[{ id: 'default', name: <model>, provider: <provider> }]`. */

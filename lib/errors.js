@@ -53,18 +53,6 @@ class CriticalHookDeliveryError extends SdkError {
   }
 }
 
-/**
- * What a run rejects with when aborted with `reason`: an error as it is (any realm's), anything
- * else (a string, a number) as an `AbortError` whose message says it and whose `reason` holds it.
- */
-function abortReason(reason) {
-  if (reason === undefined) return new AbortError()
-  if (reason instanceof Error || (reason !== null && typeof reason === 'object' && typeof reason.message === 'string' && typeof reason.name === 'string')) return reason
-  const error = new AbortError(messageOf(reason))
-  error.reason = reason
-  return error
-}
-
 const ERROR_CLASSES = { CONFIG_ERROR: ConfigError, ABORT: AbortError }
 
 const invalidInput = (message) => new SdkError('INVALID_INPUT', message)
@@ -110,6 +98,5 @@ module.exports = {
   invalidInput,
   internalError,
   messageOf,
-  abortReason,
   toError,
 }

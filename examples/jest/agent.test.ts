@@ -52,7 +52,7 @@ test("an abort rejects with the package's AbortError, in jest's realm too", asyn
   const agent = await createAgent({ model: scriptedModel([{ toolCalls: [{ name: 'wait', input: {} }] }]), tools: [wait] })
   const res = await agent.send('go')
   await running
-  agent.abort('user pressed stop')
+  agent.abort(new AbortError('user pressed stop'))
   await expect(res.text()).rejects.toBeInstanceOf(AbortError)
   await expect(res.text()).rejects.toThrow('user pressed stop')
   await agent.close()
