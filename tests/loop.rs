@@ -207,7 +207,7 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
     assert_eq!(
         (refused.code, refused.message),
         (
-            ErrorCode::Plain,
+            ErrorCode::CleanupPending,
             format!("Session runtime {} still has a tool execution cleaning up", session.id)
         )
     );

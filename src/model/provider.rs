@@ -478,8 +478,9 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_binding_reads_every_providers_key_variable_and_no_other() {
+    fn the_binding_reads_every_providers_key_and_base_url_variable_and_no_other() {
         let mut variables: Vec<&str> = Provider::ALL.map(Provider::key_variable).to_vec();
+        variables.extend(Provider::ALL.into_iter().filter_map(Provider::base_url_variable));
         variables.sort();
         variables.dedup();
         let mut expected = ENV_VARS.to_vec();
