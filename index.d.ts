@@ -610,11 +610,17 @@ export interface AgentAdvancedOptions {
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Stdio (`command`) or streamable HTTP (`url`). A server's name is letters, digits, `_` and `-`, without `__` and not starting or ending with `_`. */
   mcpServers?: Record<string, McpServerConfig> | undefined
   /**
-   * The built-in tools (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput; see
+   * The built-in tools (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput, WebFetch,
+   * NotebookEdit; see
    * docs/builtins.md). Default: on for a session and for an agent with `filesystem` or
    * `profile: 'local'`, off otherwise. Narrowed by `allowedTools` / `disallowedTools`.
    */
   builtinTools?: boolean | undefined
+  /**
+   * Where the built-in WebFetch may go (Blade's `WebFetchSecurityPolicy`). By default: any public
+   * http(s) host; never `localhost`, `*.local` or a private, loopback or link-local address.
+   */
+  webFetch?: WebFetchOptions | undefined
   // Blade options accepted for compatibility and not built here: each is warned about once
   // per process (`ARH_UNSUPPORTED_OPTION`) and ignored.
   sessionRepository?: unknown
@@ -632,11 +638,22 @@ export interface AgentAdvancedOptions {
   executionLease?: unknown
   outputFormat?: unknown
   memoryManager?: unknown
-  webFetch?: unknown
   providerRegistry?: unknown
   subagent?: unknown
   permissions?: unknown
   toolSourcePolicy?: unknown
+}
+
+/** `webFetch`: the built-in WebFetch's network boundary (docs/builtins.md, docs/security.md). */
+export interface WebFetchOptions {
+  /** Only these hosts: exact names or addresses, or `*.example.com` (its subdomains, not itself). */
+  allowedHosts?: readonly string[]
+  /** Never these hosts (same patterns); checked before `allowedHosts`. */
+  blockedHosts?: readonly string[]
+  /** Let WebFetch reach `localhost`, `*.local` and private, loopback or link-local addresses. Default false. */
+  allowPrivateNetwork?: boolean
+  /** Bytes of a response body kept (the rest is not read; the answer says `body_truncated`). Default 5242880, at most 268435456. */
+  maxResponseBytes?: number
 }
 
 /** What both `createAgent`'s options and Blade's `SessionOptions` hold at the top, meaning the same. */
@@ -1060,7 +1077,7 @@ export declare function resumeAgent(options: AgentOptions & { sessionId: string 
 export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
 export declare function prompt(message: UserMessageContent, options: SessionOptions): Promise<PromptResult>
 /** The built-in tools' names. */
-export type BuiltinToolName = 'Read' | 'Write' | 'Edit' | 'Glob' | 'Grep' | 'Bash' | 'KillShell' | 'TaskOutput'
+export type BuiltinToolName = 'Read' | 'Write' | 'Edit' | 'Glob' | 'Grep' | 'Bash' | 'KillShell' | 'TaskOutput' | 'WebFetch' | 'NotebookEdit'
 /** One of `getBuiltinTools()`: a tool that runs in Rust, for `tools: [...]`. */
 export interface BuiltinTool {
   readonly name: BuiltinToolName

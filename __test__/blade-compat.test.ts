@@ -1064,7 +1064,6 @@ const IGNORED_BLADE_KEYS: Record<string, string> = {
   sandbox: `{ enabled: false }`,
   middleware: `[]`,
   memoryManager: `{ async load() { return [] }, async save() {} }`,
-  webFetch: `{ enabled: false }`,
   providerRegistry: `{}`,
   tokenBudget: `{ maxTotalTokens: 100000 }`,
   providerOptions: `{}`,
@@ -1102,6 +1101,16 @@ describe('options (SPEC §10)', () => {
     expect(out.error).toBeUndefined()
     expect(out.created).toBe(2)
     expect(unsupportedWarnings(out.warnings)).toEqual([])
+  })
+
+  it('webFetch (built since the WebFetch tool) raises no warning; a wrong one is a ConfigError naming the field', async () => {
+    const out = await optionsInChild(`{ webFetch: { allowedHosts: ['*.example.com'], blockedHosts: ['bad.example.com'], allowPrivateNetwork: false } }`)
+    expect(out.error).toBeUndefined()
+    expect(out.created).toBe(2)
+    expect(unsupportedWarnings(out.warnings)).toEqual([])
+    const wrong = await optionsInChild(`{ webFetch: { enabled: false } }`)
+    expect(wrong.error?.name).toBe('ConfigError')
+    expect(wrong.error?.message).toContain('advanced.webFetch.enabled is not a known option')
   })
 
   it('mcpServers (built since MCP tools: SPEC 8.6) raises no warning', async () => {

@@ -10,7 +10,7 @@ use super::compaction::Compaction;
 use super::permission::{Form, Permission, Preset};
 use super::subagents::{Subagents, TASK_TOOL};
 use super::tools::{Runner, SideEffect, ToolKind, ToolSpec};
-use crate::builtins::Builtin;
+use crate::builtins::{Builtin, WebPolicy};
 use crate::error::{Result, SdkError};
 use crate::hooks::registry::Registry;
 use crate::host::{Callable, Host};
@@ -45,7 +45,6 @@ const UNSUPPORTED_ADVANCED: &[&str] = &[
     "executionLease",
     "outputFormat",
     "memoryManager",
-    "webFetch",
     "providerRegistry",
     "subagent",
     "permissions",
@@ -103,6 +102,8 @@ pub struct AgentConfig {
     pub mcp_servers: Vec<mcp::ServerConfig>,
     /// `allowedTools` / `disallowedTools`, which MCP tools obey too once listed.
     pub tool_filter: ToolFilter,
+    /// `advanced.webFetch`: where the built-in WebFetch may go.
+    pub web_fetch: WebPolicy,
 }
 
 /// Blade's `advanced.confirmationHandler` (its `requestConfirmation` method) or
@@ -193,6 +194,7 @@ const ADVANCED_KEYS: &[&str] = &[
     "mcpServers",
     "leaseTtlMs",
     "builtinTools",
+    "webFetch",
 ];
 
 /// `SessionOptions`' own top-level keys (`provider` an object); its others are `advanced`'s.
@@ -297,6 +299,7 @@ impl AgentConfig {
             confirmation: read_confirmation(&advanced)?,
             unsupported,
             mcp_servers: mcp::read(&advanced)?,
+            web_fetch: WebPolicy::read(&advanced)?,
             tool_filter,
             approval_secret: match advanced.get("approvalSecret") {
                 None => None,
@@ -896,7 +899,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, maxSubagentCalls, mcpServers, leaseTtlMs, builtinTools)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, maxSubagentCalls, mcpServers, leaseTtlMs, builtinTools, webFetch)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

@@ -96,13 +96,14 @@ impl Agent {
         if config.mcp_servers.is_empty() {
             let _ = tools.set(Toolset::of(config.tools.clone(), None, &config));
         }
+        let builtins = Arc::new(builtins::State::with_web_policy(config.web_fetch.clone()));
         Agent {
             id: id.unwrap_or_else(ids::uuid),
             config,
             host,
             dispatcher,
             tools,
-            builtins: Arc::default(),
+            builtins,
         }
     }
 

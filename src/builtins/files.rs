@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use super::{Answer, Builtin, Call};
 
 pub(crate) use seen::ReadFiles;
+pub(crate) use write::replace_file;
 
 /// The largest result a whole-file Read returns (Blade's `maxResultSizeChars`).
 const MAX_RESULT_CHARS: usize = 500_000;

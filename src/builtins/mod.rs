@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 pub use paths::NO_FILESYSTEM;
+pub use web::WebPolicy;
 
 /// What a built-in call answers: the text the model is sent, and whether it is an error
 /// (`tool_result.isError`). A tool-level failure is the tool's own text, as Blade sends it.
@@ -93,14 +94,23 @@ pub struct Call<'a> {
 }
 
 /// What a session's built-ins keep between calls: the files Read (Write and Edit of an existing
-/// file need one) and the background shells.
+/// file need one) and the background shells; and where WebFetch may go (the `webFetch` option).
 #[derive(Default)]
 pub struct State {
     pub(crate) read: files::ReadFiles,
     pub(crate) shells: shell::Shells,
+    pub(crate) web: WebPolicy,
 }
 
 impl State {
+    /// A session's state, WebFetch held to `web`.
+    pub fn with_web_policy(web: WebPolicy) -> State {
+        State {
+            web,
+            ..State::default()
+        }
+    }
+
     /// Kills every background shell's process group (the session closes).
     pub async fn close(&self) {
         self.shells.kill_all().await;
@@ -128,7 +138,7 @@ pub enum Builtin {
 
 impl Builtin {
     /// The tools sessions offer (a tool joins when it is built).
-    pub const ALL: [Builtin; 8] = [
+    pub const ALL: [Builtin; 10] = [
         Builtin::Read,
         Builtin::Write,
         Builtin::Edit,
@@ -137,6 +147,8 @@ impl Builtin {
         Builtin::Bash,
         Builtin::KillShell,
         Builtin::TaskOutput,
+        Builtin::WebFetch,
+        Builtin::NotebookEdit,
     ];
 
     pub fn parse(name: &str) -> Option<Builtin> {

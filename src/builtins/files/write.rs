@@ -103,7 +103,7 @@ static TEMPORARY: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces `path` with `bytes` atomically and answers what the file holds now. `operation`
 /// (`File write`, `File edit`) starts the failure texts. A cancel is honoured up to the rename.
-pub(super) fn replace_file(
+pub(crate) fn replace_file(
     path: &Path,
     bytes: &[u8],
     create_directories: bool,
