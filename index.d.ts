@@ -647,13 +647,13 @@ export interface AgentAdvancedOptions {
 /** `webFetch`: the built-in WebFetch's network boundary (docs/builtins.md, docs/security.md). */
 export interface WebFetchOptions {
   /** Only these hosts: exact names or addresses, or `*.example.com` (its subdomains, not itself). */
-  allowedHosts?: readonly string[]
+  allowedHosts?: readonly string[] | undefined
   /** Never these hosts (same patterns); checked before `allowedHosts`. */
-  blockedHosts?: readonly string[]
+  blockedHosts?: readonly string[] | undefined
   /** Let WebFetch reach `localhost`, `*.local` and private, loopback or link-local addresses. Default false. */
-  allowPrivateNetwork?: boolean
+  allowPrivateNetwork?: boolean | undefined
   /** Bytes of a response body kept (the rest is not read; the answer says `body_truncated`). Default 5242880, at most 268435456. */
-  maxResponseBytes?: number
+  maxResponseBytes?: number | undefined
 }
 
 /** What both `createAgent`'s options and Blade's `SessionOptions` hold at the top, meaning the same. */
