@@ -5,7 +5,7 @@
 
 mod layout;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -95,7 +95,7 @@ pub(crate) async fn notebook_edit(input: &Map<String, Value>, call: &Call<'_>) -
 }
 
 /// Reads, edits and rewrites the notebook; answers what was done (`replaced`, …).
-fn edit_file(path: &PathBuf, edit: &Edit, cancel: &CancellationToken) -> Result<&'static str, Answer> {
+fn edit_file(path: &Path, edit: &Edit, cancel: &CancellationToken) -> Result<&'static str, Answer> {
     if cancel.is_cancelled() {
         return Err(Answer::error("Notebook edit aborted"));
     }
