@@ -445,8 +445,21 @@ export interface CompactionOptions {
   timeoutMs?: number
 }
 
-/** What Blade's confirmation handler is asked when a permission says `'ask'`. */
+/** One question of AskUserQuestion, as the model asked it. */
+export interface UserQuestion {
+  question: string
+  /** At most 12 characters; the key of its answer in `answers`. */
+  header: string
+  multiSelect: boolean
+  options: Array<{ label: string; description: string }>
+}
+/**
+ * What Blade's confirmation handler is asked: when a permission says `'ask'` (no `type`), and
+ * by the built-ins that talk to the person: `'enterPlanMode'`, `'exitPlanMode'` (with the
+ * plan in `planContent`) and `'askUserQuestion'` (with `questions`).
+ */
 export interface ConfirmationRequest {
+  type?: 'enterPlanMode' | 'exitPlanMode' | 'askUserQuestion'
   toolName: string
   args: JsonObject
   title: string
@@ -455,12 +468,22 @@ export interface ConfirmationRequest {
   abortSignal: AbortSignal
   kind: ToolKind
   affectedFiles: string[]
+  details?: string
+  planContent?: string
+  questions?: UserQuestion[]
 }
 export interface ConfirmationResult {
+  /** For AskUserQuestion, `false` is the person cancelling. */
   approved: boolean
   reason?: string
   /** `'session'`: the same tool with the same arguments is approved for the rest of the session. */
   scope?: 'once' | 'session'
+  /** ExitPlanMode approved: the mode the session goes on in (default: the one before plan mode). */
+  targetMode?: PermissionMode
+  /** ExitPlanMode rejected: what the model is told. */
+  feedback?: string
+  /** AskUserQuestion: the answer to each question by its `header`, a label or several. */
+  answers?: Record<string, string | string[]>
 }
 export interface ConfirmationHandler {
   requestConfirmation(request: ConfirmationRequest): ConfirmationResult | Promise<ConfirmationResult>
@@ -525,7 +548,7 @@ export interface AgentAdvancedOptions {
   sessionEndHookTimeoutMs?: number
   /** Who may run which tool; without it every tool runs. */
   permission?: AgentPermission
-  /** Answers a permission's `'ask'`; without it an `'ask'` denies (it never auto-approves). */
+  /** Answers a permission's `'ask'` (without it an `'ask'` denies: it never auto-approves), AskUserQuestion and the plan-mode confirmations. */
   confirmationHandler?: ConfirmationHandler
   /** Makes the session's confirmation handler, on its first `'ask'`. */
   confirmationHandlerFactory?: (sessionId: string) => ConfirmationHandler | Promise<ConfirmationHandler>
@@ -575,8 +598,8 @@ export interface AgentAdvancedOptions {
   /** MCP servers whose tools are offered as `mcp__<server>__<tool>`; started by `createAgent`, stopped by `close()`. Stdio (`command`) or streamable HTTP (`url`). A server's name is letters, digits, `_` and `-`, without `__` and not starting or ending with `_`. */
   mcpServers?: Record<string, McpServerConfig>
   /**
-   * The built-in tools (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput; see
-   * docs/builtins.md). Default: on for a session and for an agent with `filesystem` or
+   * The built-in tools (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput, TodoWrite,
+   * EnterPlanMode, ExitPlanMode, AskUserQuestion; see docs/builtins.md). Default: on for a session and for an agent with `filesystem` or
    * `profile: 'local'`, off otherwise. Narrowed by `allowedTools` / `disallowedTools`.
    */
   builtinTools?: boolean
@@ -1025,7 +1048,19 @@ export declare function resumeAgent(options: AgentOptions & { sessionId: string 
 export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
 export declare function prompt(message: UserMessageContent, options: SessionOptions): Promise<PromptResult>
 /** The built-in tools' names. */
-export type BuiltinToolName = 'Read' | 'Write' | 'Edit' | 'Glob' | 'Grep' | 'Bash' | 'KillShell' | 'TaskOutput'
+export type BuiltinToolName =
+  | 'Read'
+  | 'Write'
+  | 'Edit'
+  | 'Glob'
+  | 'Grep'
+  | 'Bash'
+  | 'KillShell'
+  | 'TaskOutput'
+  | 'TodoWrite'
+  | 'EnterPlanMode'
+  | 'ExitPlanMode'
+  | 'AskUserQuestion'
 /** One of `getBuiltinTools()`: a tool that runs in Rust, for `tools: [...]`. */
 export interface BuiltinTool {
   readonly name: BuiltinToolName

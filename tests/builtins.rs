@@ -23,7 +23,7 @@ fn offered(options: Value, shape: Shape) -> Vec<String> {
     config.tools.iter().map(|tool| tool.schema.name.clone()).collect()
 }
 
-const ALL: [&str; 8] = [
+const ALL: [&str; 12] = [
     "Read",
     "Write",
     "Edit",
@@ -32,6 +32,10 @@ const ALL: [&str; 8] = [
     "Bash",
     "KillShell",
     "TaskOutput",
+    "TodoWrite",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "AskUserQuestion",
 ];
 
 #[test]
