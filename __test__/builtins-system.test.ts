@@ -221,7 +221,7 @@ describe('AskUserQuestion', () => {
   })
 
   it('cancelled, without a handler, and with a handler that throws: Blade’s texts', async () => {
-    const cancelled = await agentWith(asking(), handler(() => ({ approved: false })))
+    const cancelled = await agentWith(asking(), { confirmationHandler: handler(() => ({ approved: false })).confirmationHandler })
     await (await cancelled.agent.send('ask')).result()
     expect(cancelled.toolMessages()).toEqual([CANCELLED])
 

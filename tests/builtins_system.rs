@@ -98,7 +98,11 @@ async fn plan_mode_outlives_the_run_that_entered_it_until_set_permission_mode() 
     assert_eq!(outputs(&result(&second).tool_calls), [("Write", PLAN_DENIAL, true)]);
     session.set_permission_mode(&json!("yolo")).unwrap();
     let third = run(&session, "write again").await;
-    assert!(!result(&third).tool_calls[0].is_error, "{}", result(&third).tool_calls[0].output);
+    assert!(
+        !result(&third).tool_calls[0].is_error,
+        "{}",
+        result(&third).tool_calls[0].output
+    );
     assert!(dir.path().join("b.txt").exists() && !dir.path().join("a.txt").exists());
 }
 
@@ -131,16 +135,25 @@ async fn the_handler_is_asked_with_blades_request_and_approves_entering() {
     );
     let events = run(&session, "go").await;
     let records = &result(&events).tool_calls;
-    assert!(records[0].output.starts_with("✅ User approved entering Plan mode.\n\nYou are now in PLAN MODE."));
+    assert!(records[0]
+        .output
+        .starts_with("✅ User approved entering Plan mode.\n\nYou are now in PLAN MODE."));
     assert_eq!(records[1].output, PLAN_DENIAL);
     let asked = host.calls_of(5);
-    assert_eq!(asked.len(), 1, "only EnterPlanMode asks; the Write is refused by plan mode");
+    assert_eq!(
+        asked.len(),
+        1,
+        "only EnterPlanMode asks; the Write is refused by plan mode"
+    );
     let request = &asked[0].args.values()[0];
     assert_eq!(request["type"], "enterPlanMode");
     assert_eq!(request["toolName"], "EnterPlanMode");
     assert_eq!(request["kind"], "readonly");
     assert_eq!(request["args"], json!({}));
-    assert_eq!(request["details"], "Plan mode enables systematic research before implementation");
+    assert_eq!(
+        request["details"],
+        "Plan mode enables systematic research before implementation"
+    );
     assert!(request["message"]
         .as_str()
         .unwrap()
@@ -187,7 +200,10 @@ async fn an_approved_plan_goes_on_in_the_target_mode() {
     let asked = host.calls_of(5);
     assert_eq!(asked.len(), 1);
     let request = &asked[0].args.values()[0];
-    assert_eq!((request["type"].as_str(), request["planContent"].as_str()), (Some("exitPlanMode"), Some("1. Write a.txt")));
+    assert_eq!(
+        (request["type"].as_str(), request["planContent"].as_str()),
+        (Some("exitPlanMode"), Some("1. Write a.txt"))
+    );
 }
 
 #[tokio::test]
@@ -206,7 +222,12 @@ async fn a_rejected_plan_ends_the_run_and_keeps_plan_mode() {
 }
 
 /// A session whose handler approves EnterPlanMode and rejects ExitPlanMode with feedback.
-fn session_with_rejection(dir: &Path) -> (std::sync::Arc<agent_runtime_hooks::agent::Session>, std::sync::Arc<FakeHost>) {
+fn session_with_rejection(
+    dir: &Path,
+) -> (
+    std::sync::Arc<agent_runtime_hooks::agent::Session>,
+    std::sync::Arc<FakeHost>,
+) {
     let turns = json!([
         call("enter", "EnterPlanMode", json!({})),
         call("exit", "ExitPlanMode", json!({"plan": "1. Write a.txt"})),
@@ -253,7 +274,10 @@ async fn ask_user_question_answered_cancelled_and_with_nobody() {
         handler(),
     )
     .await;
-    assert_eq!((answered.output.as_str(), answered.is_error), ("User answers:\nFramework: React", false));
+    assert_eq!(
+        (answered.output.as_str(), answered.is_error),
+        ("User answers:\nFramework: React", false)
+    );
     let request = &host.calls_of(5)[0].args.values()[0];
     assert_eq!(request["type"], "askUserQuestion");
     assert_eq!(request["message"], "Please answer the following questions:");
@@ -297,7 +321,10 @@ async fn todo_write_keeps_the_list_for_the_session_and_reports_progress() {
     let first = run(&session, "plan").await;
     let listed: Value = serde_json::from_str(&result(&first).tool_calls[0].output).unwrap();
     assert_eq!(listed["todos"][0]["content"], "Build");
-    assert_eq!(listed["stats"], json!({"total": 2, "completed": 0, "inProgress": 1, "pending": 1}));
+    assert_eq!(
+        listed["stats"],
+        json!({"total": 2, "completed": 0, "inProgress": 1, "pending": 1})
+    );
     let progress: Vec<&Value> = first
         .iter()
         .filter_map(|event| match event {
@@ -315,7 +342,10 @@ async fn todo_write_keeps_the_list_for_the_session_and_reports_progress() {
     let second = run(&session, "go on").await;
     let updated: Value = serde_json::from_str(&result(&second).tool_calls[0].output).unwrap();
     let build = &updated["todos"][0];
-    assert_eq!((build["content"].as_str(), build["status"].as_str()), (Some("Build"), Some("completed")));
+    assert_eq!(
+        (build["content"].as_str(), build["status"].as_str()),
+        (Some("Build"), Some("completed"))
+    );
     // The same item as the first run's: same id and start time.
     assert_eq!(build["id"], listed["todos"][0]["id"]);
     assert_eq!(build["startedAt"], listed["todos"][0]["startedAt"]);

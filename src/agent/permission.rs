@@ -280,7 +280,10 @@ mod tests {
         ] {
             assert_eq!(cycle(start), start, "{start:?}");
             let planning = Permission::entering_plan(start);
-            assert_eq!(planning.handler(ToolKind::Write).unwrap_err(), Preset::Plan.decide(ToolKind::Write));
+            assert_eq!(
+                planning.handler(ToolKind::Write).unwrap_err(),
+                Preset::Plan.decide(ToolKind::Write)
+            );
             // Entering twice is entering once.
             assert_eq!(Permission::entering_plan(Some(planning)), planning);
         }
@@ -289,7 +292,10 @@ mod tests {
             Ok((Callable(3), Form::Request))
         );
         // A session that started in plan mode leaves into Blade's default.
-        assert_eq!(Permission::leaving_plan(preset(Preset::Plan), None), preset(Preset::Default));
+        assert_eq!(
+            Permission::leaving_plan(preset(Preset::Plan), None),
+            preset(Preset::Default)
+        );
         assert_eq!(
             Permission::leaving_plan(Some(Permission::PlanOver(None)), Some("autoEdit")),
             preset(Preset::AcceptEdits)
@@ -299,10 +305,16 @@ mod tests {
             Some(Permission::CanUseTool(Callable(3)))
         );
         // A target that names no mode is not one: back to what was in force.
-        assert_eq!(Permission::leaving_plan(Some(Permission::PlanOver(None)), Some("nonsense")), None);
+        assert_eq!(
+            Permission::leaving_plan(Some(Permission::PlanOver(None)), Some("nonsense")),
+            None
+        );
         // Outside plan mode nothing changes without a target.
         assert_eq!(Permission::leaving_plan(None, None), None);
-        assert_eq!(Permission::leaving_plan(preset(Preset::AcceptEdits), None), preset(Preset::AcceptEdits));
+        assert_eq!(
+            Permission::leaving_plan(preset(Preset::AcceptEdits), None),
+            preset(Preset::AcceptEdits)
+        );
     }
 
     #[test]

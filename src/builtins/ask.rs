@@ -117,7 +117,10 @@ fn read(input: &Map<String, Value>) -> Result<Vec<Value>, Answer> {
         got => Err(invalid(TOOL, field, Some(got), "an object")),
     };
     let text = |field: String, object: &Map<String, Value>, name: &str, max: Option<usize>| {
-        let what = max.map_or_else(|| "a string".to_string(), |max| format!("a string of at most {max} characters"));
+        let what = max.map_or_else(
+            || "a string".to_string(),
+            |max| format!("a string of at most {max} characters"),
+        );
         match object.get(name) {
             Some(Value::String(text)) if max.is_none_or(|max| text.chars().count() <= max) => Ok(json!(text)),
             got => Err(invalid(TOOL, &format!("{field}.{name}"), got, &what)),
@@ -204,11 +207,17 @@ mod tests {
     fn answers_are_sent_one_line_per_header() {
         let person = answering(json!({"approved": true, "answers": {"Framework": "React"}}));
         let answer = ask(&person, framework());
-        assert_eq!((answer.text.as_str(), answer.failed), ("User answers:\nFramework: React", false));
+        assert_eq!(
+            (answer.text.as_str(), answer.failed),
+            ("User answers:\nFramework: React", false)
+        );
         let asked = &person.asked.lock().unwrap()[0];
         assert_eq!(asked["type"], "askUserQuestion");
         assert_eq!(asked["message"], "Please answer the following questions:");
-        assert_eq!(Value::Array(vec![asked["questions"][0].clone()]), framework()["questions"]);
+        assert_eq!(
+            Value::Array(vec![asked["questions"][0].clone()]),
+            framework()["questions"]
+        );
         let several = ask(
             &answering(json!({"approved": true, "answers": {"Features": ["TypeScript", "ESLint"], "Style": "tabs"}})),
             framework(),
@@ -220,7 +229,9 @@ mod tests {
     fn a_cancel_no_answers_nobody_and_a_failure_say_so_in_blades_words() {
         assert_eq!(ask(&answering(json!({"approved": false})), framework()).text, CANCELLED);
         let empty = ask(&answering(json!({"approved": true, "answers": {}})), framework());
-        assert!(empty.text.starts_with("The question was approved but no answers were collected."));
+        assert!(empty
+            .text
+            .starts_with("The question was approved but no answers were collected."));
         assert!(!empty.failed);
         let nobody = ask(&Nobody, framework());
         assert_eq!((nobody.text.as_str(), nobody.failed), (NO_HANDLER, true));

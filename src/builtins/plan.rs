@@ -189,14 +189,23 @@ mod tests {
         let enter = |person: &dyn Person| futures::executor::block_on(enter_plan_mode(&talk(person)));
         let yes = answering(json!({"approved": true}));
         let answer = enter(&yes);
-        assert_eq!((answer.text.as_str(), answer.mode), (ENTER_APPROVED, Some(ModeChange::EnterPlan)));
+        assert_eq!(
+            (answer.text.as_str(), answer.mode),
+            (ENTER_APPROVED, Some(ModeChange::EnterPlan))
+        );
         let asked = &yes.asked.lock().unwrap()[0];
         assert_eq!(asked["type"], "enterPlanMode");
-        assert!(asked["message"].as_str().unwrap().ends_with("Do you want to enter Plan mode?"));
+        assert!(asked["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("Do you want to enter Plan mode?"));
         let no = enter(&answering(json!({"approved": false})));
         assert_eq!((no.text.as_str(), no.mode, no.failed), (ENTER_DECLINED, None, false));
         let nobody = enter(&crate::builtins::Nobody);
-        assert_eq!((nobody.text.as_str(), nobody.mode), (ENTER_UNCONFIRMED, Some(ModeChange::EnterPlan)));
+        assert_eq!(
+            (nobody.text.as_str(), nobody.mode),
+            (ENTER_UNCONFIRMED, Some(ModeChange::EnterPlan))
+        );
         let broken = Answering {
             reply: Reply::Failed("it threw".into()),
             asked: Mutex::default(),
@@ -235,7 +244,10 @@ mod tests {
 
     #[test]
     fn a_rejected_plan_stays_in_plan_mode_and_stops_the_run() {
-        let rejected = exit(&answering(json!({"approved": false, "feedback": "Use SQLite."})), json!({"plan": "p"}));
+        let rejected = exit(
+            &answering(json!({"approved": false, "feedback": "Use SQLite."})),
+            json!({"plan": "p"}),
+        );
         assert_eq!(
             rejected.text,
             "⚠️ Plan rejected by user. Awaiting user feedback.\n\nUse SQLite.\n\nThe agent has stopped and control is \
@@ -243,7 +255,11 @@ mod tests {
         );
         assert_eq!((rejected.mode, rejected.stop, rejected.failed), (None, true, false));
         let silent = exit(&answering(json!({"approved": false})), json!({"plan": "p"}));
-        assert!(silent.text.contains("\n\nNo specific feedback provided.\n\n"), "{}", silent.text);
+        assert!(
+            silent.text.contains("\n\nNo specific feedback provided.\n\n"),
+            "{}",
+            silent.text
+        );
     }
 
     #[test]
@@ -251,9 +267,16 @@ mod tests {
         let answer = exit(&crate::builtins::Nobody, json!({"plan": 3}));
         assert_eq!(
             (answer.text.as_str(), answer.failed, answer.mode),
-            ("Invalid input for ExitPlanMode: plan must be a string (got a number)", true, None)
+            (
+                "Invalid input for ExitPlanMode: plan must be a string (got a number)",
+                true,
+                None
+            )
         );
         let missing = exit(&crate::builtins::Nobody, json!({}));
-        assert_eq!(missing.text, "Invalid input for ExitPlanMode: plan must be a string (got nothing)");
+        assert_eq!(
+            missing.text,
+            "Invalid input for ExitPlanMode: plan must be a string (got nothing)"
+        );
     }
 }

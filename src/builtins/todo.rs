@@ -232,7 +232,14 @@ fn read(input: &Map<String, Value>) -> Result<Vec<Written<'_>>, Answer> {
                     Some(Value::String(text)) => choices.iter().find(|choice| **choice == text).copied(),
                     _ => None,
                 }
-                .ok_or_else(|| invalid(TOOL, &at(field), item.get(field), &format!("one of {}", choices.join(", "))))
+                .ok_or_else(|| {
+                    invalid(
+                        TOOL,
+                        &at(field),
+                        item.get(field),
+                        &format!("one of {}", choices.join(", ")),
+                    )
+                })
             };
             Ok(Written {
                 id: text("id", false)?,
@@ -278,18 +285,41 @@ mod tests {
         let progress = StdMutex::default();
         let answer = write(
             &state,
-            json!([item("Verify", "pending"), item("Write tests", "in_progress"), item("Plan", "completed")]),
+            json!([
+                item("Verify", "pending"),
+                item("Write tests", "in_progress"),
+                item("Plan", "completed")
+            ]),
             &progress,
         );
         assert!(!answer.failed, "{}", answer.text);
         let sent: Value = serde_json::from_str(&answer.text).unwrap();
-        let contents: Vec<&str> = sent["todos"].as_array().unwrap().iter().map(|t| t["content"].as_str().unwrap()).collect();
+        let contents: Vec<&str> = sent["todos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["content"].as_str().unwrap())
+            .collect();
         assert_eq!(contents, ["Plan", "Write tests", "Verify"]);
-        assert_eq!(sent["stats"], json!({"total": 3, "completed": 1, "inProgress": 1, "pending": 1}));
+        assert_eq!(
+            sent["stats"],
+            json!({"total": 3, "completed": 1, "inProgress": 1, "pending": 1})
+        );
         // Blade's item: its fields in Blade's order, times only for the states reached.
         let planned = sent["todos"][0].as_object().unwrap();
         let keys: Vec<&str> = planned.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["content", "status", "activeForm", "priority", "id", "createdAt", "completedAt"]);
+        assert_eq!(
+            keys,
+            [
+                "content",
+                "status",
+                "activeForm",
+                "priority",
+                "id",
+                "createdAt",
+                "completedAt"
+            ]
+        );
         assert_eq!(planned["priority"], "medium");
         assert!(sent["todos"][1]["startedAt"].is_string());
         assert!(sent["todos"][2].get("startedAt").is_none());
@@ -307,7 +337,8 @@ mod tests {
     fn an_item_named_again_keeps_its_id_and_times() {
         let state = State::default();
         let progress = StdMutex::default();
-        let first: Value = serde_json::from_str(&write(&state, json!([item("Build", "in_progress")]), &progress).text).unwrap();
+        let first: Value =
+            serde_json::from_str(&write(&state, json!([item("Build", "in_progress")]), &progress).text).unwrap();
         let first = &first["todos"][0];
         let second = write(
             &state,
@@ -340,7 +371,11 @@ mod tests {
         let state = State::default();
         let progress = StdMutex::default();
         write(&state, json!([item("A", "pending")]), &progress);
-        let answer = write(&state, json!([item("A", "in_progress"), item("B", "in_progress")]), &progress);
+        let answer = write(
+            &state,
+            json!([item("A", "in_progress"), item("B", "in_progress")]),
+            &progress,
+        );
         assert_eq!(
             (answer.text.as_str(), answer.failed),
             ("Update failed: 同时只能有一个任务处于 in_progress 状态", true)
