@@ -476,8 +476,21 @@ export interface CompactionOptions {
   timeoutMs?: number | undefined
 }
 
-/** What Blade's confirmation handler is asked when a permission says `'ask'`. */
+/** One question of AskUserQuestion, as the model asked it. */
+export interface UserQuestion {
+  question: string
+  /** At most 12 characters; the key of its answer in `answers`. */
+  header: string
+  multiSelect: boolean
+  options: Array<{ label: string; description: string }>
+}
+/**
+ * What Blade's confirmation handler is asked: when a permission says `'ask'` (no `type`), and
+ * by the built-ins that talk to the person: `'enterPlanMode'`, `'exitPlanMode'` (with the
+ * plan in `planContent`) and `'askUserQuestion'` (with `questions`).
+ */
 export interface ConfirmationRequest {
+  type?: 'enterPlanMode' | 'exitPlanMode' | 'askUserQuestion' | undefined
   toolName: string
   args: JsonObject
   title: string
@@ -486,12 +499,22 @@ export interface ConfirmationRequest {
   abortSignal: AbortSignal
   kind: ToolKind
   affectedFiles: string[]
+  details?: string | undefined
+  planContent?: string | undefined
+  questions?: UserQuestion[] | undefined
 }
 export interface ConfirmationResult {
+  /** For AskUserQuestion, `false` is the person cancelling. */
   approved: boolean
   reason?: string | undefined
   /** `'session'`: the same tool with the same arguments is approved for the rest of the session. */
   scope?: 'once' | 'session' | undefined
+  /** ExitPlanMode approved: the mode the session goes on in (default: the one before plan mode). */
+  targetMode?: PermissionMode | undefined
+  /** ExitPlanMode rejected: what the model is told. */
+  feedback?: string | undefined
+  /** AskUserQuestion: the answer to each question by its `header`, a label or several. */
+  answers?: Record<string, string | string[]> | undefined
 }
 export interface ConfirmationHandler {
   requestConfirmation(request: ConfirmationRequest): ConfirmationResult | Promise<ConfirmationResult>
@@ -556,7 +579,7 @@ export interface AgentAdvancedOptions {
   sessionEndHookTimeoutMs?: number | undefined
   /** Who may run which tool; without it every tool runs. */
   permission?: AgentPermission | undefined
-  /** Answers a permission's `'ask'`; without it an `'ask'` denies (it never auto-approves). */
+  /** Answers a permission's `'ask'` (without it an `'ask'` denies: it never auto-approves), AskUserQuestion and the plan-mode confirmations. */
   confirmationHandler?: ConfirmationHandler | undefined
   /** Makes the session's confirmation handler, on its first `'ask'`. */
   confirmationHandlerFactory?: ((sessionId: string) => ConfirmationHandler | Promise<ConfirmationHandler>) | undefined
@@ -611,8 +634,8 @@ export interface AgentAdvancedOptions {
   mcpServers?: Record<string, McpServerConfig> | undefined
   /**
    * The built-in tools (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput, WebFetch,
-   * NotebookEdit; see
-   * docs/builtins.md). Default: on for a session and for an agent with `filesystem` or
+   * NotebookEdit, TodoWrite, EnterPlanMode, ExitPlanMode, AskUserQuestion; see docs/builtins.md).
+   * Default: on for a session and for an agent with `filesystem` or
    * `profile: 'local'`, off otherwise. Narrowed by `allowedTools` / `disallowedTools`.
    */
   builtinTools?: boolean | undefined
@@ -1077,7 +1100,21 @@ export declare function resumeAgent(options: AgentOptions & { sessionId: string 
 export declare function prompt(message: UserMessageContent, options: AgentOptions): Promise<PromptResult>
 export declare function prompt(message: UserMessageContent, options: SessionOptions): Promise<PromptResult>
 /** The built-in tools' names. */
-export type BuiltinToolName = 'Read' | 'Write' | 'Edit' | 'Glob' | 'Grep' | 'Bash' | 'KillShell' | 'TaskOutput' | 'WebFetch' | 'NotebookEdit'
+export type BuiltinToolName =
+  | 'Read'
+  | 'Write'
+  | 'Edit'
+  | 'Glob'
+  | 'Grep'
+  | 'Bash'
+  | 'KillShell'
+  | 'TaskOutput'
+  | 'WebFetch'
+  | 'NotebookEdit'
+  | 'TodoWrite'
+  | 'EnterPlanMode'
+  | 'ExitPlanMode'
+  | 'AskUserQuestion'
 /** One of `getBuiltinTools()`: a tool that runs in Rust, for `tools: [...]`. */
 export interface BuiltinTool {
   readonly name: BuiltinToolName

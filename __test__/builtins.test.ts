@@ -1,4 +1,5 @@
-// The file, search and shell built-ins (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput), checked from
+// The built-in tools (Read, Write, Edit, Glob, Grep, Bash, KillShell, TaskOutput, WebFetch,
+// NotebookEdit; TodoWrite, the plan tools and AskUserQuestion in builtins-system.test.ts), checked from
 // the outside the way a Blade user would notice them: which tools the model is offered, what the
 // model is sent back for each call (the `tool` messages the loopback model server receives), what
 // is in the workspace afterwards and what the process table holds.
@@ -34,7 +35,7 @@ const server = useServer()
 
 const API_KEY = 'sk-builtins-test'
 const MODEL = 'builtins-model'
-const BUILTINS = ['Bash', 'Edit', 'Glob', 'Grep', 'KillShell', 'NotebookEdit', 'Read', 'TaskOutput', 'WebFetch', 'Write']
+const BUILTINS = ['AskUserQuestion', 'Bash', 'Edit', 'EnterPlanMode', 'ExitPlanMode', 'Glob', 'Grep', 'KillShell', 'NotebookEdit', 'Read', 'TaskOutput', 'TodoWrite', 'WebFetch', 'Write']
 const PLAN_DENIAL =
   'Tool execution aborted: Plan mode: modification tools are blocked; only read-only tools are allowed (Read/Glob/Grep/WebFetch/WebSearch/Task)'
 const NO_FILESYSTEM = 'No filesystem access in the current runtime context.'
@@ -250,7 +251,7 @@ describe('turning the built-in tools on and off', () => {
     expect(Object.keys(schemaOf('Grep').properties)).toEqual(expect.arrayContaining(['pattern', 'path', 'output_mode']))
   })
 
-  it('getBuiltinTools() (root and /local) gives the built-in tools with their kinds', () => {
+  it('getBuiltinTools() (root and /local) gives the tools with their kinds', () => {
     for (const tools of [getBuiltinTools(), local.getBuiltinTools()]) {
       expect(tools.map((tool) => tool.name).sort()).toEqual(BUILTINS)
       const kinds = Object.fromEntries(tools.map((tool) => [tool.name, tool.kind]))
@@ -259,6 +260,10 @@ describe('turning the built-in tools on and off', () => {
         Glob: 'readonly',
         Grep: 'readonly',
         TaskOutput: 'readonly',
+        TodoWrite: 'readonly',
+        EnterPlanMode: 'readonly',
+        ExitPlanMode: 'readonly',
+        AskUserQuestion: 'readonly',
         Write: 'write',
         Edit: 'write',
         Bash: 'execute',

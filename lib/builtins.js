@@ -1,6 +1,6 @@
 'use strict'
 // Blade's `getBuiltinTools()`: the built-in tools (Read, Write, Edit, Glob, Grep, Bash,
-// KillShell, TaskOutput, WebFetch, NotebookEdit), which run in Rust (src/builtins), as tool objects for `tools: [...]`.
+// KillShell, TaskOutput, WebFetch, NotebookEdit, TodoWrite, EnterPlanMode, ExitPlanMode, AskUserQuestion), which run in Rust (src/builtins), as tool objects for `tools: [...]`.
 // Each carries `builtin: <its name>`, which the options reader turns back into the Rust tool.
 
 const native = require('../binding.js')

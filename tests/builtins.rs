@@ -23,7 +23,7 @@ fn offered(options: Value, shape: Shape) -> Vec<String> {
     config.tools.iter().map(|tool| tool.schema.name.clone()).collect()
 }
 
-const ALL: [&str; 10] = [
+const ALL: [&str; 14] = [
     "Read",
     "Write",
     "Edit",
@@ -34,6 +34,10 @@ const ALL: [&str; 10] = [
     "TaskOutput",
     "WebFetch",
     "NotebookEdit",
+    "TodoWrite",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "AskUserQuestion",
 ];
 
 #[test]

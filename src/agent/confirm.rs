@@ -7,11 +7,13 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
 
+use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::config::Confirmation as Configured;
 use super::definition::Agent;
+use crate::builtins::{self, Person};
 use crate::hooks::dispatch::Caller;
 use crate::hooks::pending::Owner;
 use crate::hooks::HookEvent;
@@ -99,18 +101,40 @@ pub(crate) struct Confirmation<'a> {
 
 impl Confirmation<'_> {
     pub async fn ask(&self, request: &ConfirmationRequest<'_>) -> Answer {
-        let agent = self.agent;
         if self.approvals.approved(request.tool_name, request.args) {
             return Answer::Approved;
         }
+        match self.request(request).await {
+            Asked::Nobody => Answer::NoHandler,
+            Asked::Failed(message) => Answer::Failed(message),
+            Asked::Answered(answer) => {
+                let answer = Some(Value::Object(answer));
+                match read_answer(answer.as_ref()) {
+                    Ok((true, remember)) => {
+                        if remember {
+                            self.approvals.approve(request.tool_name, request.args);
+                        }
+                        Answer::Approved
+                    }
+                    Ok((false, _)) => Answer::Rejected(rejection(answer.as_ref())),
+                    Err(message) => Answer::Failed(message),
+                }
+            }
+        }
+    }
+
+    /// `requestConfirmation(request)` under `hookTimeoutMs`: its answer, an object whose
+    /// `approved` is a boolean.
+    async fn request(&self, request: &(impl Serialize + Sync)) -> Asked {
+        let agent = self.agent;
         let dispatcher = &agent.dispatcher;
         if dispatcher.pending().count(Owner::Permission) > 0 {
-            return Answer::Failed("A permission callback is still cleaning up".into());
+            return Asked::Failed("A permission callback is still cleaning up".into());
         }
         let method = match self.handler().await {
             Ok(Some(method)) => method,
-            Ok(None) => return Answer::NoHandler,
-            Err(message) => return Answer::Failed(message),
+            Ok(None) => return Asked::Nobody,
+            Err(message) => return Asked::Failed(message),
         };
         let timeout = dispatcher.start_timeout(HookEvent::PermissionRequest);
         let mut call = HostCall::new(method, Args::of(&[request]), self.caller.scope);
@@ -124,16 +148,13 @@ impl Confirmation<'_> {
             )
             .await;
         match answered {
-            Err(error) => Answer::Failed(error.message()),
+            Err(error) => Asked::Failed(error.message()),
             Ok(answer) => match read_answer(answer.as_ref()) {
-                Ok((true, remember)) => {
-                    if remember {
-                        self.approvals.approve(request.tool_name, request.args);
-                    }
-                    Answer::Approved
-                }
-                Ok((false, _)) => Answer::Rejected(rejection(answer.as_ref())),
-                Err(message) => Answer::Failed(message),
+                Ok(_) => match answer {
+                    Some(Value::Object(answer)) => Asked::Answered(answer),
+                    _ => Asked::Failed("the confirmation handler returned no object".into()),
+                },
+                Err(message) => Asked::Failed(message),
             },
         }
     }
@@ -168,6 +189,41 @@ impl Confirmation<'_> {
                 )
             })?;
         Ok(Some(self.approvals.keep_handler(method)))
+    }
+}
+
+/// What came of asking the handler.
+enum Asked {
+    Answered(Map<String, Value>),
+    Nobody,
+    Failed(String),
+}
+
+/// A built-in's question for the person (AskUserQuestion, the plan-mode confirmations), asked
+/// through the same handler as a permission's `'ask'`: Blade's details (`type`, `message`, …)
+/// with the call's `toolName`, `args`, `kind` and `affectedFiles`. Nothing is remembered.
+pub(crate) struct BuiltinQuestion<'a> {
+    pub confirmation: Confirmation<'a>,
+    pub tool_name: &'a str,
+    pub args: &'a Map<String, Value>,
+    pub kind: &'static str,
+}
+
+impl Person for BuiltinQuestion<'_> {
+    fn confirm(&self, details: Map<String, Value>) -> BoxFuture<'_, builtins::Reply> {
+        Box::pin(async move {
+            let mut request = Map::new();
+            request.insert("toolName".into(), Value::from(self.tool_name));
+            request.insert("args".into(), Value::Object(self.args.clone()));
+            request.insert("kind".into(), Value::from(self.kind));
+            request.insert("affectedFiles".into(), Value::Array(Vec::new()));
+            request.extend(details);
+            match self.confirmation.request(&request).await {
+                Asked::Answered(answer) => builtins::Reply::Answered(answer),
+                Asked::Nobody => builtins::Reply::Nobody,
+                Asked::Failed(message) => builtins::Reply::Failed(message),
+            }
+        })
     }
 }
 

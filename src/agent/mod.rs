@@ -14,6 +14,7 @@ pub mod events;
 pub mod inputs;
 pub mod payloads;
 pub mod permission;
+mod plan_mode;
 mod post_call;
 pub mod reader;
 mod run;

@@ -28,6 +28,9 @@ pub enum Permission {
     CanUseTool(Callable),
     /// `permissionMode: 'plan'` beside a handler: calls that are not read-only are denied first.
     PlanThen(Callable, Form),
+    /// Plan mode the model entered (EnterPlanMode) over this preset, or over no permission at
+    /// all: leaving it (ExitPlanMode) goes back there.
+    PlanOver(Option<Preset>),
 }
 
 /// How a permission function is called.
@@ -81,6 +84,40 @@ impl Permission {
                 Decision::Allow { .. } => Ok((function, form)),
                 denied => Err(denied),
             },
+            Permission::PlanOver(_) => Err(Preset::Plan.decide(kind)),
+        }
+    }
+
+    /// Plan mode entered over `current`: a handler keeps deciding the read-only calls, and
+    /// leaving goes back to what was in force.
+    pub fn entering_plan(current: Option<Permission>) -> Permission {
+        match current {
+            None => Permission::PlanOver(None),
+            Some(Permission::Preset(Preset::Plan)) => Permission::Preset(Preset::Plan),
+            Some(Permission::Preset(preset)) => Permission::PlanOver(Some(preset)),
+            Some(Permission::Function(function)) => Permission::PlanThen(function, Form::Request),
+            Some(Permission::CanUseTool(function)) => Permission::PlanThen(function, Form::CanUseTool),
+            Some(planning @ (Permission::PlanThen(..) | Permission::PlanOver(_))) => planning,
+        }
+    }
+
+    /// Plan mode left: into `target` (one of [`Permission::mode`]'s names) when given — a
+    /// handler the session has keeps deciding, as beside `permissionMode` — else back to what
+    /// was in force before plan mode; a session that started in plan mode goes to `'default'`.
+    /// Outside plan mode only a `target` changes anything.
+    pub fn leaving_plan(current: Option<Permission>, target: Option<&str>) -> Option<Permission> {
+        let before = match current {
+            Some(Permission::PlanOver(before)) => before.map(Permission::Preset),
+            Some(Permission::PlanThen(function, Form::Request)) => Some(Permission::Function(function)),
+            Some(Permission::PlanThen(function, Form::CanUseTool)) => Some(Permission::CanUseTool(function)),
+            Some(Permission::Preset(Preset::Plan)) => Some(Permission::Preset(Preset::Default)),
+            other => other,
+        };
+        match (target.and_then(Permission::mode), before) {
+            (None, before) => before,
+            (Some(Permission::Preset(Preset::Plan)), before) => Some(Permission::entering_plan(before)),
+            (Some(_), Some(handler @ (Permission::Function(_) | Permission::CanUseTool(_)))) => Some(handler),
+            (Some(mode), _) => Some(mode),
         }
     }
 }
@@ -228,6 +265,56 @@ mod tests {
             }
         );
         assert_eq!(Preset::BypassPermissions.decide(Execute), allow);
+    }
+
+    #[test]
+    fn plan_mode_entered_and_left_goes_back_to_what_was_in_force() {
+        let preset = |preset: Preset| Some(Permission::Preset(preset));
+        let cycle = |start: Option<Permission>| Permission::leaving_plan(Some(Permission::entering_plan(start)), None);
+        for start in [
+            None,
+            preset(Preset::Default),
+            preset(Preset::BypassPermissions),
+            Some(Permission::Function(Callable(3))),
+            Some(Permission::CanUseTool(Callable(4))),
+        ] {
+            assert_eq!(cycle(start), start, "{start:?}");
+            let planning = Permission::entering_plan(start);
+            assert_eq!(
+                planning.handler(ToolKind::Write).unwrap_err(),
+                Preset::Plan.decide(ToolKind::Write)
+            );
+            // Entering twice is entering once.
+            assert_eq!(Permission::entering_plan(Some(planning)), planning);
+        }
+        assert_eq!(
+            Permission::entering_plan(Some(Permission::Function(Callable(3)))).handler(ToolKind::Readonly),
+            Ok((Callable(3), Form::Request))
+        );
+        // A session that started in plan mode leaves into Blade's default.
+        assert_eq!(
+            Permission::leaving_plan(preset(Preset::Plan), None),
+            preset(Preset::Default)
+        );
+        assert_eq!(
+            Permission::leaving_plan(Some(Permission::PlanOver(None)), Some("autoEdit")),
+            preset(Preset::AcceptEdits)
+        );
+        assert_eq!(
+            Permission::leaving_plan(Some(Permission::PlanThen(Callable(3), Form::CanUseTool)), Some("yolo")),
+            Some(Permission::CanUseTool(Callable(3)))
+        );
+        // A target that names no mode is not one: back to what was in force.
+        assert_eq!(
+            Permission::leaving_plan(Some(Permission::PlanOver(None)), Some("nonsense")),
+            None
+        );
+        // Outside plan mode nothing changes without a target.
+        assert_eq!(Permission::leaving_plan(None, None), None);
+        assert_eq!(
+            Permission::leaving_plan(preset(Preset::AcceptEdits), None),
+            preset(Preset::AcceptEdits)
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::events::{PendingApproval, PendingReason};
 use super::inputs::{Inputs, PendingInput, Priority, Submitted};
 use super::payloads;
 use super::permission::Permission;
+use super::plan_mode::Switched;
 use super::reader::{event_log, EventReader};
 use super::run::{Run, RunParts, Start};
 use super::settings::RunSettings;
@@ -46,6 +47,8 @@ pub struct Session {
     approvals: Arc<Remembered>,
     /// Inputs sent while a request runs (Blade's steering), and the request they may steer.
     inputs: Arc<Inputs>,
+    /// The permission plan mode left, when a run's EnterPlanMode / ExitPlanMode switched it.
+    switched: Arc<Switched>,
     state: Mutex<State>,
 }
 
@@ -146,6 +149,7 @@ impl Session {
             conversation: Arc::default(),
             approvals: Arc::default(),
             inputs: Arc::default(),
+            switched: Arc::default(),
             state: Mutex::new(State {
                 settings,
                 resumed: false,
@@ -163,7 +167,16 @@ impl Session {
 
     /// The settings a run starting now uses.
     pub fn settings(&self) -> RunSettings {
-        lock(&self.state).settings.clone()
+        let mut state = lock(&self.state);
+        self.keep_switch(&mut state);
+        state.settings.clone()
+    }
+
+    /// A plan-mode switch a run made becomes the session's permission.
+    fn keep_switch(&self, state: &mut State) {
+        if let Some(permission) = self.switched.take() {
+            state.settings.permission = permission;
+        }
     }
 
     /// `supportedModels()`: `[{ id: 'default', name, provider }]`.
@@ -216,7 +229,10 @@ impl Session {
                 describe(mode)
             ))
         })?;
-        lock(&self.state).settings.permission = Some(permission);
+        let mut state = lock(&self.state);
+        // The last change wins: this one over a run's earlier plan-mode switch.
+        self.switched.take();
+        state.settings.permission = Some(permission);
         Ok(())
     }
 
@@ -445,7 +461,7 @@ impl Session {
     ) -> Result<(RunHandle, BoxFuture<'static, ()>)> {
         let control = Arc::new(RunControl::default());
         let settings = {
-            let state = lock(&self.state);
+            let mut state = lock(&self.state);
             if state.closing || state.closed {
                 return Err(SdkError::new(ErrorCode::SessionClosed, CLOSED));
             }
@@ -455,6 +471,7 @@ impl Session {
                     "The previous Agent response is still active. Consume it before sending another message.",
                 ));
             }
+            self.keep_switch(&mut state);
             state.settings.clone()
         };
         let (sender, events) = event_log();
@@ -463,6 +480,7 @@ impl Session {
             durable: self.durable.clone(),
             conversation: self.conversation.clone(),
             approvals: self.approvals.clone(),
+            switched: Some(self.switched.clone()),
         };
         let mut run = Run::new(parts, settings, control.clone(), sender, options).steered_by(self.inputs.clone());
         if let Some(Err(refusal)) = run.prepare_now(&start) {

@@ -18,11 +18,7 @@ impl<'a> Fields<'a> {
 
     /// `Invalid input for Read: file_path must be a string (got a number)`.
     pub fn invalid(&self, field: &str, what: &str) -> Answer {
-        let got = self.input.get(field).map_or("nothing", kind);
-        Answer::error(format!(
-            "Invalid input for {}: {field} must be {what} (got {got})",
-            self.tool
-        ))
+        invalid(self.tool, field, self.input.get(field), what)
     }
 
     fn present(&self, field: &str) -> Option<&'a Value> {
@@ -77,6 +73,12 @@ impl<'a> Fields<'a> {
     pub fn get(&self, field: &str) -> Option<&'a Value> {
         self.present(field)
     }
+}
+
+/// The same text for a field inside another (`todos[1].status`): what it is, what it got.
+pub(crate) fn invalid(tool: &str, field: &str, got: Option<&Value>, what: &str) -> Answer {
+    let got = got.map_or("nothing", kind);
+    Answer::error(format!("Invalid input for {tool}: {field} must be {what} (got {got})"))
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! Grep (search.rs), Bash, KillShell, TaskOutput (shell.rs), WebFetch (web.rs), NotebookEdit
 //! (notebook.rs), TodoWrite (todo.rs), EnterPlanMode, ExitPlanMode (plan.rs) and
 //! AskUserQuestion (ask.rs). Every path goes through `paths.rs` first. The agent wires them into its pipeline (`Runner::Builtin`): hooks,
-//! permissions and the ledger treat a built-in call as they treat a JS tool's.
+//! permissions and the ledger treat a built-in call as they treat a JS tool's. The tools that
+//! talk to the person (todo, plan, ask) reach them through a [`Talk`] the agent gives, and say
+//! what the run should change (its permission mode, its end) in their [`Answer`].
 
 mod ask;
 mod files;
@@ -17,6 +19,7 @@ mod web;
 
 use std::path::PathBuf;
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +34,10 @@ pub struct Answer {
     pub failed: bool,
     /// Shown in `tool_result.display`, never sent to the model (Edit's diff).
     pub display: Option<Value>,
+    /// The permission mode the run goes on in (EnterPlanMode, ExitPlanMode).
+    pub mode: Option<ModeChange>,
+    /// The run ends after this turn, with this text (a plan the person rejected).
+    pub stop: bool,
 }
 
 impl Answer {
@@ -39,6 +46,8 @@ impl Answer {
             text: text.into(),
             failed: false,
             display: None,
+            mode: None,
+            stop: false,
         }
     }
 
@@ -52,9 +61,73 @@ impl Answer {
             text: text.into(),
             failed: true,
             display: None,
+            mode: None,
+            stop: false,
+        }
+    }
+
+    fn switching(self, mode: ModeChange) -> Self {
+        Answer {
+            mode: Some(mode),
+            ..self
         }
     }
 }
+
+/// A change of the run's permission mode a built-in asks for; the agent applies it to the
+/// calls that follow and to the session's next runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModeChange {
+    /// Into plan mode: calls that are not read-only are denied.
+    EnterPlan,
+    /// Out of plan mode: into `target` (a Blade mode the person chose) when given, else back to
+    /// what was in force before.
+    LeavePlan { target: Option<String> },
+}
+
+/// Who answers what a built-in asks the person using the agent (AskUserQuestion, the plan-mode
+/// confirmations): the agent's confirmation handler.
+pub trait Person: Sync {
+    /// Asks with Blade's confirmation details (`type`, `title`, `message`, …).
+    fn confirm(&self, details: Map<String, Value>) -> BoxFuture<'_, Reply>;
+}
+
+/// What the person answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The handler's answer: an object whose `approved` is a boolean.
+    Answered(Map<String, Value>),
+    /// Nobody can be asked: no confirmation handler is configured.
+    Nobody,
+    /// The handler threw, timed out or answered nonsense.
+    Failed(String),
+}
+
+/// No one to ask.
+pub struct Nobody;
+
+impl Person for Nobody {
+    fn confirm(&self, _details: Map<String, Value>) -> BoxFuture<'_, Reply> {
+        Box::pin(async { Reply::Nobody })
+    }
+}
+
+/// What the tools that talk to the person get besides a [`Call`]: who answers, and where their
+/// progress goes (`tool_progress`).
+pub struct Talk<'a> {
+    pub person: &'a dyn Person,
+    pub progress: &'a (dyn Fn(Value) + Sync),
+}
+
+impl Talk<'_> {
+    /// Nobody to ask, and progress nobody sees.
+    pub const NOBODY: Talk<'static> = Talk {
+        person: &Nobody,
+        progress: &unseen,
+    };
+}
+
+fn unseen(_progress: Value) {}
 
 /// Where the file tools may work: `capabilities.filesystem` of the run's context (`{ roots,
 /// cwd? }`, which the `filesystem` option sets).
@@ -94,12 +167,14 @@ pub struct Call<'a> {
 }
 
 /// What a session's built-ins keep between calls: the files Read (Write and Edit of an existing
-/// file need one) and the background shells; and where WebFetch may go (the `webFetch` option).
+/// file need one), the background shells, the todo list, and where WebFetch may go (the
+/// `webFetch` option).
 #[derive(Default)]
 pub struct State {
     pub(crate) read: files::ReadFiles,
     pub(crate) shells: shell::Shells,
     pub(crate) web: WebPolicy,
+    pub(crate) todos: todo::Todos,
 }
 
 impl State {
@@ -138,7 +213,7 @@ pub enum Builtin {
 
 impl Builtin {
     /// The tools sessions offer (a tool joins when it is built).
-    pub const ALL: [Builtin; 10] = [
+    pub const ALL: [Builtin; 14] = [
         Builtin::Read,
         Builtin::Write,
         Builtin::Edit,
@@ -149,6 +224,10 @@ impl Builtin {
         Builtin::TaskOutput,
         Builtin::WebFetch,
         Builtin::NotebookEdit,
+        Builtin::TodoWrite,
+        Builtin::EnterPlanMode,
+        Builtin::ExitPlanMode,
+        Builtin::AskUserQuestion,
     ];
 
     pub fn parse(name: &str) -> Option<Builtin> {
@@ -195,11 +274,11 @@ impl Builtin {
         match self {
             Builtin::Read | Builtin::Glob | Builtin::Grep => "pure",
             Builtin::Write | Builtin::KillShell => "idempotent",
-            Builtin::TodoWrite => todo::side_effect(),
             // TaskOutput hands out each piece of a shell's output once.
             Builtin::Edit | Builtin::Bash | Builtin::TaskOutput => "non_idempotent",
             Builtin::WebFetch => web::side_effect(),
             Builtin::NotebookEdit => notebook::side_effect(),
+            Builtin::TodoWrite => todo::side_effect(),
             Builtin::EnterPlanMode | Builtin::ExitPlanMode => plan::side_effect(),
             Builtin::AskUserQuestion => ask::side_effect(),
         }
@@ -232,7 +311,21 @@ impl Builtin {
         }
     }
 
+    /// Whether the tool talks to the person (asks, reports progress): it runs with a [`Talk`]
+    /// ([`Builtin::run_with`]), on the run's own task; it does no blocking work.
+    pub fn talks(self) -> bool {
+        matches!(
+            self,
+            Builtin::TodoWrite | Builtin::EnterPlanMode | Builtin::ExitPlanMode | Builtin::AskUserQuestion
+        )
+    }
+
+    /// Runs the tool with nobody to ask.
     pub async fn run(self, input: &Map<String, Value>, call: Call<'_>) -> Answer {
+        self.run_with(input, call, &Talk::NOBODY).await
+    }
+
+    pub async fn run_with(self, input: &Map<String, Value>, call: Call<'_>, talk: &Talk<'_>) -> Answer {
         match self {
             Builtin::Read => files::read(input, &call).await,
             Builtin::Write => files::write(input, &call).await,
@@ -244,10 +337,10 @@ impl Builtin {
             Builtin::TaskOutput => shell::task_output(input, &call).await,
             Builtin::WebFetch => web::web_fetch(input, &call).await,
             Builtin::NotebookEdit => notebook::notebook_edit(input, &call).await,
-            Builtin::TodoWrite => todo::todo_write(input, &call).await,
-            Builtin::EnterPlanMode => plan::enter_plan_mode(input, &call).await,
-            Builtin::ExitPlanMode => plan::exit_plan_mode(input, &call).await,
-            Builtin::AskUserQuestion => ask::ask_user_question(input, &call).await,
+            Builtin::TodoWrite => todo::todo_write(input, &call, talk),
+            Builtin::EnterPlanMode => plan::enter_plan_mode(talk).await,
+            Builtin::ExitPlanMode => plan::exit_plan_mode(input, talk).await,
+            Builtin::AskUserQuestion => ask::ask_user_question(input, talk).await,
         }
     }
 }

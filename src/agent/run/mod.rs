@@ -30,6 +30,7 @@ use crate::agent::durable::Durable;
 use crate::agent::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
 use crate::agent::inputs::{Inputs, PendingInput};
 use crate::agent::payloads;
+use crate::agent::plan_mode::{RunPermission, Switched};
 use crate::agent::reader::EventSender;
 use crate::agent::settings::RunSettings;
 use crate::agent::subagents;
@@ -57,6 +58,8 @@ pub(crate) struct Run {
     events: EventSender,
     /// The session's settings when the run started (`setModel` and the like apply later).
     settings: RunSettings,
+    /// The permission its calls are decided with: `settings`' until a built-in switches plan mode.
+    permission: RunPermission,
     /// When `send` accepted the run (`duration`).
     started: std::time::Instant,
     scope: ScopeId,
@@ -147,6 +150,7 @@ impl Run {
             durable,
             conversation,
             approvals,
+            switched,
         } = parts;
         let span = tracing::info_span!(
             parent: None,
@@ -164,6 +168,7 @@ impl Run {
             control,
             events,
             max_turns: settings.max_turns,
+            permission: RunPermission::new(settings.permission, switched),
             settings,
             started: std::time::Instant::now(),
             scope,
@@ -629,6 +634,8 @@ impl Run {
             agent: &self.agent,
             approvals: &self.approvals,
             settings: &self.settings,
+            permission: self.permission.get(),
+            switches: &self.permission,
             caller: self.caller(),
             step_index,
             operation_id: &self.id,
@@ -690,6 +697,8 @@ pub(crate) struct RunParts {
     pub durable: Arc<Durable>,
     pub conversation: Arc<Conversation>,
     pub approvals: Arc<Remembered>,
+    /// Where a plan-mode switch goes for the session's next runs (none for a sub-agent's run).
+    pub switched: Option<Arc<Switched>>,
 }
 
 /// How a run begins: with a prompt, or by going on with a paused turn.

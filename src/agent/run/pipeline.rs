@@ -6,12 +6,13 @@
 use serde_json::{Map, Value};
 
 use crate::agent::approvals::{self, PausedCall};
-use crate::agent::confirm::{Answer, Confirmation, ConfirmationRequest, Remembered};
+use crate::agent::confirm::{Answer, BuiltinQuestion, Confirmation, ConfirmationRequest, Remembered};
 use crate::agent::definition::Agent;
 use crate::agent::durable::Durable;
 use crate::agent::events::{PendingReason, StreamEvent, ToolCallRecord};
 use crate::agent::payloads::{CallOf, CanUseToolOptions, PermissionAsk, ToolEvent};
 use crate::agent::permission::{self, Decision, Form, Permission};
+use crate::agent::plan_mode::RunPermission;
 use crate::agent::post_call::{blocked, Failures, PostCall};
 use crate::agent::reader::EventSender;
 use crate::agent::settings::RunSettings;
@@ -43,8 +44,12 @@ pub(crate) struct CallSite<'a> {
     pub agent: &'a Arc<Agent>,
     /// What the session remembers of its confirmations.
     pub approvals: &'a Arc<Remembered>,
-    /// The run's copy of the session's settings (permission, default context, …).
+    /// The run's copy of the session's settings (model, default context, …).
     pub settings: &'a RunSettings,
+    /// The permission this turn's calls are decided with: the run's when the turn began.
+    pub permission: Option<Permission>,
+    /// Where a built-in's plan-mode switch goes: the run's next turns, the session's next runs.
+    pub switches: &'a RunPermission,
     pub caller: Caller<'a>,
     /// Counts model turns from 0.
     pub step_index: u32,
@@ -260,8 +265,17 @@ impl Call<'_> {
 
     /// A built-in tool, in the run's workspace (`capabilities.filesystem` of its context). Its
     /// token is cancelled by the run's abort and at `toolTimeoutMs`; the tool then stops (a
-    /// command's process group is killed) and says so in its own words.
-    async fn call_builtin(&self, builtin: Builtin, input: &Map<String, Value>) -> Result<CallResult, NoResult> {
+    /// command's process group is killed) and says so in its own words. A tool that talks to
+    /// the person runs on the run's task, with the confirmation handler to ask and
+    /// `tool_progress` for its progress; the plan-mode switch it answers holds from the run's
+    /// next turn on. `true` with the result: the run ends after this turn.
+    async fn call_builtin(
+        &self,
+        tool: &ToolSpec,
+        builtin: Builtin,
+        input: &Map<String, Value>,
+        progress: &(dyn Fn(Value) + Sync),
+    ) -> Result<(CallResult, bool), NoResult> {
         let run = self.site.caller.cancel;
         if run.is_some_and(CancellationToken::is_cancelled) {
             return Err(NoResult::NotStarted);
@@ -269,43 +283,73 @@ impl Call<'_> {
         let agent = self.site.agent;
         let workspace = Workspace::of_context(&self.site.settings.default_context);
         let cancel = run.map_or_else(CancellationToken::new, CancellationToken::child_token);
-        let (state, input, token) = (agent.builtins.clone(), input.clone(), cancel.clone());
-        // On the tokio workers, not the JS thread the run is polled on. Dropped (the run's
-        // future dropped), the task is aborted and the tool's own drop kills what it started.
-        let mut running = offload(async move {
+        let timeout_ms = agent.config.tool_timeout_ms;
+        let deadline = tokio::time::sleep(std::time::Duration::from_millis(timeout_ms.into()));
+        let answer = if builtin.talks() {
+            let person = BuiltinQuestion {
+                confirmation: Confirmation {
+                    agent,
+                    approvals: self.site.approvals,
+                    caller: self.site.caller,
+                },
+                tool_name: self.name(),
+                args: input,
+                kind: tool.kind.as_str(),
+            };
+            let talk = builtins::Talk {
+                person: &person,
+                progress,
+            };
             let call = builtins::Call {
                 workspace: &workspace,
-                state: &state,
-                cancel: token,
+                state: &agent.builtins,
+                cancel,
             };
-            builtin.run(&input, call).await
-        });
-        let timeout_ms = agent.config.tool_timeout_ms;
-        let answer = tokio::select! {
-            answer = &mut running => answer,
-            () = tokio::time::sleep(std::time::Duration::from_millis(timeout_ms.into())) => {
-                cancel.cancel();
-                // The tool winds down (its processes killed) before the call fails.
-                let _ = tokio::time::timeout(BUILTIN_WIND_DOWN, running).await;
-                return Ok(CallResult::timed_out(timeout_ms));
+            tokio::select! {
+                answer = builtin.run_with(input, call, &talk) => answer,
+                () = deadline => return Ok((CallResult::timed_out(timeout_ms), false)),
+            }
+        } else {
+            let (state, input, token) = (agent.builtins.clone(), input.clone(), cancel.clone());
+            // On the tokio workers, not the JS thread the run is polled on. Dropped (the run's
+            // future dropped), the task is aborted and the tool's own drop kills what it started.
+            let mut running = offload(async move {
+                let call = builtins::Call {
+                    workspace: &workspace,
+                    state: &state,
+                    cancel: token,
+                };
+                builtin.run(&input, call).await
+            });
+            let answer = tokio::select! {
+                answer = &mut running => answer,
+                () = deadline => {
+                    cancel.cancel();
+                    // The tool winds down (its processes killed) before the call fails.
+                    let _ = tokio::time::timeout(BUILTIN_WIND_DOWN, running).await;
+                    return Ok((CallResult::timed_out(timeout_ms), false));
+                }
+            };
+            match answer {
+                Ok(answer) => answer,
+                Err(error) => {
+                    return Ok((
+                        CallResult::failed(format!("the built-in tool {} failed: {error}", builtin.name()), None),
+                        false,
+                    ))
+                }
             }
         };
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(error) => {
-                return Ok(CallResult::failed(
-                    format!("the built-in tool {} failed: {error}", builtin.name()),
-                    None,
-                ))
-            }
-        };
+        if let Some(change) = &answer.mode {
+            self.site.switches.switch(change);
+        }
         let mut result = if answer.failed {
             CallResult::failed_as(answer.text, None)
         } else {
             CallResult::success(answer.text)
         };
         result.display = answer.display;
-        Ok(result)
+        Ok((result, answer.stop))
     }
 
     /// The fields every tool event carries, in both vocabularies.
@@ -435,11 +479,19 @@ impl Call<'_> {
                         return Ok(self.finish(input, CallResult::failed(error.message, None), None).await);
                     }
                 }
+                let mut stops = false;
                 let executed = match tool.execute {
                     Runner::Task => Ok(self.delegate(&input).await),
                     Runner::Js(_) => tools::execute(tool, &input, context, execution).await,
                     Runner::Mcp(_) => self.call_mcp(tool, &input).await,
-                    Runner::Builtin(builtin) => self.call_builtin(builtin, &input).await,
+                    Runner::Builtin(builtin) => {
+                        self.call_builtin(tool, builtin, &input, &progress)
+                            .await
+                            .map(|(result, stop)| {
+                                stops = stop;
+                                result
+                            })
+                    }
                 };
                 let result = match executed {
                     Ok(result) => result,
@@ -468,10 +520,14 @@ impl Call<'_> {
                         );
                     }
                 }
-                result
+                (result, stops)
             }
         };
-        Ok(self.finish(input, result, None).await)
+        let (result, stops) = result;
+        let (result, input, _) = self.finish(input, result, None).await;
+        // A tool that ends the run (a rejected plan) ends it with what the model was sent.
+        let interrupt = stops.then(|| result.output.clone());
+        Ok((result, input, interrupt))
     }
 
     /// PermissionRequest hooks, then `advanced.permission` (and, for an `'ask'`, the
@@ -500,7 +556,7 @@ impl Call<'_> {
                 return stopped(CallResult::aborted(denial.message), denial.interrupt);
             }
         }
-        let Some(permission) = self.site.settings.permission else {
+        let Some(permission) = self.site.permission else {
             return Gate::Go;
         };
         match self.decide(tool, input, permission).await {
@@ -608,10 +664,15 @@ impl Call<'_> {
     /// A `Task` call: the sub-agent it names, run to the end.
     async fn delegate(&self, input: &Map<String, Value>) -> CallResult {
         let site = self.site;
+        // A sub-agent starts in the mode its parent's turn is in.
+        let settings = RunSettings {
+            permission: site.permission,
+            ..site.settings.clone()
+        };
         let delegation = Delegation {
             agent: site.agent,
             approvals: site.approvals,
-            settings: site.settings,
+            settings: &settings,
             caller: site.caller,
             operation_id: site.operation_id,
             events: site.events,

@@ -39,6 +39,7 @@ impl Children for SubRuns {
             agent,
             conversation: Arc::new(Conversation::default()),
             approvals,
+            switched: None,
         };
         let run = Run::child(parts, settings, control.clone(), events, scope, context, self.0.clone());
         let id = run.id().to_string();
