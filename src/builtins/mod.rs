@@ -34,8 +34,9 @@ pub struct Answer {
     pub failed: bool,
     /// Shown in `tool_result.display`, never sent to the model (Edit's diff).
     pub display: Option<Value>,
-    /// The permission mode the run goes on in (EnterPlanMode, ExitPlanMode).
-    pub mode: Option<ModeChange>,
+    /// The permission mode the run goes on in (EnterPlanMode, ExitPlanMode); boxed, as rare,
+    /// to keep every answer small.
+    pub mode: Option<Box<ModeChange>>,
     /// The run ends after this turn, with this text (a plan the person rejected).
     pub stop: bool,
 }
@@ -68,7 +69,7 @@ impl Answer {
 
     fn switching(self, mode: ModeChange) -> Self {
         Answer {
-            mode: Some(mode),
+            mode: Some(Box::new(mode)),
             ..self
         }
     }

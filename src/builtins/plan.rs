@@ -190,8 +190,8 @@ mod tests {
         let yes = answering(json!({"approved": true}));
         let answer = enter(&yes);
         assert_eq!(
-            (answer.text.as_str(), answer.mode),
-            (ENTER_APPROVED, Some(ModeChange::EnterPlan))
+            (answer.text.as_str(), answer.mode.as_deref()),
+            (ENTER_APPROVED, Some(&ModeChange::EnterPlan))
         );
         let asked = &yes.asked.lock().unwrap()[0];
         assert_eq!(asked["type"], "enterPlanMode");
@@ -200,11 +200,14 @@ mod tests {
             .unwrap()
             .ends_with("Do you want to enter Plan mode?"));
         let no = enter(&answering(json!({"approved": false})));
-        assert_eq!((no.text.as_str(), no.mode, no.failed), (ENTER_DECLINED, None, false));
+        assert_eq!(
+            (no.text.as_str(), no.mode.as_deref(), no.failed),
+            (ENTER_DECLINED, None, false)
+        );
         let nobody = enter(&crate::builtins::Nobody);
         assert_eq!(
-            (nobody.text.as_str(), nobody.mode),
-            (ENTER_UNCONFIRMED, Some(ModeChange::EnterPlan))
+            (nobody.text.as_str(), nobody.mode.as_deref()),
+            (ENTER_UNCONFIRMED, Some(&ModeChange::EnterPlan))
         );
         let broken = Answering {
             reply: Reply::Failed("it threw".into()),
@@ -212,7 +215,7 @@ mod tests {
         };
         let failed = enter(&broken);
         assert_eq!(
-            (failed.text.as_str(), failed.failed, failed.mode),
+            (failed.text.as_str(), failed.failed, failed.mode.as_deref()),
             ("Confirmation flow error: it threw", true, None)
         );
     }
@@ -223,8 +226,8 @@ mod tests {
         let answer = exit(&person, json!({"plan": "# Plan\n\n1. Add tests"}));
         assert_eq!(answer.text, EXIT_APPROVED);
         assert_eq!(
-            answer.mode,
-            Some(ModeChange::LeavePlan {
+            answer.mode.as_deref(),
+            Some(&ModeChange::LeavePlan {
                 target: Some("autoEdit".into())
             })
         );
@@ -233,8 +236,8 @@ mod tests {
         assert_eq!(asked["planContent"], "# Plan\n\n1. Add tests");
         let nobody = exit(&crate::builtins::Nobody, json!({"plan": "p"}));
         assert_eq!(
-            (nobody.text.as_str(), nobody.mode, nobody.stop),
-            (EXIT_UNCONFIRMED, Some(ModeChange::LeavePlan { target: None }), false)
+            (nobody.text.as_str(), nobody.mode.as_deref(), nobody.stop),
+            (EXIT_UNCONFIRMED, Some(&ModeChange::LeavePlan { target: None }), false)
         );
         assert_eq!(
             EXIT_UNCONFIRMED,
@@ -253,7 +256,10 @@ mod tests {
             "⚠️ Plan rejected by user. Awaiting user feedback.\n\nUse SQLite.\n\nThe agent has stopped and control is \
              returned to the user. The user can now provide additional information or clarification."
         );
-        assert_eq!((rejected.mode, rejected.stop, rejected.failed), (None, true, false));
+        assert_eq!(
+            (rejected.mode.as_deref(), rejected.stop, rejected.failed),
+            (None, true, false)
+        );
         let silent = exit(&answering(json!({"approved": false})), json!({"plan": "p"}));
         assert!(
             silent.text.contains("\n\nNo specific feedback provided.\n\n"),
@@ -266,7 +272,7 @@ mod tests {
     fn a_plan_must_be_a_string() {
         let answer = exit(&crate::builtins::Nobody, json!({"plan": 3}));
         assert_eq!(
-            (answer.text.as_str(), answer.failed, answer.mode),
+            (answer.text.as_str(), answer.failed, answer.mode.as_deref()),
             (
                 "Invalid input for ExitPlanMode: plan must be a string (got a number)",
                 true,

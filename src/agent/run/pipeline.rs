@@ -340,7 +340,7 @@ impl Call<'_> {
                 }
             }
         };
-        if let Some(change) = &answer.mode {
+        if let Some(change) = answer.mode.as_deref() {
             self.site.switches.switch(change);
         }
         let mut result = if answer.failed {
