@@ -329,14 +329,14 @@ fn parse_hook(
         Some(value) => Some(Arc::new(WebhookConfig::parse(value, &hook.field("webhook"), event)?)),
     };
     if handler.is_none() && webhook.is_none() {
-        return Err(SdkError::config(format!("{} needs a handler or a webhook", hook.path())).at(&hook.path()));
+        return Err(SdkError::config(format!("{} needs a handler or a webhook", hook.path())).at(hook.path()));
     }
     if handler.is_some() && webhook.as_ref().is_some_and(|webhook| webhook.is_control()) {
         return Err(SdkError::config(format!(
             "{}: a control hook (responseHandling 'toolCall') cannot have a handler",
             hook.path()
         ))
-        .at(&hook.path()));
+        .at(hook.path()));
     }
     Ok(HookObject {
         id,

@@ -282,8 +282,8 @@ impl ModelChoice {
         match self.with_id(id) {
             None => Err(SdkError::config(format!(
                 "{path} is a model id, which needs the agent's own model to be a model id too (it is scriptedModel(...)); give the sub-agent scriptedModel(...)"
-            )).at(&path)),
-            Some(_) if id.trim().is_empty() => Err(SdkError::config(format!("{path} must not be empty")).at(&path)),
+            )).at(path)),
+            Some(_) if id.trim().is_empty() => Err(SdkError::config(format!("{path} must not be empty")).at(path)),
             Some(choice) => Ok(choice),
         }
     }
@@ -370,7 +370,7 @@ fn scripted(value: &Value, path: &str) -> Result<ModelChoice> {
             "{path} must be a model id string or scriptedModel(...) (got {})",
             describe(other)
         ))
-        .at(&path)),
+        .at(path)),
     }
 }
 
@@ -400,14 +400,14 @@ fn check_http_url(url: &str, field: &str) -> Result<()> {
     // Shown without user-info and query: they may hold a key.
     let shown = display_url(url);
     let parsed = reqwest::Url::parse(url).map_err(|error| {
-        SdkError::config(format!("{field} must be an http(s) URL (\"{shown}\": {error})")).at(&field)
+        SdkError::config(format!("{field} must be an http(s) URL (\"{shown}\": {error})")).at(field)
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(SdkError::config(format!(
             "{field} must be an http(s) URL (\"{shown}\" uses {})",
             parsed.scheme()
         ))
-        .at(&field));
+        .at(field));
     }
     Ok(())
 }
@@ -430,7 +430,7 @@ fn http_settings(connection: &OptionsObject) -> Result<HttpSettings> {
                         "{} has \"{name}\", which is not a valid header name",
                         headers.path()
                     ))
-                    .at(&headers.path()));
+                    .at(headers.path()));
                 }
                 if reqwest::header::HeaderValue::from_str(&text).is_err() {
                     return Err(

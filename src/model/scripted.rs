@@ -136,7 +136,7 @@ pub fn parse_turn(value: &Value, path: &str) -> Result<ScriptedTurn> {
             "{what} must be an object like {{ text, toolCalls }} (got {})",
             describe(value)
         ))
-        .at(&what));
+        .at(what));
     };
     let turn = OptionsObject::new(object, path);
     for key in object.keys() {
@@ -181,7 +181,7 @@ fn parse_call(value: &Value, path: &str) -> Result<ToolCallRequest> {
             "{path} must be an object like {{ name, input }} (got {})",
             describe(value)
         ))
-        .at(&path));
+        .at(path));
     };
     let call = OptionsObject::new(object, path);
     let name = call
@@ -216,7 +216,7 @@ pub fn parse_turns(value: &Value, path: &str) -> Result<Vec<ScriptedTurn>> {
             .enumerate()
             .map(|(index, turn)| parse_turn(turn, &format!("{path}[{index}]")))
             .collect(),
-        other => Err(SdkError::config(format!("{path} must be an array of turns (got {})", describe(other))).at(&path)),
+        other => Err(SdkError::config(format!("{path} must be an array of turns (got {})", describe(other))).at(path)),
     }
 }
 

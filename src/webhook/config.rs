@@ -196,7 +196,7 @@ impl WebhookConfig {
     /// that could be a secret. Strict: a `null` field is a wrong value.
     pub fn parse(value: &Value, path: &str, event: HookEvent) -> Result<Self> {
         let Some(object) = value.as_object() else {
-            return Err(SdkError::config(format!("{path} must be an object (got {})", describe(value))).at(&path));
+            return Err(SdkError::config(format!("{path} must be an object (got {})", describe(value))).at(path));
         };
         let webhook = OptionsObject::new(object, path).nulls(Nulls::Invalid);
         for key in object.keys() {
@@ -307,7 +307,7 @@ impl WebhookConfig {
             return Err(SdkError::config(format!(
                 "{path}: control hooks cannot filter or override the event payload (remove body and eventFields)"
             ))
-            .at(&path));
+            .at(path));
         }
         // `fallback` is about deliveries that fail unanswered: a control's failure follows its
         // `onError` instead.
