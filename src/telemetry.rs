@@ -195,7 +195,11 @@ fn export_failure(text: &str) -> String {
         return "the collector's host name could not be resolved".into();
     }
     // The innermost `message: "…"` of the chain, else the text without its quoting.
-    let innermost = text.rsplit("message: ").next().filter(|_| text.contains("message: "));
+    let innermost = text
+        .rsplit("message: ")
+        .next()
+        .filter(|_| text.contains("message: "))
+        .or_else(|| text.rsplit("Failure(\"").next().filter(|_| text.contains("Failure(\"")));
     let phrase = innermost.unwrap_or(text).trim_start_matches(['\\', '"']);
     let phrase: String = phrase
         .chars()
