@@ -159,29 +159,9 @@ fn read(input: &Map<String, Value>) -> Result<Vec<Value>, Answer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtins::testing::{answering, Answering};
     use crate::builtins::{Nobody, Person};
-    use futures::future::BoxFuture;
     use std::sync::Mutex;
-
-    struct Answering {
-        reply: Reply,
-        asked: Mutex<Vec<Map<String, Value>>>,
-    }
-
-    impl Person for Answering {
-        fn confirm(&self, details: Map<String, Value>) -> BoxFuture<'_, Reply> {
-            self.asked.lock().unwrap().push(details);
-            let reply = self.reply.clone();
-            Box::pin(async move { reply })
-        }
-    }
-
-    fn answering(reply: Value) -> Answering {
-        Answering {
-            reply: Reply::Answered(reply.as_object().unwrap().clone()),
-            asked: Mutex::default(),
-        }
-    }
 
     fn framework() -> Value {
         json!({"questions": [{

@@ -370,6 +370,38 @@ pub(crate) fn iso_time(time: std::time::SystemTime) -> String {
     )
 }
 
+/// A person for the tools' unit tests: answers every confirmation with one reply and keeps
+/// what it was asked.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Mutex;
+
+    use futures::future::BoxFuture;
+    use serde_json::{Map, Value};
+
+    use super::{Person, Reply};
+
+    pub struct Answering {
+        pub reply: Reply,
+        pub asked: Mutex<Vec<Map<String, Value>>>,
+    }
+
+    impl Person for Answering {
+        fn confirm(&self, details: Map<String, Value>) -> BoxFuture<'_, Reply> {
+            self.asked.lock().unwrap().push(details);
+            let reply = self.reply.clone();
+            Box::pin(async move { reply })
+        }
+    }
+
+    pub fn answering(reply: Value) -> Answering {
+        Answering {
+            reply: Reply::Answered(reply.as_object().unwrap().clone()),
+            asked: Mutex::default(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

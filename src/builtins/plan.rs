@@ -148,30 +148,9 @@ pub(crate) async fn exit_plan_mode(input: &Map<String, Value>, talk: &Talk<'_>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtins::testing::{answering, Answering};
     use crate::builtins::Person;
-    use futures::future::BoxFuture;
     use std::sync::Mutex;
-
-    /// Answers every confirmation with `reply`, keeping what it was asked.
-    struct Answering {
-        reply: Reply,
-        asked: Mutex<Vec<Map<String, Value>>>,
-    }
-
-    impl Person for Answering {
-        fn confirm(&self, details: Map<String, Value>) -> BoxFuture<'_, Reply> {
-            self.asked.lock().unwrap().push(details);
-            let reply = self.reply.clone();
-            Box::pin(async move { reply })
-        }
-    }
-
-    fn answering(reply: Value) -> Answering {
-        Answering {
-            reply: Reply::Answered(reply.as_object().unwrap().clone()),
-            asked: Mutex::default(),
-        }
-    }
 
     fn talk(person: &dyn Person) -> Talk<'_> {
         Talk {
