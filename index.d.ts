@@ -343,12 +343,6 @@ export type LifecycleEventName =
   | 'SubagentStart'
   | 'SubagentStarted'
   | 'SubagentFailure'
-  | 'PreCompact'
-  | 'PostCompact'
-  | 'CompactFailure'
-  | 'SubagentStart'
-  | 'SubagentStarted'
-  | 'SubagentFailure'
 export type LifecycleAlias =
   | 'beforeToolCall'
   | 'afterToolCall'
@@ -382,7 +376,163 @@ export interface LifecycleHookInput {
   [key: string]: unknown
 }
 
-/** What hook objects' handlers receive: the event's fields; PreToolUse adds `mock()`. */
+/** The run's totals so far, which StepEnd, TaskCompleted and StopFailure carry. */
+export type RunTotals = {
+  steps: number
+  totalInputTokens: number
+  totalOutputTokens: number
+  totalTokens: number
+  totalToolCalls: number
+}
+/** The fields every lifecycle handler gets. */
+type LifecycleBase<E extends LifecycleEventName> = { event: E; sessionId: string; abortSignal: AbortSignal }
+/** StepStart (`beforeStep`), before each model call. */
+export type StepStartInput = LifecycleBase<'StepStart'> & {
+  operationId: string
+  /** Counts model calls from 0. */
+  stepIndex: number
+  /** Steps finished before this one. */
+  steps: number
+}
+/** StepEnd (`afterStep`): the step's text, tool calls and results, and the run's totals. */
+export type StepEndInput = LifecycleBase<'StepEnd'> &
+  RunTotals & {
+    operationId: string
+    stepIndex: number
+    /** `'call_llm'` for a turn without tool calls. */
+    stepType: 'call_llm' | 'call_tool'
+    content: string
+    /** What the model asked for; `arguments` is the model's JSON text. */
+    toolCalls: Array<{ id: string; name: string; arguments: string }>
+    toolsResult: ToolCallRecord[]
+    /** Another model call follows. */
+    shouldContinue: boolean
+  }
+/** StopFailure (`onError`), when a run failed. */
+export type StopFailureInput = LifecycleBase<'StopFailure'> &
+  RunTotals & {
+    operationId: string
+    reason: 'error'
+    errorMessage: string
+    /** The error's code, e.g. `MODEL_ERROR`. */
+    errorType: string
+    /** The error as JSON: `message`, `code` and what its kind adds. */
+    errorDetail: { message: string; code?: string | undefined; [key: string]: unknown }
+    lastAssistantContent: string
+  }
+/** A call waiting for a person, as HumanInterventionRequest lists it. */
+export type PendingToolCall = { toolCallId: string; toolName: string; apiName: string; identifier: string; input: JsonObject }
+/** HumanInterventionRequest (`beforeHumanIntervention`): a run paused for approvals. */
+export type HumanInterventionRequestInput = LifecycleBase<'HumanInterventionRequest'> & {
+  operationId: string
+  stepIndex: number
+  pendingTools: PendingToolCall[]
+}
+/** HumanInterventionResult (`afterHumanIntervention`), before a decided call goes on, and
+ * HumanInterventionStop (`onStopByHumanIntervention`), for a rejection that ends the run. */
+export type HumanInterventionResultInput = LifecycleBase<'HumanInterventionResult' | 'HumanInterventionStop'> & {
+  operationId: string
+  stepIndex: number
+  action: 'approve' | 'reject'
+  toolCallId: string
+  toolName: string
+}
+/** PreCompact (`beforeCompact`), before older messages are replaced by a summary. */
+export type PreCompactInput = LifecycleBase<'PreCompact'> & {
+  operationId: string
+  stepIndex: number
+  /** Messages in the conversation now. */
+  messageCount: number
+  /** The count that passed the threshold. */
+  tokenCount: number
+}
+/** PostCompact (`afterCompact`), once the summary replaced the older messages. */
+export type PostCompactInput = LifecycleBase<'PostCompact'> & {
+  operationId: string
+  stepIndex: number
+  /** One id per compaction. */
+  groupId: string
+  messagesBefore: number
+  messagesAfter: number
+  summary: string
+}
+/** CompactFailure (`onCompactError`): no summary; the run goes on uncompacted. */
+export type CompactFailureInput = LifecycleBase<'CompactFailure'> & { operationId: string; stepIndex: number; error: string; tokenCount: number }
+/** SubagentStart (`beforeCallAgent`), on the parent before a `Task` call starts its sub-agent. */
+export type SubagentStartInput = LifecycleBase<'SubagentStart'> & {
+  operationId: string
+  /** The sub-agent's key in `advanced.agents`. */
+  agentId: string
+  /** The `Task` call's `prompt`. */
+  instruction: string
+  toolCallId: string
+  /** The parent's place in the tree. */
+  agentPath: string[]
+}
+/** SubagentStarted (`afterCallAgent`), once the sub-agent started (`success: false` if it could not). */
+export type SubagentStartedInput = LifecycleBase<'SubagentStarted'> & {
+  operationId: string
+  agentId: string
+  /** The sub-agent's run id. */
+  subOperationId: string
+  success: boolean
+  agentPath: string[]
+}
+/** SubagentFailure (`onCallAgentError`): the sub-agent failed; its `Task` call fails too. */
+export type SubagentFailureInput = LifecycleBase<'SubagentFailure'> & { operationId: string; agentId: string; error: string; agentPath: string[] }
+
+/** The event each alias stands for. */
+export interface HookAliases {
+  beforeToolCall: 'PreToolUse'
+  afterToolCall: 'PostToolUse'
+  onToolCallError: 'PostToolUseFailure'
+  onComplete: 'TaskCompleted'
+  onError: 'StopFailure'
+  beforeStep: 'StepStart'
+  afterStep: 'StepEnd'
+  beforeHumanIntervention: 'HumanInterventionRequest'
+  afterHumanIntervention: 'HumanInterventionResult'
+  onStopByHumanIntervention: 'HumanInterventionStop'
+  beforeCompact: 'PreCompact'
+  afterCompact: 'PostCompact'
+  onCompactError: 'CompactFailure'
+  beforeCallAgent: 'SubagentStart'
+  afterCallAgent: 'SubagentStarted'
+  onCallAgentError: 'SubagentFailure'
+}
+/** The event a hook object's `type` names (an alias resolved). */
+export type EventOfHookType<T extends HookTypeName> = T extends LifecycleAlias ? HookAliases[T] : T
+interface LifecycleInputs {
+  StepStart: StepStartInput
+  StepEnd: StepEndInput
+  StopFailure: StopFailureInput
+  HumanInterventionRequest: HumanInterventionRequestInput
+  HumanInterventionResult: HumanInterventionResultInput & { event: 'HumanInterventionResult' }
+  HumanInterventionStop: HumanInterventionResultInput & { event: 'HumanInterventionStop' }
+  PreCompact: PreCompactInput
+  PostCompact: PostCompactInput
+  CompactFailure: CompactFailureInput
+  SubagentStart: SubagentStartInput
+  SubagentStarted: SubagentStartedInput
+  SubagentFailure: SubagentFailureInput
+}
+/** The input of the event a hook type names (callbacks and handlers alike; handlers of PreToolUse add `mock()`). */
+export type InputOfHookType<T extends HookTypeName> =
+  EventOfHookType<T> extends infer E ? (E extends HookEventName ? HookInputOf<E> : E extends keyof LifecycleInputs ? LifecycleInputs[E] : never) : never
+/** What the handler of a hook object of type `T` receives; PreToolUse's adds `mock()`. */
+export type HookObjectInput<T extends HookTypeName> =
+  EventOfHookType<T> extends 'PreToolUse'
+    ? PreToolUseInput & {
+        /** Answer the call without running the tool; the first mock wins. `true` if it did. */
+        mock: (result: MockResult) => boolean
+      }
+    : InputOfHookType<T>
+/** Every name of the event `T` names: the event and its alias. */
+export type NamesOfHookType<T extends HookTypeName> = {
+  [N in HookTypeName]: EventOfHookType<N> extends EventOfHookType<T> ? N : never
+}[HookTypeName]
+
+/** Any hook object's input: the loose shape, for a handler shared by several types. */
 export type HookEventPayload = (HookInput | LifecycleHookInput) & {
   /** PreToolUse only: answer the call without running the tool; the first mock wins. */
   mock?: ((result: MockResult) => boolean) | undefined
@@ -425,22 +575,38 @@ export interface WebhookConfig {
   fallback?: 'fetch' | 'none' | undefined
 }
 
-export interface AgentHook {
+/** A hook object of type `T`: its handler gets that event's input (`HookObjectInput<T>`). */
+export interface HookObject<T extends HookTypeName = HookTypeName> {
   id: string
-  type: HookTypeName
+  type: T
   /** A Rust-syntax regex tested against the tool name (tool events only); `''`/`'*'` match all. */
   matcher?: string | undefined
   /** May return a HookOutput, or nothing (continue). */
-  handler?: ((event: HookEventPayload) => HookOutput | void | Promise<HookOutput | void>) | undefined
+  handler?: ((event: HookObjectInput<T>) => HookOutput | void | Promise<HookOutput | void>) | undefined
   webhook?: WebhookConfig | undefined
 }
-export type HookEntry = HookCallback | (Omit<AgentHook, 'type'> & { type?: HookTypeName | undefined })
+/** A hook object with a webhook and no handler: nothing in it depends on its `type`. */
+export interface WebhookHookObject {
+  id: string
+  type: HookTypeName
+  matcher?: string | undefined
+  webhook: WebhookConfig
+  handler?: undefined
+}
+/**
+ * A hook object of any type; a literal's `type` picks its handler's input type. A function that
+ * builds hook objects for a `type` it is given returns `HookObject<T>` for a generic `T`.
+ */
+export type AgentHook = { [T in HookTypeName]: HookObject<T> }[HookTypeName] | WebhookHookObject
+/** A hook object listed under its event in `hooks`: `type` may be left out (it is the event). */
+export type InlineHookObject<K extends HookTypeName> = { [T in NamesOfHookType<K>]: Omit<HookObject<T>, 'type'> & { type?: T | undefined } }[NamesOfHookType<K>]
+/** A bare callback listed under `K` in `hooks`: it gets the event's input. */
+export type HookCallbackOfType<K extends HookTypeName> = (input: InputOfHookType<K>) => HookOutput | Promise<HookOutput>
+export type HookEntry = HookCallback | { [T in HookTypeName]: InlineHookObject<T> }[HookTypeName]
 /** A bare callback of event `E`: it gets that event's input. */
 export type HookCallbackOf<E extends HookEventName> = (input: HookInputOf<E>) => HookOutput | Promise<HookOutput>
-/** Callbacks and hook objects per event (callbacks get the event's own input type), or per lifecycle type. */
-export type InlineHooks = { [E in HookEventName]?: Array<HookCallbackOf<E> | (Omit<AgentHook, 'type'> & { type?: HookTypeName | undefined })> } & {
-  [T in Exclude<HookTypeName, HookEventName>]?: HookEntry[]
-}
+/** Callbacks and hook objects per event or alias; both get the event's own input type. */
+export type InlineHooks = { [K in HookTypeName]?: Array<HookCallbackOfType<K> | InlineHookObject<K>> }
 
 export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
 

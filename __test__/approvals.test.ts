@@ -14,6 +14,7 @@ import {
   scriptedModel,
   type Agent,
   type AgentHook,
+  type HookObject,
   type AgentOptions,
   type AgentResponse,
   type HookEventPayload,
@@ -111,13 +112,12 @@ function lifecycleRecorder() {
     if (type === 'HumanInterventionRequest') log.push('request')
     if (type === 'HumanInterventionStop') log.push(`stop:${rest.toolCallId}`)
   }
-  const hooks: AgentHook[] = [
-    { id: 'hi-request', type: 'beforeHumanIntervention', handler: keep('HumanInterventionRequest') },
-    { id: 'hi-result', type: 'afterHumanIntervention', handler: keep('HumanInterventionResult') },
-    { id: 'hi-stop', type: 'onStopByHumanIntervention', handler: keep('HumanInterventionStop') },
-  ]
+  const request: HookObject<'beforeHumanIntervention'> = { id: 'hi-request', type: 'beforeHumanIntervention', handler: keep('HumanInterventionRequest') }
+  const result: HookObject<'afterHumanIntervention'> = { id: 'hi-result', type: 'afterHumanIntervention', handler: keep('HumanInterventionResult') }
+  const stop: HookObject<'onStopByHumanIntervention'> = { id: 'hi-stop', type: 'onStopByHumanIntervention', handler: keep('HumanInterventionStop') }
+  const hooks: AgentHook[] = [request, result, stop]
   const of = (type: string) => events.filter((event) => event.type === type).map((event) => event.payload)
-  return { events, hooks, of }
+  return { events, hooks, request, result, stop, of }
 }
 
 async function rejection(promise: Promise<unknown>): Promise<SdkError> {
@@ -167,7 +167,7 @@ async function paused(options: { calls: ScriptedToolCall[]; advanced?: AgentOpti
     advanced: {
       permission: 'default',
       ...options.advanced,
-      hooks: Array.isArray(userHooks) || !userHooks ? [...recorder.hooks, ...((userHooks as AgentHook[] | undefined) ?? [])] : { ...userHooks, beforeHumanIntervention: recorder.hooks.slice(0, 1), afterHumanIntervention: recorder.hooks.slice(1, 2), onStopByHumanIntervention: recorder.hooks.slice(2) },
+      hooks: Array.isArray(userHooks) || !userHooks ? [...recorder.hooks, ...((userHooks as AgentHook[] | undefined) ?? [])] : { ...userHooks, beforeHumanIntervention: [recorder.request], afterHumanIntervention: [recorder.result], onStopByHumanIntervention: [recorder.stop] },
     },
   })
   const response = await agent.send('go')
@@ -463,7 +463,7 @@ beforeEach(() => {
 })
 const answer = (res: ServerResponse, body: unknown) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body))
 /** A control that logs what it saw and allows. */
-function control(type: 'beforeToolCall' | 'afterToolCall', path: string): AgentHook {
+function control<T extends 'beforeToolCall' | 'afterToolCall'>(type: T, path: string): HookObject<T> {
   routes[path] = (req, res) => {
     log.push(`${type}:${req.body.toolCallId}:${JSON.stringify(req.body.toolInput)}`)
     answer(res, { decision: 'allow' })

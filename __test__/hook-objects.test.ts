@@ -1,6 +1,6 @@
 // Hook objects: both registration forms, aliases, order, matchers, mock(), lifecycle events.
 import { describe, expect, it } from 'vitest'
-import { ConfigError, createAgent, defineTool, prompt, scriptedModel, type AgentHook, type HookEventPayload, type HookInput } from '../index.js'
+import { ConfigError, createAgent, defineTool, prompt, scriptedModel, type AgentHook, type HookEventPayload, type HookObject, type HookTypeName, type HookInput } from '../index.js'
 import { until } from './helpers/server.js'
 
 let ran: string[] = []
@@ -102,7 +102,7 @@ describe('registration', () => {
 
   it("a handler's error follows its event: a tool event fails the call, a session event reaches the caller unchanged", async () => {
     const thrown = new RangeError('handler broke')
-    const failing = (type: AgentHook['type']): AgentHook => ({ id: `broken-${type}`, type, handler: () => { throw thrown } })
+    const failing = <T extends HookTypeName>(type: T): HookObject<T> => ({ id: `broken-${type}`, type, handler: () => { throw thrown } })
     await expect(createAgent({ model: model(), tools, advanced: { hooks: [failing('SessionStart')] } })).rejects.toBe(thrown)
     const agent = await createAgent({ model: model(), tools, advanced: { hooks: [failing('UserPromptSubmit')] } })
     await expect((await agent.send('go')).text()).rejects.toBe(thrown)

@@ -13,6 +13,7 @@ import {
   SdkError,
   type Agent,
   type AgentHook,
+  type HookObject,
   type AgentOptions,
   type AgentPermission,
   type HookCallback,
@@ -411,7 +412,7 @@ describe('§11 / §5.3 a PreToolUse callback output is read from plain own data 
 
 describe('§11 / §7 a PreToolUse hook object handler output is read from plain own data properties', () => {
   it.each(preToolUseOutputs)('%s: the tool does not run', async (_label, output, status) => {
-    const { ran, executed, result } = await gatedRun({ hooks: [{ id: 'gate', type: 'beforeToolCall', handler: (() => output()) as AgentHook['handler'] }] })
+    const { ran, executed, result } = await gatedRun({ hooks: [{ id: 'gate', type: 'beforeToolCall', handler: (() => output()) as HookObject<'beforeToolCall'>['handler'] }] })
     expect(ran).toEqual([])
     expect(executed).toEqual([])
     if (status === 'error') expect(result.toolCalls[0].status).toBe('error')

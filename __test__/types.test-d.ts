@@ -1,6 +1,6 @@
 // Compile-time checks of index.d.ts (run by `tsc` in `npm test`): the types accept what the
 // contract allows and reject what it does not.
-import { createAgent, defineTool, scriptedModel, type Agent, type AgentHook, type AgentOptions, type FinishReason, type HookCallback, type HookInput, type HookOutput, type PromptResult, type StreamEvent } from '../index.js'
+import { createAgent, defineTool, scriptedModel, type Agent, type AgentHook, type HookObject, type HookTypeName, type AgentOptions, type FinishReason, type HookCallback, type HookInput, type HookOutput, type PromptResult, type StreamEvent } from '../index.js'
 
 export const allowed: AgentOptions[] = [
   { model: 'gpt-4o-mini', provider: 'deepseek' },
@@ -89,3 +89,37 @@ export const badSessionProvider: SessionOptions = { provider: 'openai', model: '
 // @ts-expect-error — not a priority
 export const badPriority = async () => (await createSession(sessionOptions)).send('x', { priority: 'soon' })
 export const submitted = async (): Promise<InputSubmission> => (await createSession(sessionOptions)).send('x', { priority: 'later' })
+
+// Hook objects' handlers get the input of the event their `type` names, alias or not.
+export const typedHandlers: AgentHook[] = [
+  { id: 'pre', type: 'beforeToolCall', handler: (event) => void event.mock({ content: 'canned', success: true }) },
+  { id: 'post', type: 'PostToolUse', handler: (event) => void (event.toolOutput satisfies string) },
+  { id: 'step', type: 'afterStep', handler: (event) => void (event.totalTokens satisfies number) },
+  { id: 'fail', type: 'onError', handler: (event) => void (event.errorMessage satisfies string) },
+  { id: 'ask', type: 'beforeHumanIntervention', handler: (event) => void (event.pendingTools[0]?.toolName satisfies string | undefined) },
+  { id: 'child', type: 'beforeCallAgent', handler: (event) => void (event.instruction satisfies string) },
+  { id: 'queued', type: 'afterStep', webhook: { url: 'https://policy.example/hooks', delivery: 'queue' } },
+]
+
+// @ts-expect-error — a StepStart input has no tool name
+export const stepHasNoTool: AgentHook = { id: 's', type: 'beforeStep', handler: (event) => void event.toolName }
+
+// @ts-expect-error — only PreToolUse handlers can mock
+export const postCannotMock: AgentHook = { id: 'p', type: 'afterToolCall', handler: (event) => void event.mock('x') }
+
+// Listed under an event, a hook object's handler and a bare callback get that event's input.
+export const typedInline: AgentOptions['advanced'] = {
+  hooks: {
+    PostToolUse: [{ id: 'log', handler: (event) => void (event.result.success satisfies boolean) }, (input) => ({ action: 'continue', reason: input.toolOutput })],
+    afterCompact: [{ id: 'compacted', type: 'PostCompact', handler: (event) => void (event.summary satisfies string) }],
+  },
+}
+
+// @ts-expect-error — a hook listed under PostToolUse cannot say it is a PreToolUse hook
+export const misfiled: AgentOptions['advanced'] = { hooks: { PostToolUse: [{ id: 'x', type: 'PreToolUse', handler: () => undefined }] } }
+
+// A function building hook objects of a type it is given is generic in that type.
+export function failing<T extends HookTypeName>(type: T): HookObject<T> {
+  return { id: `fail-${type}`, type, handler: () => ({ action: 'abort', reason: type }) }
+}
+export const built: AgentHook[] = [failing('SessionStart'), failing('onCompactError')]
