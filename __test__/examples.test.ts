@@ -38,8 +38,8 @@ beforeAll(async () => {
   writeFileSync(join(project, 'tsconfig.json'), config.replace(/"types": \[\]/, '"types": ["node"]').replace('// "outDir": "./dist",', '"outDir": "./dist",'))
   mkdirSync(join(project, 'node_modules', '@types'), { recursive: true })
   symlinkSync(root, join(project, 'node_modules', 'agent-runtime-hooks'), 'dir')
-  for (const name of ['@types/node', 'typescript', 'vitest', 'jest', 'ts-jest', '@jest', 'zod']) symlinkSync(join(modules, name), join(project, 'node_modules', name), 'dir')
-  for (const file of ['quickstart.ts', 'hooks-tour.ts']) cpSync(join(root, 'examples', file), join(project, file))
+  for (const name of ['@types/node', 'typescript', 'vitest', 'jest', 'ts-jest', '@jest', 'zod', '@modelcontextprotocol']) symlinkSync(join(modules, name), join(project, 'node_modules', name), 'dir')
+  for (const file of ['quickstart.ts', 'hooks-tour.ts', 'approval-server.ts', 'policy-server.ts', 'mcp.ts']) cpSync(join(root, 'examples', file), join(project, file))
   cpSync(join(root, 'examples', 'vitest'), join(project, 'vitest'), { recursive: true })
   cpSync(join(root, 'examples', 'jest'), join(project, 'jest'), { recursive: true })
   // The jest example's own package.json names what a user installs; here node_modules is the project's.
@@ -66,6 +66,36 @@ describe('examples/', () => {
   it('hooks-tour.ts runs: the guard blocks rm -rf', async () => {
     const ran = await node(['dist/hooks-tour.js'])
     expect(ran.stdout).toBe('blocked it\n')
+    expect(ran.code).toBe(0)
+  }, 60_000)
+
+  it('approval-server.ts: the deploy call pauses, a forged token is refused over HTTP, the real one runs it', async () => {
+    const ran = await node(['dist/approval-server.js'])
+    expect(ran.stderr).toBe('')
+    expect(ran.stdout).toBe(
+      [
+        'run interrupted; waiting: deploy {"env":"prod"}',
+        'forged token: 409 APPROVAL_TOKEN_INVALID',
+        'approved: 200 {"stopReason":"done","text":"Deployed.","outputs":["deployed to prod"]}',
+        '',
+      ].join('\n'),
+    )
+    expect(ran.code).toBe(0)
+  }, 60_000)
+
+  it('policy-server.ts: the webhook allows ls and denies rm -rf /, and the call fails with its reason', async () => {
+    const ran = await node(['dist/policy-server.js'])
+    expect(ran.stderr).toBe('')
+    expect(ran.stdout.split('\n').filter((line) => line.startsWith('policy:')).sort()).toEqual(['policy: Bash {"command":"ls"} -> allow', 'policy: Bash {"command":"rm -rf /"} -> deny'])
+    expect(ran.stdout).toContain('{"command":"ls"}: ran ls\n')
+    expect(ran.stdout).toContain('{"command":"rm -rf /"}: Policy: "rm -rf /" is not allowed\n')
+    expect(ran.stdout).toMatch(/One ran, one was denied\.\n$/)
+    expect(ran.code).toBe(0)
+  }, 60_000)
+
+  it('mcp.ts: the MCP server echoes, and the hook saw the call with its server', async () => {
+    const ran = await node(['dist/mcp.js'])
+    expect(ran.stdout).toBe(['many tools, echo among them: true', 'calling echo on everything (mcp)', 'result: Echo: hello over MCP', 'The server echoed it.', ''].join('\n'))
     expect(ran.code).toBe(0)
   }, 60_000)
 
