@@ -84,6 +84,22 @@ export function report(results) {
         })
       : []),
     '',
+    ...(scripted.peers.ai7 === undefined
+      ? []
+      : [
+          '## `ai` 7',
+          '',
+          `\`ai\` ${results.peerVersions?.ai7 ?? '7'}'s \`ToolLoopAgent\` with its \`MockLanguageModelV4\`; its \`onToolExecutionStart\` / \`onToolExecutionEnd\``,
+          'callbacks stand in for the two hooks. Same runs as the headline (ours / peer in brackets):',
+          '',
+          '| figure | ours | ai 7 | target |',
+          '| --- | ---: | ---: | --- |',
+          `| loop_scripted, 200 turns, µs per tool call | ${fmt(scripted.ours)} | ${versus(scripted, 'ai7')} | ≤ 0.05 |`,
+          `| loop_scripted, 1000 turns, µs per tool call | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'ai7')} | ≤ 0.05 |`,
+          `| growth 1000/200 | ${growth.ours}× | ${growth.ai7}× | ours ≤ 1.2× |`,
+          ...(rss.peers.ai7 === undefined ? [] : [`| peak RSS, 1000 sessions, MB | ${fmt(rss.ours)} | ${versus(rss, 'ai7')} | ≤ 0.5 |`]),
+          '',
+        ]),
     '## loop_scripted',
     '',
     'One agent, a scripted model issuing one tool call per turn, one JS tool returning a short',

@@ -1,12 +1,12 @@
 // `npm run bench`: installs the peers (bench/'s own devDependencies) if needed, runs every
 // benchmark, prints tables, and writes bench/results.json and bench/RESULTS.md.
 import { execSync } from 'node:child_process'
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
-if (!existsSync(`${here}node_modules/@openai/agents`)) execSync('npm ci --no-audit --no-fund', { cwd: here, stdio: 'inherit' })
+if (!existsSync(`${here}node_modules/@openai/agents`) || !existsSync(`${here}node_modules/ai5`)) execSync('npm ci --no-audit --no-fund', { cwd: here, stdio: 'inherit' })
 
 const { loopScripted } = await import('./loop_scripted.mjs')
 const { loopHttp, eventLoopUtilization } = await import('./http.mjs')
@@ -21,7 +21,11 @@ const { workers } = await import('./workers.mjs')
 const { builtins } = await import('./builtins.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
-const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), benchmarks: {} }
+// Each peer's version as installed, read at run time.
+const peerVersions = Object.fromEntries(
+  [['openai-agents', '@openai/agents'], ['ai-sdk', 'ai5'], ['ai7', 'ai']].map(([name, pkg]) => [name, JSON.parse(readFileSync(`${here}node_modules/${pkg}/package.json`, 'utf8')).version]),
+)
+const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), peerVersions, benchmarks: {} }
 console.log(`machine: ${machine}\nnode: ${process.version}`)
 
 function table(title, row) {

@@ -1,8 +1,8 @@
-import { generateText, jsonSchema, stepCountIs, tool as aiTool } from 'ai'
-import { MockLanguageModelV2 } from 'ai/test'
+import { generateText, jsonSchema, stepCountIs, tool as aiTool } from 'ai5'
+import { MockLanguageModelV2 } from 'ai5/test'
 import { after, before, parameters } from './common.mjs'
 
-/** Vercel `ai` 5 with its mock model; the hooks wrap execute, and onStepFinish observes. */
+/** Vercel `ai` 5 (npm alias `ai5`) with its mock model; the hooks wrap execute, and onStepFinish observes. */
 export default async function aiSdk(turns) {
   let call = 0
   const model = new MockLanguageModelV2({
