@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createAgent, defineTool, resumeAgent, scriptedModel } from '../index.mjs'
+import { pauseAndResume as langGraphPauseAndResume, sqliteSaver, sqliteSettings } from './langgraph_approvals.mjs'
 import { interleaved, median } from './stats.mjs'
 
 const ROUND_TRIPS = Number(process.env.APPROVAL_ROUND_TRIPS ?? 20)
@@ -142,6 +143,7 @@ function fileSystemOf(path) {
 export async function approvals() {
   const dir = mkdtempSync(join(process.env.APPROVAL_TMPDIR ?? tmpdir(), 'arh-bench-approvals-'))
   const holders = []
+  let savers = {}
   try {
     const roundTripStore = { sqlite: join(dir, 'round-trips.db') }
     const sessionStore = { sqlite: join(dir, 'sessions.db') }
@@ -150,11 +152,20 @@ export async function approvals() {
     for (const name of Object.keys(stores)) await roundTrips(stores[name]) // warm-up
     const roundTrip = await interleaved(Object.keys(stores), REPEATS, (name) => roundTrips(stores[name]))
 
+    // LangGraph's SQLite checkpointer on the same disk, at its own default and at FULL like ours;
+    // each repeat runs ours and both of them in turn (interleaved), each on its own file.
+    savers = { 'langgraph-sqlite-default': sqliteSaver(join(dir, 'langgraph-default.db'), 'default'), 'langgraph-sqlite-full': sqliteSaver(join(dir, 'langgraph-full.db'), 'FULL') }
     await pauseAndResume(sessionStore, Math.min(SESSIONS, 10))
+    for (const [name, saver] of Object.entries(savers)) await langGraphPauseAndResume(saver, Math.min(SESSIONS, 10), `${name}-warm`)
     const runs = []
-    for (let repeat = 0; repeat < SESSION_REPEATS; repeat++) runs.push(await pauseAndResume(sessionStore, SESSIONS))
+    const peerRuns = Object.fromEntries(Object.keys(savers).map((name) => [name, []]))
+    for (let repeat = 0; repeat < SESSION_REPEATS; repeat++) {
+      runs.push(await pauseAndResume(sessionStore, SESSIONS))
+      for (const [name, saver] of Object.entries(savers)) peerRuns[name].push(await langGraphPauseAndResume(saver, SESSIONS, `${name}-${repeat}`))
+    }
     const perSecond = median(runs.map((run) => SESSIONS / (run.wallMs / 1000)))
     const round = (value) => Number(value.toFixed(1))
+    const peerPerSecond = Object.fromEntries(Object.entries(peerRuns).map(([name, list]) => [name, round(median(list.map((run) => SESSIONS / (run.wallMs / 1000))))]))
     return {
       unit: 'µs per round trip (median); sessions per second (median)',
       round_trip_memory: { unit: 'µs per round trip (median)', ours: round(roundTrip.memory) },
@@ -165,8 +176,11 @@ export async function approvals() {
         unit: 'sessions per second (median)',
         ours: round(perSecond),
         // A reference, not a peer run here: Blade's published figure for its runtime store.
-        peers: { blade: BLADE_SESSIONS_PER_SECOND },
-        ratio: { blade: Number((perSecond / BLADE_SESSIONS_PER_SECOND).toFixed(2)) },
+        peers: { blade: BLADE_SESSIONS_PER_SECOND, ...peerPerSecond },
+        // Sessions per second, so here ours / peer above 1 means ours is faster.
+        ratio: { blade: Number((perSecond / BLADE_SESSIONS_PER_SECOND).toFixed(2)), ...Object.fromEntries(Object.entries(peerPerSecond).map(([name, value]) => [name, Number((perSecond / value).toFixed(2))])) },
+        durability: { ours: 'WAL, synchronous=FULL', ...Object.fromEntries(Object.entries(savers).map(([name, saver]) => [name, sqliteSettings(saver)])) },
+        peerPhasesMs: Object.fromEntries(Object.entries(peerRuns).map(([name, list]) => [name, { pauseMs: round(median(list.map((run) => run.pauseMs))), resumeMs: round(median(list.map((run) => run.resumeMs))) }])),
         reference: `Blade's runtime store (PostgreSQL, 100 sessions), published ${BLADE_SESSIONS_PER_SECOND} sessions/s; quoted, not run here`,
         target: `≥ ${TARGET_RATIO}× Blade's published ${BLADE_SESSIONS_PER_SECOND}/s`,
         met: perSecond >= TARGET_RATIO * BLADE_SESSIONS_PER_SECOND,
@@ -180,6 +194,7 @@ export async function approvals() {
     }
   } finally {
     for (const holder of holders) await holder.close().catch(() => {})
+    for (const saver of Object.values(savers)) saver.db.close()
     rmSync(dir, { recursive: true, force: true })
   }
 }
