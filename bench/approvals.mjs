@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createAgent, defineTool, resumeAgent, scriptedModel } from '../index.mjs'
-import { pauseAndResume as langGraphPauseAndResume, sqliteSaver, sqliteSettings } from './langgraph_approvals.mjs'
+import { pauseAndResume as langGraphPauseAndResume, postgresSaver, sqliteSaver, sqliteSettings } from './langgraph_approvals.mjs'
 import { interleaved, median } from './stats.mjs'
 
 const ROUND_TRIPS = Number(process.env.APPROVAL_ROUND_TRIPS ?? 20)
@@ -129,6 +129,57 @@ async function pauseAndResume(store, sessions) {
   return { wallMs: finished - started, pauseMs: paused - started, resumeMs: finished - paused }
 }
 
+const POSTGRES = process.env.APPROVAL_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432'
+
+/**
+ * The same 100-session flow on PostgreSQL: ours (`store: { postgres }`) and LangGraph's
+ * PostgreSQL checkpointer, each on a database of its own on the same server, interleaved;
+ * `null` (said on stderr) when no server answers.
+ */
+async function onPostgres() {
+  const { default: pg } = await import('pg')
+  const admin = new pg.Client({ connectionString: `${POSTGRES}/postgres` })
+  try {
+    await admin.connect()
+  } catch (error) {
+    console.error(`approvals on PostgreSQL skipped: no server at ${POSTGRES} (${error.message})`)
+    return null
+  }
+  const names = { ours: `arh_bench_ours_${process.pid}`, langgraph: `arh_bench_langgraph_${process.pid}` }
+  let holder
+  let saver
+  try {
+    for (const name of Object.values(names)) await admin.query(`CREATE DATABASE ${name}`)
+    const store = { postgres: `${POSTGRES}/${names.ours}` }
+    holder = await holdOpen(store)
+    saver = await postgresSaver(`${POSTGRES}/${names.langgraph}`)
+    await pauseAndResume(store, Math.min(SESSIONS, 10))
+    await langGraphPauseAndResume(saver, Math.min(SESSIONS, 10), 'warm')
+    const ours = []
+    const peer = []
+    for (let repeat = 0; repeat < SESSION_REPEATS; repeat++) {
+      ours.push(await pauseAndResume(store, SESSIONS))
+      peer.push(await langGraphPauseAndResume(saver, SESSIONS, `run-${repeat}`))
+    }
+    const rate = (list) => Number(median(list.map((run) => SESSIONS / (run.wallMs / 1000))).toFixed(1))
+    return {
+      unit: 'sessions per second (median)',
+      ours: rate(ours),
+      peers: { 'langgraph-postgres': rate(peer) },
+      ratio: { 'langgraph-postgres': Number((rate(ours) / rate(peer)).toFixed(2)) },
+      target: "≥ 5× LangGraph's PostgreSQL checkpointer",
+      met: rate(ours) >= 5 * rate(peer),
+      sessions: SESSIONS,
+      repeats: SESSION_REPEATS,
+    }
+  } finally {
+    await holder?.close().catch(() => {})
+    await saver?.end?.().catch(() => {})
+    for (const name of Object.values(names)) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {})
+    await admin.end()
+  }
+}
+
 // statfs magic numbers of the file systems a temp directory is likely to be on.
 const FS_TYPES = { 0xef53: 'ext4', 0x58465342: 'xfs', 0x9123683e: 'btrfs', 0x01021994: 'tmpfs', 0x794c7630: 'overlayfs', 0x2fc12fc1: 'zfs', 0x6969: 'nfs' }
 function fileSystemOf(path) {
@@ -191,6 +242,7 @@ export async function approvals() {
         resumeMs: round(median(runs.map((run) => run.resumeMs))),
       },
       sqliteFileSystem: fileSystemOf(dir),
+      resumed_sessions_per_second_postgres: await onPostgres(),
     }
   } finally {
     for (const holder of holders) await holder.close().catch(() => {})

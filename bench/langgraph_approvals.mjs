@@ -68,3 +68,11 @@ export async function pauseAndResume(saver, sessions, prefix) {
   if (executions - before !== sessions) throw new Error(`langgraph: the tool ran ${executions - before} times, expected ${sessions}`)
   return { wallMs: finished - started, pauseMs: pausedAt - started, resumeMs: finished - pausedAt }
 }
+
+/** LangGraph's PostgreSQL checkpointer on `url`, its tables created. */
+export async function postgresSaver(url) {
+  const { PostgresSaver } = await import('@langchain/langgraph-checkpoint-postgres')
+  const saver = PostgresSaver.fromConnString(url)
+  await saver.setup()
+  return saver
+}
