@@ -157,9 +157,20 @@ async function onPostgres() {
     await langGraphPauseAndResume(saver, Math.min(SESSIONS, 10), 'warm')
     const ours = []
     const peer = []
+    const commits = { ours: [], langgraph: [] }
+    // Committed transactions on each database over a run, from the server's statistics (a
+    // backend reports them within a second of going idle, hence the wait).
+    const committed = async (name) => Number((await admin.query('SELECT xact_commit FROM pg_stat_database WHERE datname = $1', [name])).rows[0].xact_commit)
+    const counted = async (name, run) => {
+      const before = await committed(name)
+      const outcome = await run()
+      await new Promise((wake) => setTimeout(wake, 1500))
+      commits[name === names.ours ? 'ours' : 'langgraph'].push((await committed(name)) - before)
+      return outcome
+    }
     for (let repeat = 0; repeat < SESSION_REPEATS; repeat++) {
-      ours.push(await pauseAndResume(store, SESSIONS))
-      peer.push(await langGraphPauseAndResume(saver, SESSIONS, `run-${repeat}`))
+      ours.push(await counted(names.ours, () => pauseAndResume(store, SESSIONS)))
+      peer.push(await counted(names.langgraph, () => langGraphPauseAndResume(saver, SESSIONS, `run-${repeat}`)))
     }
     const rate = (list) => Number(median(list.map((run) => SESSIONS / (run.wallMs / 1000))).toFixed(1))
     return {
@@ -167,6 +178,7 @@ async function onPostgres() {
       ours: rate(ours),
       peers: { 'langgraph-postgres': rate(peer) },
       ratio: { 'langgraph-postgres': Number((rate(ours) / rate(peer)).toFixed(2)) },
+      commitsPerSession: { ours: Number((median(commits.ours) / SESSIONS).toFixed(2)), 'langgraph-postgres': Number((median(commits.langgraph) / SESSIONS).toFixed(2)) },
       target: "≥ 5× LangGraph's PostgreSQL checkpointer",
       met: rate(ours) >= 5 * rate(peer),
       sessions: SESSIONS,
