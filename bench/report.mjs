@@ -93,7 +93,7 @@ export function report(results) {
     ...(scripted.peers.ai7 === undefined
       ? []
       : [
-          '## `ai` 7',
+          '## `ai` 7 and Mastra',
           '',
           `\`ai\` ${results.peerVersions?.ai7 ?? '7'}'s \`ToolLoopAgent\` with its \`MockLanguageModelV4\`; its \`onToolExecutionStart\` / \`onToolExecutionEnd\``,
           'callbacks stand in for the two hooks. Same runs as the headline (ours / peer in brackets):',
@@ -104,6 +104,12 @@ export function report(results) {
           `| loop_scripted, 1000 turns, µs per tool call | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'ai7')} | ≤ 0.05 |`,
           `| growth 1000/200 | ${growth.ours}× | ${growth.ai7}× | ours ≤ 1.2× |`,
           ...(rss.peers.ai7 === undefined ? [] : [`| peak RSS, 1000 sessions, MB | ${fmt(rss.ours)} | ${versus(rss, 'ai7')} | ≤ 0.5 |`]),
+          ...(scripted.peers.mastra === undefined
+            ? []
+            : [
+                `| Mastra ${results.peerVersions?.mastra ?? ''} (\`Agent\` with \`hooks.beforeToolCall\` / \`afterToolCall\`), loop_scripted 200 turns | ${fmt(scripted.ours)} | ${versus(scripted, 'mastra')} | ≤ 0.05 |`,
+                `| Mastra, loop_scripted 1000 turns | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'mastra')} | ≤ 0.05 |`,
+              ]),
           '',
         ]),
     '## loop_scripted',

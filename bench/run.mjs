@@ -23,7 +23,7 @@ const { builtins } = await import('./builtins.mjs')
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 // Each peer's version as installed, read at run time.
 const peerVersions = Object.fromEntries(
-  [['openai-agents', '@openai/agents'], ['ai-sdk', 'ai5'], ['ai7', 'ai']].map(([name, pkg]) => [name, JSON.parse(readFileSync(`${here}node_modules/${pkg}/package.json`, 'utf8')).version]),
+  [['openai-agents', '@openai/agents'], ['ai-sdk', 'ai5'], ['ai7', 'ai'], ['mastra', '@mastra/core'], ['langgraph', '@langchain/langgraph']].map(([name, pkg]) => [name, JSON.parse(readFileSync(`${here}node_modules/${pkg}/package.json`, 'utf8')).version]),
 )
 const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), peerVersions, benchmarks: {} }
 console.log(`machine: ${machine}\nnode: ${process.version}`)
