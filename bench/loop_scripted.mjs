@@ -1,36 +1,92 @@
 // loop_scripted: µs per tool call for a scripted model issuing one tool call per turn, with a
-// before and an after hook per call, at 200 and 1000 turns, in every system.
-import { loadAll, NAMES } from './systems.mjs'
-import { comparison, interleaved } from './stats.mjs'
+// before and an after hook per call, at 200 and 1000 turns, in every system. Each system runs
+// in a child process of its own (loading one system's modules only), kept for the whole
+// benchmark and asked for one run at a time, so repeats interleave across systems
+// (A B C … A B C …); each run reports its wall time and the child's CPU time per call.
+import { fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { NAMES } from './systems.mjs'
+import { comparison, median } from './stats.mjs'
 import { hookCallCount } from './systems/common.mjs'
 
 const REPEATS = Number(process.env.REPEATS ?? 5)
 
-async function perCall(systems, system, turns) {
+/** One run of `turns` turns in this process: µs of wall time and of CPU time per tool call. */
+async function perCall(run, system, turns) {
   const hooksBefore = hookCallCount()
+  const cpuBefore = process.cpuUsage()
   const started = process.hrtime.bigint()
-  const calls = await systems[system](turns)
+  const calls = await run(turns)
   const elapsed = Number(process.hrtime.bigint() - started) / 1000 / turns
+  const cpu = process.cpuUsage(cpuBefore)
   if (calls !== turns) throw new Error(`${system} made ${calls} tool calls, expected ${turns}`)
   // Every system must really have run its before and after hook for each call.
   const hooks = hookCallCount() - hooksBefore
   if (hooks !== 2 * turns) throw new Error(`${system} ran ${hooks} hook calls, expected ${2 * turns}`)
-  return elapsed
+  return { wallUs: elapsed, cpuUs: (cpu.user + cpu.system) / turns }
+}
+
+/** The child: loads `system`, warms it up, then answers `{ turns }` with one run's figures. */
+async function child(system) {
+  const { load } = await import('./systems.mjs')
+  const run = await load(system)
+  await perCall(run, system, 50)
+  process.on('message', async ({ turns }) => {
+    try {
+      process.send({ ok: await perCall(run, system, turns) })
+    } catch (error) {
+      process.send({ error: error.stack ?? String(error) })
+    }
+  })
+  process.send({ ready: true })
+}
+
+function start(system) {
+  const worker = fork(fileURLToPath(import.meta.url), [system], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  let waiting
+  worker.on('message', (message) => waiting?.(message))
+  worker.on('exit', (code) => waiting?.({ error: `${system}'s process exited (${code})` }))
+  const next = () => new Promise((resolve) => (waiting = resolve))
+  const ready = next()
+  return {
+    ready: ready.then((message) => {
+      if (message.error) throw new Error(message.error)
+    }),
+    async measure(turns) {
+      const answer = next()
+      worker.send({ turns })
+      const message = await answer
+      if (message.error) throw new Error(`${system}: ${message.error}`)
+      return message.ok
+    },
+    stop: () => worker.kill(),
+  }
 }
 
 export async function loopScripted() {
   const names = NAMES
-  const systems = await loadAll()
-  for (const name of names) await perCall(systems, name, 50) // warm-up
-  const results = {}
-  for (const turns of [200, 1000]) {
-    results[turns] = await interleaved(names, REPEATS, (name) => perCall(systems, name, turns))
-  }
-  return {
-    unit: 'µs per tool call (median)',
-    repeats: REPEATS,
-    turns200: comparison(results[200]),
-    turns1000: comparison(results[1000]),
-    growth: Object.fromEntries(names.map((name) => [name, Number((results[1000][name] / results[200][name]).toFixed(3))])),
+  const children = Object.fromEntries(names.map((name) => [name, start(name)]))
+  try {
+    await Promise.all(Object.values(children).map((worker) => worker.ready))
+    const wall = {}
+    const cpu = {}
+    for (const turns of [200, 1000]) {
+      const samples = Object.fromEntries(names.map((name) => [name, []]))
+      for (let repeat = 0; repeat < REPEATS; repeat++) for (const name of names) samples[name].push(await children[name].measure(turns))
+      wall[turns] = Object.fromEntries(names.map((name) => [name, median(samples[name].map((sample) => sample.wallUs))]))
+      cpu[turns] = Object.fromEntries(names.map((name) => [name, median(samples[name].map((sample) => sample.cpuUs))]))
+    }
+    return {
+      unit: 'µs per tool call (median)',
+      repeats: REPEATS,
+      turns200: comparison(wall[200]),
+      turns1000: comparison(wall[1000]),
+      cpuUsPerCall: { turns200: comparison(cpu[200]), turns1000: comparison(cpu[1000]) },
+      growth: Object.fromEntries(names.map((name) => [name, Number((wall[1000][name] / wall[200][name]).toFixed(3))])),
+    }
+  } finally {
+    for (const worker of Object.values(children)) worker.stop()
   }
 }
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2]) await child(process.argv[2])

@@ -37,7 +37,7 @@ function table(title, row) {
 }
 
 const scripted = await loopScripted()
-results.benchmarks.loop_scripted = { unit: scripted.unit, turns: 200, ...scripted.turns200, turns1000: scripted.turns1000, growth1000over200: scripted.growth, repeats: scripted.repeats }
+results.benchmarks.loop_scripted = { unit: scripted.unit, turns: 200, ...scripted.turns200, turns1000: scripted.turns1000, growth1000over200: scripted.growth, processCpuUsPerCall: scripted.cpuUsPerCall, repeats: scripted.repeats }
 table('loop_scripted, 200 turns (µs per tool call)', scripted.turns200)
 table('loop_scripted, 1000 turns (µs per tool call)', scripted.turns1000)
 console.log(`growth 1000/200: ${Object.entries(scripted.growth).map(([name, value]) => `${name} ${value}`).join(', ')}`)
