@@ -36,7 +36,8 @@ export function report(results) {
     '`generateText` with its mock model (the hooks wrap `execute`, `onStepFinish` observes); `ai7` is',
     '`ai` 7\'s `ToolLoopAgent` with `MockLanguageModelV4` (`onToolExecutionStart` / `onToolExecutionEnd`);',
     '`mastra` is `@mastra/core`\'s `Agent` with `hooks.beforeToolCall` / `afterToolCall` (on ai 5\'s mock',
-    'model, which Mastra takes); `js-floor` is a hand-written loop with two hook calls per tool call —',
+    'model, which Mastra takes); `langgraph` is `@langchain/langgraph`\'s prebuilt `createReactAgent` with a',
+    'scripted chat model (LangChain\'s callbacks `handleToolStart` / `handleToolEnd`); `js-floor` is a hand-written loop with two hook calls per tool call —',
     'the floor no framework can beat in-process. In loop_scripted each system runs in a child process of',
     'its own. For durable approvals the peer is LangGraph (`@langchain/langgraph`): a StateGraph of',
     'the ReAct shape whose tools node asks `interrupt()` and is resumed with `Command({ resume })`, on its',
@@ -101,7 +102,7 @@ export function report(results) {
     ...(scripted.peers.ai7 === undefined
       ? []
       : [
-          '## `ai` 7 and Mastra',
+          '## `ai` 7, Mastra and LangGraph',
           '',
           `\`ai\` ${results.peerVersions?.ai7 ?? '7'}'s \`ToolLoopAgent\` with its \`MockLanguageModelV4\`; its \`onToolExecutionStart\` / \`onToolExecutionEnd\``,
           'callbacks stand in for the two hooks. Same runs as the headline (ours / peer in brackets):',
@@ -117,6 +118,12 @@ export function report(results) {
             : [
                 `| Mastra ${results.peerVersions?.mastra ?? ''} (\`Agent\` with \`hooks.beforeToolCall\` / \`afterToolCall\`), loop_scripted 200 turns | ${fmt(scripted.ours)} | ${versus(scripted, 'mastra')} | ≤ 0.05 |`,
                 `| Mastra, loop_scripted 1000 turns | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'mastra')} | ≤ 0.05 |`,
+              ]),
+          ...(scripted.peers.langgraph === undefined
+            ? []
+            : [
+                `| LangGraph ${results.peerVersions?.langgraph ?? ''} (\`createReactAgent\`, callbacks' \`handleToolStart\` / \`handleToolEnd\`), loop_scripted 200 turns | ${fmt(scripted.ours)} | ${versus(scripted, 'langgraph')} | ≤ 0.05 |`,
+                `| LangGraph, loop_scripted 1000 turns | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'langgraph')} | ≤ 0.05 |`,
               ]),
           '',
         ]),

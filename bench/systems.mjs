@@ -2,7 +2,7 @@
 // `turns` turns and then answers, one JS tool returning a short string, and two hooks per tool
 // call (before and after). Each runner resolves with the number of tool calls it made. Each
 // system is its own module, so a process measuring one loads only that one.
-export const NAMES = ['ours', 'openai-agents', 'ai-sdk', 'ai7', 'mastra', 'js-floor']
+export const NAMES = ['ours', 'openai-agents', 'ai-sdk', 'ai7', 'mastra', 'langgraph', 'js-floor']
 
 /** Loads the runner of one system. */
 export async function load(name) {
