@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod builtins;
+pub mod command_hook;
 pub mod error;
 pub mod hook_event;
 pub mod hooks;

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::output::{Action, HookOutput, ModifiedInput};
+use super::output::{Action, HookOutput, ModifiedInput, PermissionHint};
 use crate::hook_event::HookEvent;
 use crate::js_value::stringify;
 use crate::model::{ContentPart, UserContent};
@@ -57,11 +57,52 @@ pub fn permission_request(outputs: &[HookOutput], input: &mut Map<String, Value>
     None
 }
 
+/// A callback's `modifiedInput` is merged key by key; a command hook's `updatedInput` replaces.
 fn merge(input: &mut Map<String, Value>, output: &HookOutput) {
     if let Some(ModifiedInput::Object(changes)) = &output.modified_input {
+        if output.directives.replaces_input {
+            input.clone_from(changes);
+            return;
+        }
         for (key, value) in changes {
             input.insert(key.clone(), value.clone());
         }
+    }
+}
+
+/// What command hooks said about asking: any `ask` wins over `allow` (a deny is an abort).
+pub fn permission_hint(outputs: &[HookOutput]) -> Option<PermissionHint> {
+    let mut hint = None;
+    for output in outputs {
+        match &output.directives.permission {
+            Some(ask @ PermissionHint::Ask(_)) => return Some(ask.clone()),
+            Some(PermissionHint::Allow) => hint = Some(PermissionHint::Allow),
+            None => {}
+        }
+    }
+    hint
+}
+
+/// Every hook's `additionalContext`, in order, one per line; `None` when there is none.
+pub fn context(outputs: &[HookOutput]) -> Option<String> {
+    let parts: Vec<&str> = outputs
+        .iter()
+        .filter_map(|output| output.directives.context.as_deref())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n"))
+}
+
+/// The first `continue: false`: the run ends after this step with its text.
+pub fn stop(outputs: &[HookOutput]) -> Option<String> {
+    outputs.iter().find_map(|output| output.directives.stop.clone())
+}
+
+/// `text` with hooks' context after it, as the model reads it.
+pub fn with_context(text: &str, context: Option<&str>) -> String {
+    match context {
+        Some(context) if text.is_empty() => context.to_string(),
+        Some(context) => format!("{text}\n\n{context}"),
+        None => text.to_string(),
     }
 }
 
@@ -86,7 +127,8 @@ pub fn post_tool_use(outputs: &[HookOutput], output: &str, tool: &str) -> PostVe
             replacement = Some(modified);
         }
     }
-    PostVerdict::Output(replacement.map_or_else(|| output.to_string(), stringify))
+    let output = replacement.map_or_else(|| output.to_string(), stringify);
+    PostVerdict::Output(with_context(&output, context(outputs).as_deref()))
 }
 
 /// UserPromptSubmit: an `abort` rejects (`Err` holds the message); `modifiedInput.userPrompt`
@@ -98,6 +140,9 @@ pub fn user_prompt_submit(outputs: &[HookOutput], content: UserContent) -> Resul
         if output.action == Action::Abort {
             return Err(output.reason_or(|| "Prompt submission aborted by hook".into()));
         }
+        if let Some(stop) = &output.directives.stop {
+            return Err(stop.clone());
+        }
         match &output.modified_input {
             Some(ModifiedInput::Text(text)) => replacement = Some(text),
             Some(ModifiedInput::Object(map)) => {
@@ -108,9 +153,20 @@ pub fn user_prompt_submit(outputs: &[HookOutput], content: UserContent) -> Resul
             _ => {}
         }
     }
+    // Command hooks' context goes with the prompt, after it.
+    let context = context(outputs);
     let Some(text) = replacement else {
-        return Ok(content);
+        return Ok(match (content, context) {
+            (content, None) => content,
+            (UserContent::Text(prompt), Some(context)) => UserContent::Text(with_context(&prompt, Some(&context))),
+            (UserContent::Parts(mut parts), Some(context)) => {
+                parts.push(ContentPart::Text { text: context });
+                UserContent::Parts(parts)
+            }
+        });
     };
+    let text = with_context(text, context.as_deref());
+    let text = text.as_str();
     Ok(match content {
         UserContent::Text(_) => UserContent::Text(text.to_string()),
         UserContent::Parts(parts) => {

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::command::{self, Ran};
 use super::fields::EventFields;
 use super::output::HookOutput;
 use super::pending::{Owner, Pending, TrackedCall};
@@ -342,10 +343,17 @@ impl Dispatcher {
             // After a mock, later PreToolUse callbacks do not run.
             let function = entry.function().filter(|_| dispatched.mocked.is_none());
             let webhook = entry.hook().and_then(|hook| Some((hook, hook.webhook.as_ref()?)));
-            if function.is_none() && webhook.is_none() {
+            let command = entry.hook().filter(|hook| hook.command.is_some());
+            if function.is_none() && webhook.is_none() && command.is_none() {
                 continue;
             }
             let mut span = HookSpan::new(entry.name());
+            if let Some(hook) = command {
+                let fields = fields.get_or_insert_with(|| round.input.payload.to_map());
+                self.run_command(&round, hook, fields, &mut span, &mut dispatched)
+                    .await?;
+                continue;
+            }
             if let Some(function) = function {
                 let last = Some(position) == last_js;
                 self.call_handler(&round, entry, function, last, &mut span, &mut dispatched)
@@ -419,6 +427,15 @@ impl Dispatcher {
         span.called(&called);
         let mut returned = match called {
             Ok(returned) => returned,
+            // `onFailure: 'continue'`: this hook's own failure is logged and counts as continue.
+            Err(HookError::Thrown(error)) if entry.hook().is_some_and(|hook| hook.continues_on_failure()) => {
+                let label = entry.label().to_string();
+                self.log.warn(
+                    &format!("{label} failed on {}; onFailure is 'continue'", event.name()),
+                    json!({"event": event.name(), "hook": label, "error": error.message}),
+                );
+                return Ok(());
+            }
             Err(HookError::Thrown(error)) if !event.is_session_event() => {
                 let label = entry.label().to_string();
                 self.log.warn(
@@ -444,7 +461,17 @@ impl Dispatcher {
             // A hook object's handler may return nothing, which means continue.
             let output = match (&returned, entry) {
                 (None | Some(Value::Null), Entry::Hook(_)) => HookOutput::continue_(),
-                _ => HookOutput::parse(returned.as_ref(), entry.label()).map_err(HookError::Invalid)?,
+                _ => match HookOutput::parse(returned.as_ref(), entry.label()) {
+                    Ok(output) => output,
+                    Err(error) if entry.hook().is_some_and(|hook| hook.continues_on_failure()) => {
+                        self.log.warn(
+                            &format!("{} answered nonsense; onFailure is 'continue'", entry.label()),
+                            json!({"event": event.name(), "error": error.message}),
+                        );
+                        HookOutput::continue_()
+                    }
+                    Err(error) => return Err(HookError::Invalid(error)),
+                },
             };
             dispatched.outputs.push(output);
         } else if event == HookEvent::PreCompact {
@@ -453,6 +480,56 @@ impl Dispatcher {
             if let Ok(output) = HookOutput::parse(returned.as_ref(), entry.label()) {
                 dispatched.outputs.push(output);
             }
+        }
+        Ok(())
+    }
+
+    /// Runs `hook`'s command under its own timeout, racing the caller's cancellation, and keeps
+    /// its output where the event reads outputs. A hook that fails is logged; on a gating event
+    /// it blocks (`command::blocked`) unless it continues on failure.
+    async fn run_command(
+        &self,
+        round: &Round<'_>,
+        hook: &HookObject,
+        fields: &Map<String, Value>,
+        span: &mut HookSpan,
+        dispatched: &mut Dispatched,
+    ) -> Result<(), HookError> {
+        let Some(config) = &hook.command else {
+            return Ok(());
+        };
+        let event = round.input.event;
+        let ran = tokio::select! {
+            biased;
+            ran = command::run(event, config, fields).instrument(span.span()) => ran,
+            _ = round.caller.wait_cancelled() => {
+                span.failed("cancelled");
+                return Err(HookError::Cancelled);
+            }
+        };
+        let output = match ran {
+            Ran::Answered { output, decision } => {
+                span.succeeded(decision.unwrap_or("ok"));
+                *output
+            }
+            Ran::Failed { why, outcome } => {
+                span.failed(outcome);
+                let blocks = command::is_gating(event) && !hook.continues_on_failure();
+                let fields = json!({"event": event.name(), "hookId": hook.id, "error": why});
+                if !blocks {
+                    self.log
+                        .warn(&format!("Command hook \"{}\" failed; the run goes on", hook.id), fields);
+                    return Ok(());
+                }
+                self.log.error(
+                    &format!("Command hook \"{}\" failed; what it guards is blocked", hook.id),
+                    fields,
+                );
+                command::blocked(hook, event, &why)
+            }
+        };
+        if event.is_session_event() || event == HookEvent::PreCompact {
+            dispatched.outputs.push(output);
         }
         Ok(())
     }

@@ -94,6 +94,8 @@ pub fn hooks(environment: &Environment) -> Result<Vec<Entry>> {
                 matcher: None,
                 handler: None,
                 webhook: Some(Arc::new(webhook)),
+                command: None,
+                on_failure: None,
             })))
         })
         .collect()

@@ -6,6 +6,7 @@
 //! (`crate::hook_event`), named here too.
 
 pub mod apply;
+pub mod command;
 pub mod control;
 pub mod dispatch;
 pub mod environment;
@@ -18,4 +19,4 @@ mod span;
 pub use crate::hook_event::HookEvent;
 pub use dispatch::{Dispatcher, HookError};
 pub use fields::EventFields;
-pub use output::{Action, HookOutput};
+pub use output::{Action, Directives, HookOutput, PermissionHint};

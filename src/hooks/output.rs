@@ -1,4 +1,5 @@
-//! What a callback returns: `{ action, modifiedInput?, modifiedOutput?, reason? }`.
+//! What a callback returns: `{ action, modifiedInput?, modifiedOutput?, reason? }`, and what a
+//! command hook's answer adds to it (`Directives`).
 
 use serde_json::{Map, Value};
 
@@ -29,6 +30,29 @@ pub struct HookOutput {
     pub modified_output: Option<Value>,
     /// Empty reasons count as absent, so the default texts apply.
     pub reason: Option<String>,
+    /// What only a command hook's answer says; callbacks leave it empty.
+    pub directives: Directives,
+}
+
+/// A command hook's answer beyond the action (Claude Code's contract).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Directives {
+    /// `updatedInput` replaces the whole input (a callback's `modifiedInput` is merged).
+    pub replaces_input: bool,
+    pub permission: Option<PermissionHint>,
+    /// `additionalContext`: text the model reads next to what the event concerns.
+    pub context: Option<String>,
+    /// `continue: false`: the run ends after this step, with this text.
+    pub stop: Option<String>,
+}
+
+/// `permissionDecision: 'allow' | 'ask'` on PreToolUse.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PermissionHint {
+    /// No one is asked; a policy's deny still denies.
+    Allow,
+    /// A person confirms (the confirmation handler, or a pause), with this message.
+    Ask(Option<String>),
 }
 
 impl HookOutput {
@@ -43,6 +67,7 @@ impl HookOutput {
             modified_input: None,
             modified_output: None,
             reason: None,
+            directives: Directives::default(),
         }
     }
 
@@ -84,6 +109,7 @@ impl HookOutput {
             modified_input,
             modified_output: object.get("modifiedOutput").cloned(),
             reason,
+            directives: Directives::default(),
         })
     }
 }

@@ -1,5 +1,5 @@
 //! `advanced.hooks`, read once and validated as a whole: the map form
-//! (`{ PreToolUse: [fn, { id, matcher, handler, webhook }] }`) and the array form
+//! (`{ PreToolUse: [fn, { id, matcher, handler, webhook, command, onFailure }] }`) and the array form
 //! (`AgentHook[]`). Every problem is a `ConfigError` naming the hook and the field.
 
 use std::collections::HashSet;
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use regex::Regex;
 use serde_json::Value;
 
+use crate::command_hook::CommandConfig;
 use crate::error::{Result, SdkError};
 use crate::hook_event::{HookEvent, EVENT_COUNT};
 use crate::host::Callable;
@@ -16,7 +17,7 @@ use crate::js_value::{callable, describe};
 use crate::options::OptionsObject;
 use crate::webhook::{Delivery, Handling, WebhookConfig};
 
-/// A hook object: a handler, a webhook, or both, on one event.
+/// A hook object: a handler, a webhook, or both; or a command; on one event.
 #[derive(Debug)]
 pub struct HookObject {
     pub id: String,
@@ -28,6 +29,27 @@ pub struct HookObject {
     pub handler: Option<Callable>,
     /// Shared with the delivery task that sends it.
     pub webhook: Option<Arc<WebhookConfig>>,
+    pub command: Option<CommandConfig>,
+    /// `onFailure`; `None` follows the event (gating events block).
+    pub on_failure: Option<OnFailure>,
+}
+
+/// What a hook that fails (throws, times out, crashes, answers nonsense) does to a gating event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// The action it guards does not happen.
+    Block,
+    /// Logged; the action goes on as if the hook had said nothing.
+    Continue,
+}
+
+impl OnFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnFailure::Block => "block",
+            OnFailure::Continue => "continue",
+        }
+    }
 }
 
 impl HookObject {
@@ -41,6 +63,11 @@ impl HookObject {
 
     pub fn is_control(&self) -> bool {
         self.webhook.as_ref().is_some_and(|webhook| webhook.is_control())
+    }
+
+    /// Whether a failure of this hook lets the action go on.
+    pub fn continues_on_failure(&self) -> bool {
+        self.on_failure == Some(OnFailure::Continue)
     }
 }
 
@@ -113,7 +140,7 @@ pub struct Registry {
 /// Ids of environment hooks (`environment.rs`) start with this; caller hooks may not.
 pub const ID_PREFIX: &str = "env-webhook:";
 
-const HOOK_KEYS: &[&str] = &["id", "type", "matcher", "handler", "webhook"];
+const HOOK_KEYS: &[&str] = &["id", "type", "matcher", "handler", "webhook", "command", "onFailure"];
 
 impl Registry {
     pub fn parse(value: Option<&Value>) -> Result<Self> {
@@ -328,9 +355,28 @@ fn parse_hook(
         None => None,
         Some(value) => Some(Arc::new(WebhookConfig::parse(value, &hook.field("webhook"), event)?)),
     };
-    if handler.is_none() && webhook.is_none() {
-        return Err(SdkError::config(format!("{} needs a handler or a webhook", hook.path())).at(hook.path()));
+    let command = match hook.get("command") {
+        None => None,
+        Some(value) => Some(CommandConfig::parse(value, &hook.field("command"))?),
+    };
+    if command.is_some() && (handler.is_some() || webhook.is_some()) {
+        return Err(SdkError::config(format!(
+            "{}: a command hook cannot also have a handler or a webhook",
+            hook.path()
+        ))
+        .at(hook.path()));
     }
+    if handler.is_none() && webhook.is_none() && command.is_none() {
+        return Err(
+            SdkError::config(format!("{} needs a handler, a webhook or a command", hook.path())).at(hook.path()),
+        );
+    }
+    let on_failure = match hook.get("onFailure") {
+        None => None,
+        Some(Value::String(policy)) if policy == "block" => Some(OnFailure::Block),
+        Some(Value::String(policy)) if policy == "continue" => Some(OnFailure::Continue),
+        Some(other) => return Err(hook.invalid("onFailure", "'block' or 'continue'", other)),
+    };
     if handler.is_some() && webhook.as_ref().is_some_and(|webhook| webhook.is_control()) {
         return Err(SdkError::config(format!(
             "{}: a control hook (responseHandling 'toolCall') cannot have a handler",
@@ -345,6 +391,8 @@ fn parse_hook(
         matcher,
         handler,
         webhook,
+        command,
+        on_failure,
     })
 }
 
@@ -404,9 +452,12 @@ mod tests {
             (json!([{"id": "x", "type": "PreToolUse", "matcher": {"$js": "NaN"}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher must be a string (got NaN)"),
             (json!([{"id": "x", "type": "PreToolUse", "matcher": {"$function": 1}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher must be a string (got a function)"),
             (json!([{"id": "x", "type": "PreToolUse", "matcher": "(", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher is not a valid regular expression: "),
-            (json!([{"id": "x", "type": "afterStep"}]), "advanced.hooks[0] (hook \"x\") needs a handler or a webhook"),
+            (json!([{"id": "x", "type": "afterStep"}]), "advanced.hooks[0] (hook \"x\") needs a handler, a webhook or a command"),
             (json!([{"id": "x", "type": "afterStep", "handler": "f"}]), "advanced.hooks[0] (hook \"x\").handler must be a function (got \"f\")"),
-            (json!([{"id": "x", "type": "afterStep", "handler": {"$function": 0}, "extra": 1}]), "advanced.hooks[0] (hook \"x\").extra is not a hook field (known: id, type, matcher, handler, webhook)"),
+            (json!([{"id": "x", "type": "afterStep", "handler": {"$function": 0}, "extra": 1}]), "advanced.hooks[0] (hook \"x\").extra is not a hook field (known: id, type, matcher, handler, webhook, command, onFailure)"),
+            (json!([{"id": "x", "type": "PreToolUse", "handler": {"$function": 0}, "onFailure": "ignore"}]), "advanced.hooks[0] (hook \"x\").onFailure must be 'block' or 'continue' (got \"ignore\")"),
+            (json!([{"id": "x", "type": "PreToolUse", "command": {"command": "bash"}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\"): a command hook cannot also have a handler or a webhook"),
+            (json!([{"id": "x", "type": "PreToolUse", "command": {"command": "bash", "timeoutMs": -1}}]), "advanced.hooks[0] (hook \"x\").command.timeoutMs must be a positive integer no greater than 2147483647 (got -1)"),
             (json!([{"id": "x", "type": "afterStep", "handler": {"$function": 0}}, {"id": "x", "type": "afterStep", "handler": {"$function": 1}}]), "advanced.hooks[1] (hook \"x\").id is already the id of another hook"),
             (json!([{"id": "x", "type": "PreToolUse", "handler": {"$function": 0}, "webhook": {"url": "https://x.test", "responseHandling": "toolCall"}}]), "advanced.hooks[0] (hook \"x\"): a control hook (responseHandling 'toolCall') cannot have a handler"),
             (json!([{"id": "x", "type": "afterStep", "webhook": {"url": "nope"}}]), "advanced.hooks[0] (hook \"x\").webhook.url must be an absolute http(s) URL"),

@@ -24,6 +24,7 @@ use crate::hooks::apply::{self, PreVerdict};
 use crate::hooks::control;
 use crate::hooks::dispatch::{Caller, EventInput, HookError};
 use crate::hooks::pending::Owner;
+use crate::hooks::PermissionHint;
 use crate::hooks::{EventFields, HookEvent};
 use crate::host::{Args, ErrorSlot, HostCall};
 use crate::js_value::describe;
@@ -398,6 +399,8 @@ impl Call<'_> {
         let name = self.name().to_string();
 
         let mut mocked = None;
+        // Command hooks' `permissionDecision` and `additionalContext`.
+        let (mut hint, mut context) = (None, None);
         if self.has(HookEvent::PreToolUse) {
             let fields = self.fields(HookEvent::PreToolUse, &input);
             let dispatched = match dispatcher
@@ -412,18 +415,31 @@ impl Call<'_> {
                 PreVerdict::Skip(output) => return Ok(self.finish(input, CallResult::success(output), None).await),
                 PreVerdict::Abort(reason) => return Ok(self.finish(input, CallResult::aborted(reason), None).await),
             }
+            // `continue: false`: the call does not run, and the run ends after this turn.
+            if let Some(stop) = apply::stop(&dispatched.outputs) {
+                return Ok(self.finish(input, CallResult::aborted(stop.clone()), Some(stop)).await);
+            }
+            hint = apply::permission_hint(&dispatched.outputs);
+            context = apply::context(&dispatched.outputs);
         }
         if let Some(mock) = mocked {
             return Ok(self.finish(input, mock_result(&mock), None).await);
         }
-        match self.authorize(tool, &mut input).await {
+        let outcome = match self.authorize(tool, &mut input, hint).await {
             Gate::Go => self.execute(tool, input).await,
             Gate::Stop(result, interrupt) => Ok(self.finish(input, result, interrupt).await),
             Gate::Pause => Err(Paused {
                 input,
                 reason: PendingReason::Ask,
             }),
-        }
+        };
+        // PreToolUse context reaches the model with the call's result.
+        outcome.map(|(mut result, input, interrupt)| {
+            if context.is_some() {
+                result.output = apply::with_context(&result.output, context.as_deref());
+            }
+            (result, input, interrupt)
+        })
     }
 
     /// Before-controls on the final input, then `execute` (unless a control denied), then the
@@ -531,8 +547,9 @@ impl Call<'_> {
     }
 
     /// PermissionRequest hooks, then `advanced.permission` (and, for an `'ask'`, the
-    /// confirmation handler).
-    async fn authorize(&self, tool: &ToolSpec, input: &mut Map<String, Value>) -> Gate {
+    /// confirmation handler). A command hook's `allow` skips the ask (a deny still denies); its
+    /// `ask` asks whatever the policy says, unless the policy denies.
+    async fn authorize(&self, tool: &ToolSpec, input: &mut Map<String, Value>, hint: Option<PermissionHint>) -> Gate {
         let agent = self.site.agent;
         let name = self.name().to_string();
         if self.has(HookEvent::PermissionRequest) {
@@ -556,16 +573,25 @@ impl Call<'_> {
                 return stopped(CallResult::aborted(denial.message), denial.interrupt);
             }
         }
-        let Some(permission) = self.site.permission else {
-            return Gate::Go;
+        let decision = match self.site.permission {
+            Some(permission) => self.decide(tool, input, permission).await,
+            None => Decision::Allow { updated_input: None },
         };
-        match self.decide(tool, input, permission).await {
-            Decision::Allow { updated_input } => {
+        match (decision, hint) {
+            (Decision::Deny { message, interrupt }, _) => stopped(CallResult::aborted(message), interrupt),
+            (Decision::Allow { updated_input }, Some(PermissionHint::Ask(message))) => {
+                input.extend(updated_input.unwrap_or_default());
+                self.confirm(tool, input, message).await
+            }
+            (Decision::Ask { message }, Some(PermissionHint::Ask(hinted))) => {
+                self.confirm(tool, input, hinted.or(message)).await
+            }
+            (Decision::Allow { updated_input }, _) => {
                 input.extend(updated_input.unwrap_or_default());
                 Gate::Go
             }
-            Decision::Deny { message, interrupt } => stopped(CallResult::aborted(message), interrupt),
-            Decision::Ask { message } => self.confirm(tool, input, message).await,
+            (Decision::Ask { .. }, Some(PermissionHint::Allow)) => Gate::Go,
+            (Decision::Ask { message }, None) => self.confirm(tool, input, message).await,
         }
     }
 

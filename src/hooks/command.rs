@@ -1,0 +1,188 @@
+//! A command hook in a dispatch: its stdin built from the event's fields, its process run under
+//! its own timeout and the caller's cancellation, and its answer turned into a hook output —
+//! or, when it failed, into the output its failure policy gives (a gating event blocks).
+
+use serde_json::{Map, Value};
+
+use super::output::{Action, Directives, HookOutput, ModifiedInput, PermissionHint};
+use super::registry::HookObject;
+use crate::command_hook::input::{self, Session};
+use crate::command_hook::{answer, run, CommandConfig, Decision, Verdict};
+use crate::hook_event::HookEvent;
+
+/// How one command hook went.
+pub enum Ran {
+    /// It answered; `decision` names what it decided, when it did (`deny`, `allow`, …).
+    Answered {
+        output: Box<HookOutput>,
+        decision: Option<&'static str>,
+    },
+    /// It gave no answer: `why` in words, `outcome` in one (`timeout`, `error`).
+    Failed { why: String, outcome: &'static str },
+}
+
+/// The events whose command hooks guard an action: a failure there blocks it unless the hook
+/// says `onFailure: 'continue'`. (TaskCompleted's hooks ask for more work, not for safety, and
+/// the notification events' hooks never fail anything.)
+pub fn is_gating(event: HookEvent) -> bool {
+    matches!(
+        event,
+        HookEvent::PreToolUse
+            | HookEvent::PermissionRequest
+            | HookEvent::UserPromptSubmit
+            | HookEvent::PostToolUse
+            | HookEvent::PostToolUseFailure
+            | HookEvent::PreCompact
+    )
+}
+
+/// Runs `config` for `event` with `fields` (the callbacks' input).
+pub async fn run(event: HookEvent, config: &CommandConfig, fields: &Map<String, Value>) -> Ran {
+    let cwd = match &config.cwd {
+        Some(cwd) => std::path::absolute(cwd).unwrap_or_else(|_| cwd.clone()),
+        None => std::env::current_dir().unwrap_or_else(|_| "/".into()),
+    };
+    let cwd = cwd.to_string_lossy().into_owned();
+    let session = Session {
+        cwd: &cwd,
+        stop_hook_active: false,
+    };
+    let mut stdin = input::build(event, fields, &session).to_string().into_bytes();
+    stdin.push(b'\n');
+    let env = [("CLAUDE_PROJECT_DIR".to_string(), cwd.clone())];
+    let finished = match run::run(config, &stdin, &env).await {
+        Ok(finished) => finished,
+        Err(error) => {
+            return Ran::Failed {
+                why: error.to_string(),
+                outcome: error.outcome(),
+            }
+        }
+    };
+    match answer::read(event, &finished) {
+        Ok(verdict) => {
+            let decision = verdict.decision.as_ref().map(decision_word);
+            Ran::Answered {
+                output: Box::new(output_of(event, verdict)),
+                decision,
+            }
+        }
+        Err(why) => Ran::Failed { why, outcome: "error" },
+    }
+}
+
+/// What a failed hook leaves on a gating event, unless it continues on failure: the action
+/// blocked with `Hook "<id>" failed: <why>`.
+pub fn blocked(hook: &HookObject, event: HookEvent, why: &str) -> HookOutput {
+    let reason = format!("Hook \"{}\" failed: {why}", hook.id);
+    HookOutput {
+        // A PermissionRequest skip denies the call without ending the run.
+        action: if event == HookEvent::PermissionRequest {
+            Action::Skip
+        } else {
+            Action::Abort
+        },
+        reason: Some(reason),
+        ..HookOutput::continue_()
+    }
+}
+
+fn decision_word(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Block(_) | Decision::Deny { .. } => "deny",
+        Decision::Allow => "allow",
+        Decision::Ask(_) => "ask",
+    }
+}
+
+/// A verdict in the hook output's terms, per event.
+pub fn output_of(event: HookEvent, verdict: Verdict) -> HookOutput {
+    let mut output = HookOutput::continue_();
+    let mut directives = Directives {
+        replaces_input: verdict.updated_input.is_some(),
+        context: verdict.context,
+        stop: verdict.stop,
+        permission: None,
+    };
+    match verdict.decision {
+        Some(Decision::Block(reason)) => match event {
+            // The tool already ran: the reason reaches the model beside its output.
+            HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+                let reason = reason.unwrap_or_else(|| "Blocked by hook".into());
+                directives.context = Some(match directives.context.take() {
+                    Some(context) => format!("{reason}\n{context}"),
+                    None => reason,
+                });
+            }
+            HookEvent::PermissionRequest => {
+                output.action = Action::Skip;
+                output.reason = reason;
+            }
+            HookEvent::PreToolUse | HookEvent::UserPromptSubmit | HookEvent::PreCompact => {
+                output.action = Action::Abort;
+                output.reason = reason;
+            }
+            // Elsewhere Claude Code shows it to the user only; TaskCompleted's "one more turn"
+            // is not given (docs/command-hooks.md).
+            _ => {}
+        },
+        Some(Decision::Deny { message, interrupt }) => {
+            output.action = if interrupt { Action::Abort } else { Action::Skip };
+            output.reason = message;
+        }
+        Some(Decision::Allow) => directives.permission = Some(PermissionHint::Allow),
+        Some(Decision::Ask(reason)) => directives.permission = Some(PermissionHint::Ask(reason)),
+        None => {}
+    }
+    output.modified_input = verdict.updated_input.map(ModifiedInput::Object);
+    output.modified_output = verdict.updated_output;
+    output.directives = directives;
+    output
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn verdict(decision: Option<Decision>) -> Verdict {
+        Verdict {
+            decision,
+            ..Verdict::default()
+        }
+    }
+
+    #[test]
+    fn a_block_means_what_the_event_can_do() {
+        let block = || verdict(Some(Decision::Block(Some("no".into()))));
+        let pre = output_of(HookEvent::PreToolUse, block());
+        assert_eq!((pre.action, pre.reason.as_deref()), (Action::Abort, Some("no")));
+        let post = output_of(HookEvent::PostToolUse, block());
+        assert_eq!(
+            (post.action, post.directives.context.as_deref()),
+            (Action::Continue, Some("no"))
+        );
+        let permission = output_of(HookEvent::PermissionRequest, block());
+        assert_eq!(permission.action, Action::Skip);
+        let start = output_of(HookEvent::SessionStart, block());
+        assert_eq!(start.action, Action::Continue);
+    }
+
+    #[test]
+    fn updated_input_replaces_and_permission_hints_are_kept() {
+        let output = output_of(
+            HookEvent::PreToolUse,
+            Verdict {
+                decision: Some(Decision::Ask(Some("sure?".into()))),
+                updated_input: Some(json!({"command": "rg x"}).as_object().unwrap().clone()),
+                ..Verdict::default()
+            },
+        );
+        assert!(output.directives.replaces_input);
+        assert_eq!(
+            output.directives.permission,
+            Some(PermissionHint::Ask(Some("sure?".into())))
+        );
+        assert!(matches!(output.modified_input, Some(ModifiedInput::Object(_))));
+    }
+}
