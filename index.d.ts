@@ -584,6 +584,8 @@ export interface HookObject<T extends HookTypeName = HookTypeName> {
   /** May return a HookOutput, or nothing (continue). */
   handler?: ((event: HookObjectInput<T>) => HookOutput | void | Promise<HookOutput | void>) | undefined
   webhook?: WebhookConfig | undefined
+  /** What this hook's failure (a throw, nonsense returned) does on a gating event. Default `'block'`. */
+  onFailure?: 'block' | 'continue' | undefined
 }
 /** A hook object with a webhook and no handler: nothing in it depends on its `type`. */
 export interface WebhookHookObject {
@@ -592,12 +594,40 @@ export interface WebhookHookObject {
   matcher?: string | undefined
   webhook: WebhookConfig
   handler?: undefined
+  onFailure?: 'block' | 'continue' | undefined
+}
+/** A process run per event, as Claude Code runs command hooks (docs/command-hooks.md). */
+export interface CommandConfig {
+  /** A shell line run by `bash -c`; with `args`, the program started directly with that argv. */
+  command: string
+  args?: string[] | undefined
+  /** Added to the process's environment (over `CLAUDE_PROJECT_DIR`, which is set to `cwd`). */
+  env?: Record<string, string> | undefined
+  /** The process's working directory; default the agent process's. */
+  cwd?: string | undefined
+  /** Default 600000 (ten minutes); at the timeout its whole process group is killed. */
+  timeoutMs?: number | undefined
+}
+/** A command hook: gets Claude Code's input JSON on stdin; exit 2 blocks, stdout's JSON decides. */
+export interface CommandHookObject {
+  id: string
+  type: HookTypeName
+  /** As on other hook objects: a Rust-syntax regex tested against the tool name. */
+  matcher?: string | undefined
+  command: CommandConfig
+  /**
+   * A process that times out, crashes, exits with a code other than 0 or 2, or prints broken
+   * JSON blocks a gating event's action (`'block'`, the default) or is logged (`'continue'`).
+   */
+  onFailure?: 'block' | 'continue' | undefined
+  handler?: undefined
+  webhook?: undefined
 }
 /**
  * A hook object of any type; a literal's `type` picks its handler's input type. A function that
  * builds hook objects for a `type` it is given returns `HookObject<T>` for a generic `T`.
  */
-export type AgentHook = { [T in HookTypeName]: HookObject<T> }[HookTypeName] | WebhookHookObject
+export type AgentHook = { [T in HookTypeName]: HookObject<T> }[HookTypeName] | WebhookHookObject | CommandHookObject
 /** A hook object listed under its event in `hooks`: `type` may be left out (it is the event). */
 export type InlineHookObject<K extends HookTypeName> = { [T in NamesOfHookType<K>]: Omit<HookObject<T>, 'type'> & { type?: T | undefined } }[NamesOfHookType<K>]
 /** A bare callback listed under `K` in `hooks`: it gets the event's input. */
@@ -606,7 +636,9 @@ export type HookEntry = HookCallback | { [T in HookTypeName]: InlineHookObject<T
 /** A bare callback of event `E`: it gets that event's input. */
 export type HookCallbackOf<E extends HookEventName> = (input: HookInputOf<E>) => HookOutput | Promise<HookOutput>
 /** Callbacks and hook objects per event or alias; both get the event's own input type. */
-export type InlineHooks = { [K in HookTypeName]?: Array<HookCallbackOfType<K> | InlineHookObject<K>> }
+export type InlineHooks = { [K in HookTypeName]?: Array<HookCallbackOfType<K> | InlineHookObject<K> | InlineCommandHookObject> }
+/** A command hook listed under its event: `type` may be left out. */
+export type InlineCommandHookObject = Omit<CommandHookObject, 'type'> & { type?: HookTypeName | undefined }
 
 export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
 
@@ -1292,6 +1324,16 @@ export interface BuiltinTool {
 }
 /** The built-in tools, as tool objects (Blade's `getBuiltinTools()`); Blade's options are accepted and not read. */
 export declare function getBuiltinTools(options?: unknown): BuiltinTool[]
+/**
+ * The hooks of a Claude Code settings file (`.claude/settings.json`), or of its parsed object,
+ * as command hook objects in file order, ready for `advanced.hooks`. Entries this runtime cannot
+ * run as Claude Code would (an event it does not fire, `http`/`prompt`/`agent`/`mcp_tool`
+ * entries, `async`, `if`) throw a `ConfigError` naming the entry, unless `unsupported: 'skip'`.
+ */
+export declare function loadClaudeHooks(
+  source: string | { hooks?: Record<string, unknown> },
+  options?: { unsupported?: 'error' | 'skip' | undefined },
+): CommandHookObject[]
 /** A tool whose input is described by a schema library's schema: `execute`'s input is inferred from it. */
 export declare function defineTool<S extends StandardSchemaV1>(definition: ToolDefinitionFields<InferSchemaOutput<S>> & { parameters: S }): ToolDefinition<InferSchemaOutput<S>>
 /** A tool with a JSON Schema; `I` is the type of its input. */

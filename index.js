@@ -14,6 +14,7 @@
 // lib/providers.js `ProviderRegistry` (models of the caller's own) and `scriptedModel`
 // lib/builtins.js  `getBuiltinTools()`, the built-in tools that run in Rust
 // lib/schemas.js   tools' schemas given as zod / Valibot / ArkType schemas, as JSON Schema
+// lib/claude-hooks.js  `loadClaudeHooks()`, a Claude Code settings file's hooks as hook objects
 
 const { SdkError, ConfigError, AbortError, HookTimeoutError, CriticalHookDeliveryError } = require('./lib/errors.js')
 const { native, unwrap, DEFERRED } = require('./lib/wire.js')
@@ -22,6 +23,7 @@ const { createAgent, resumeAgent, completeToolCall, drainOutbox, approvalToken }
 const { createSession, resumeSession, forkSession, prompt } = require('./lib/session.js')
 const { ProviderRegistry, scriptedModel } = require('./lib/providers.js')
 const { getBuiltinTools } = require('./lib/builtins.js')
+const { loadClaudeHooks } = require('./lib/claude-hooks.js')
 
 const HookEvent = Object.freeze({
   PreToolUse: 'PreToolUse',
@@ -77,6 +79,7 @@ module.exports = {
   completeToolCall,
   drainOutbox,
   approvalToken,
+  loadClaudeHooks,
   scriptedModel,
   flushTelemetry,
   AgentResponse,

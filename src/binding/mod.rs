@@ -55,3 +55,22 @@ pub fn builtin_tools() -> String {
         .collect();
     serde_json::Value::Array(tools).to_string()
 }
+
+/// `loadClaudeHooks(source, { unsupported })`: `source` (JSON: a path or a settings object) as
+/// hook objects (JSON text).
+#[napi_derive::napi]
+pub fn load_claude_hooks(source: String, unsupported: String) -> result::NativeResult<String> {
+    use crate::command_hook::settings::{load, Unsupported};
+    let unsupported = if unsupported == "skip" {
+        Unsupported::Skip
+    } else {
+        Unsupported::Error
+    };
+    let loaded = crate::text::parse_js_json::<serde_json::Value>(&source)
+        .map_err(|error| {
+            crate::error::SdkError::config(format!("loadClaudeHooks could not read its argument: {error}"))
+        })
+        .and_then(|source| load(&source, unsupported))
+        .map(|hooks| serde_json::Value::Array(hooks).to_string());
+    result::native(loaded)
+}

@@ -8,6 +8,7 @@ pub mod answer;
 pub mod config;
 pub mod input;
 pub mod run;
+pub mod settings;
 
 pub use answer::{Decision, Verdict};
 pub use config::CommandConfig;

@@ -1,0 +1,284 @@
+// Command hooks: processes run per event under Claude Code's contract (stdin JSON, exit 2 blocks,
+// stdout JSON decides), failing closed on gating events, and `loadClaudeHooks`. The scripts in
+// fixtures/command-hooks are written to Claude Code's documented contract; each test says what
+// ran, what the model was sent and what was killed.
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { execFileSync } from 'node:child_process'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, createAgent, defineTool, loadClaudeHooks, prompt, scriptedModel, type AgentHook, type JsonObject, type ScriptRequest } from '../index.js'
+
+const FIXTURES = join(__dirname, 'fixtures', 'command-hooks')
+const hasPython = (() => {
+  try {
+    execFileSync('python3', ['--version'])
+    return true
+  } catch {
+    console.warn('python3 is missing: the command-hook tests that run Python scripts are skipped')
+    return false
+  }
+})()
+const withPython = hasPython ? it : it.skip
+
+/** A Bash tool and a Read tool that record what they ran. */
+const object = { type: 'object', properties: {} }
+function tools(ran: string[]) {
+  return [
+    defineTool({ name: 'Bash', parameters: object, execute: (input) => (ran.push(String(input.command)), `ran ${String(input.command)}`) }),
+    defineTool({ name: 'BashOutput', parameters: object, execute: () => (ran.push('BashOutput'), 'output') }),
+    defineTool({ name: 'Read', kind: 'readonly', parameters: object, execute: (input) => (ran.push(`read ${String(input.path)}`), `contents of ${String(input.path)}`) }),
+  ]
+}
+
+/** A model that makes `calls` on its first turn and says `done` on the next; `sent` keeps every request. */
+function model(calls: Array<{ name: string; input: JsonObject }>, sent: ScriptRequest[] = []) {
+  return scriptedModel((request) => {
+    sent.push(request)
+    return request.turn === 1 ? { toolCalls: calls.map((call, index) => ({ id: `call_${index}`, ...call })) } : { text: 'done' }
+  })
+}
+
+/** The tool messages of a request, as the model read them. */
+const toolMessages = (request: ScriptRequest) => request.messages.filter((message) => message.role === 'tool').map((message) => (message as { content: string }).content)
+
+describe('PreToolUse command hooks', () => {
+  withPython('exit 2 blocks the call with stderr as the reason the model reads; exit 0 lets it run', async () => {
+    const ran: string[] = []
+    const sent: ScriptRequest[] = []
+    const result = await prompt('search', {
+      model: model([{ name: 'Bash', input: { command: 'grep -r TODO .' } }, { name: 'Bash', input: { command: 'rg TODO' } }], sent),
+      tools: tools(ran),
+      advanced: { hooks: [{ id: 'grep-guard', type: 'PreToolUse', matcher: '^Bash$', command: { command: `python3 ${join(FIXTURES, 'grep_guard.py')}` } }] },
+    })
+    expect(ran).toEqual(['rg TODO'])
+    expect(toolMessages(sent[1]!)).toEqual(["Tool execution aborted: Use 'rg' (ripgrep) instead of 'grep'", 'ran rg TODO'])
+    expect(result.content).toBe('done')
+  })
+
+  withPython("permissionDecision: allow skips the ask, deny's reason reaches the model, ask asks a person", async () => {
+    const ran: string[] = []
+    const sent: ScriptRequest[] = []
+    const asked: string[] = []
+    const result = await prompt('work', {
+      model: model(
+        [
+          { name: 'Read', input: { path: 'a.txt' } },
+          { name: 'Bash', input: { command: 'rm -rf build' } },
+          { name: 'Bash', input: { command: 'git push' } },
+          { name: 'Bash', input: { command: 'ls' } },
+        ],
+        sent,
+      ),
+      tools: tools(ran),
+      advanced: {
+        // Every call would be asked about; the hook's allow answers for Read.
+        permission: () => 'ask',
+        confirmationHandler: {
+          requestConfirmation: async (request) => (asked.push(`${request.toolName}: ${request.message} (${String(request.args.command)})`), { approved: true }),
+        },
+        hooks: [{ id: 'approve', type: 'PreToolUse', command: { command: 'python3', args: [join(FIXTURES, 'approve.py')] } }],
+      },
+    })
+    // The calls of one turn run concurrently: what ran and who was asked, in any order.
+    expect([...ran].sort()).toEqual(['git push', 'ls', 'read a.txt'])
+    expect([...asked].sort()).toEqual(['Bash: Pushing needs a person (git push)', 'Bash: The agent wants to run Bash. (ls)'])
+    expect(toolMessages(sent[1]!)).toEqual(['contents of a.txt', 'Tool execution aborted: Recursive deletes are not allowed', 'ran git push', 'ran ls'])
+    expect(result.content).toBe('done')
+  })
+
+  it('updatedInput replaces the whole input, and additionalContext reaches the model with the result', async () => {
+    const inputs: unknown[] = []
+    const sent: ScriptRequest[] = []
+    await prompt('search', {
+      model: model([{ name: 'Bash', input: { command: 'grep TODO src', timeout: 5 } }], sent),
+      tools: [defineTool({ name: 'Bash', parameters: object, execute: (input) => (inputs.push(input), `ran ${String(input.command)}`) })],
+      advanced: { hooks: [{ id: 'rewrite', type: 'PreToolUse', command: { command: 'node', args: [join(FIXTURES, 'rewrite.mjs')] } }] },
+    })
+    expect(inputs).toEqual([{ command: 'rg TODO src' }])
+    expect(toolMessages(sent[1]!)).toEqual(['ran rg TODO src\n\nThe hook ran "rg TODO src" instead of "grep TODO src".'])
+  })
+
+  it("gets Claude Code's input on stdin, in its cwd, with CLAUDE_PROJECT_DIR", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'command-hook-'))
+    const record = join(dir, 'record.txt')
+    const agent = await createAgent({
+      model: model([{ name: 'Bash', input: { command: 'ls' } }]),
+      tools: tools([]),
+      advanced: { hooks: [{ id: 'record', type: 'PreToolUse', command: { command: join(FIXTURES, 'record.sh'), env: { RECORD_TO: record }, cwd: dir } }] },
+    })
+    await (await agent.send('go')).result()
+    const [json, cwd, projectDir] = readFileSync(record, 'utf8').trim().split('\n')
+    expect(JSON.parse(json!)).toEqual({
+      session_id: agent.sessionId,
+      transcript_path: '',
+      cwd: dir,
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Bash',
+      tool_input: { command: 'ls' },
+      tool_use_id: 'call_0',
+    })
+    expect([cwd, projectDir]).toEqual([dir, dir])
+  })
+
+  it('continue: false ends the run after the turn with the stopReason, and the call does not run', async () => {
+    const ran: string[] = []
+    let modelCalls = 0
+    const result = await prompt('go', {
+      model: scriptedModel(() => (modelCalls++ === 0 ? { toolCalls: [{ id: 'a', name: 'Bash', input: { command: 'make deploy' } }] } : { text: 'never' })),
+      tools: tools(ran),
+      advanced: { hooks: [{ id: 'budget', type: 'PreToolUse', command: { command: `echo '{"continue": false, "stopReason": "Deploy window is closed"}'` } }] },
+    })
+    expect(ran).toEqual([])
+    expect(modelCalls).toBe(1)
+    expect(result).toMatchObject({ stopReason: 'interrupted', content: 'Deploy window is closed' })
+  })
+})
+
+describe('failing closed', () => {
+  const run = async (hook: AgentHook) => {
+    const ran: string[] = []
+    const sent: ScriptRequest[] = []
+    await prompt('go', { model: model([{ name: 'Bash', input: { command: 'ls' } }], sent), tools: tools(ran), advanced: { hooks: [hook] } })
+    return { ran, told: toolMessages(sent[1]!)[0] }
+  }
+
+  it('a hook that times out blocks the call, and its whole process group is killed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'command-hook-'))
+    const orphan = join(dir, 'orphan')
+    const started = Date.now()
+    const outcome = await run({ id: 'slow', type: 'PreToolUse', command: { command: `(sleep 1; touch ${orphan}) & sleep 30`, timeoutMs: 300 } })
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(outcome).toEqual({ ran: [], told: 'Tool execution aborted: Hook "slow" failed: timed out after 300ms (its process group was killed)' })
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(existsSync(orphan)).toBe(false)
+  })
+
+  it('exit 1, a signal and broken JSON block; a clean exit 0 with text does not', async () => {
+    expect(await run({ id: 'crash', type: 'PreToolUse', command: { command: 'echo "KeyError: tool_input" >&2; exit 1' } })).toEqual({
+      ran: [],
+      told: 'Tool execution aborted: Hook "crash" failed: exited with code 1: KeyError: tool_input',
+    })
+    expect((await run({ id: 'killed', type: 'PreToolUse', command: { command: 'kill -9 $$' } })).told).toBe('Tool execution aborted: Hook "killed" failed: was killed by signal 9')
+    const broken = await run({ id: 'broken', type: 'PreToolUse', command: { command: `echo '{"decision": "block",}'` } })
+    expect(broken.ran).toEqual([])
+    expect(broken.told).toMatch(/^Tool execution aborted: Hook "broken" failed: printed JSON that does not parse \(/)
+    expect(await run({ id: 'chatty', type: 'PreToolUse', command: { command: 'echo checked' } })).toEqual({ ran: ['ls'], told: 'ran ls' })
+  })
+
+  it("onFailure: 'continue' lets the call run when the hook fails, as Claude Code's default does", async () => {
+    expect(await run({ id: 'crash', type: 'PreToolUse', onFailure: 'continue', command: { command: 'exit 1' } })).toEqual({ ran: ['ls'], told: 'ran ls' })
+    expect(await run({ id: 'slow', type: 'PreToolUse', onFailure: 'continue', command: { command: 'sleep 5', timeoutMs: 200 } })).toEqual({ ran: ['ls'], told: 'ran ls' })
+  })
+
+  it('a hook that writes megabytes to stdout is cut off and blocks', async () => {
+    const outcome = await run({ id: 'flood', type: 'PreToolUse', command: { command: "head -c 5000000 /dev/zero | tr '\\0' x" } })
+    expect(outcome).toEqual({ ran: [], told: 'Tool execution aborted: Hook "flood" failed: wrote more than 65536 bytes to stdout' })
+  })
+
+  it("a PostToolUse hook that fails withholds the tool's output from the model", async () => {
+    const outcome = await run({ id: 'redact', type: 'PostToolUse', command: { command: 'exit 3' } })
+    expect(outcome).toEqual({ ran: ['ls'], told: 'Tool execution failed: Hook "redact" failed: exited with code 3' })
+  })
+
+  it("onFailure: 'continue' on a handler hook object logs its throw and the call runs", async () => {
+    const handler = () => {
+      throw new Error('policy service down')
+    }
+    expect(await run({ id: 'lenient', type: 'PreToolUse', onFailure: 'continue', handler })).toEqual({ ran: ['ls'], told: 'ran ls' })
+    expect((await run({ id: 'strict', type: 'PreToolUse', handler })).ran).toEqual([])
+  })
+})
+
+describe('other events', () => {
+  it('PostToolUse decision: block sends its reason to the model beside the output (the tool already ran)', async () => {
+    const ran: string[] = []
+    const sent: ScriptRequest[] = []
+    await prompt('go', {
+      model: model([{ name: 'Bash', input: { command: 'npm test' } }], sent),
+      tools: tools(ran),
+      advanced: { hooks: [{ id: 'lint', type: 'PostToolUse', command: { command: `echo '{"decision": "block", "reason": "3 lint errors in src/a.ts"}'` } }] },
+    })
+    expect(ran).toEqual(['npm test'])
+    expect(toolMessages(sent[1]!)).toEqual(['ran npm test\n\n3 lint errors in src/a.ts'])
+  })
+
+  it("UserPromptSubmit: exit 2 rejects the prompt with stderr; plain stdout goes with the prompt to the model", async () => {
+    const sent: ScriptRequest[] = []
+    const blocked = await createAgent({
+      model: scriptedModel([]),
+      advanced: { hooks: [{ id: 'secrets', type: 'UserPromptSubmit', command: { command: 'grep -q "sk-" && { echo "The prompt holds an API key" >&2; exit 2; }; exit 0' } }] },
+    })
+    await expect((await blocked.send('my key is sk-123')).text()).rejects.toMatchObject({ message: 'The prompt holds an API key' })
+    const agent = await createAgent({
+      model: scriptedModel((request) => (sent.push(request), { text: 'ok' })),
+      advanced: { hooks: [{ id: 'date', type: 'UserPromptSubmit', command: { command: 'echo "Today is 2026-12-03."' } }] },
+    })
+    await (await agent.send('what day is it?')).text()
+    expect(sent[0]!.messages.at(-1)).toEqual({ role: 'user', content: 'what day is it?\n\nToday is 2026-12-03.' })
+  })
+
+  it('a notification event never fails for its hook', async () => {
+    const result = await prompt('hi', {
+      model: scriptedModel([{ text: 'hello' }]),
+      advanced: { hooks: [{ id: 'notify', type: 'SessionStart', command: { command: 'exit 1' } }] },
+    })
+    expect(result.content).toBe('hello')
+  })
+})
+
+describe('configuration', () => {
+  it('a program that does not exist, a bad timeout or a bad onFailure is a ConfigError naming the hook', async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ id: 'g', type: 'PreToolUse', command: { command: 'no-such-guard --strict' } }, 'advanced.hooks[0] (hook "g").command.command names a program that does not exist: "no-such-guard" (not a file, nor found on PATH)'],
+      [{ id: 'g', type: 'PreToolUse', command: { command: 'true', timeoutMs: 0 } }, 'advanced.hooks[0] (hook "g").command.timeoutMs must be a positive integer no greater than 2147483647 (got 0)'],
+      [{ id: 'g', type: 'PreToolUse', command: { command: 'true' }, onFailure: 'ignore' }, `advanced.hooks[0] (hook "g").onFailure must be 'block' or 'continue' (got "ignore")`],
+    ]
+    for (const [hook, message] of cases) {
+      const error = await createAgent({ model: scriptedModel([]), advanced: { hooks: [hook as AgentHook] } }).catch((e) => e)
+      expect(error).toBeInstanceOf(ConfigError)
+      expect(error.message).toBe(message)
+    }
+  })
+})
+
+describe('loadClaudeHooks', () => {
+  it("reads a settings file's hooks with Claude Code's matcher meaning: Bash is not BashOutput", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'claude-settings-'))
+    const settings = join(dir, 'settings.json')
+    const log = join(dir, 'calls.log')
+    writeFileSync(
+      settings,
+      JSON.stringify({
+        permissions: { allow: ['Bash(ls)'] },
+        hooks: {
+          PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: `jq -r .tool_name >> ${log}`, timeout: 10 }] }],
+          Stop: [{ hooks: [{ type: 'command', command: `echo stop >> ${log}` }] }],
+        },
+      }),
+    )
+    const hooks = loadClaudeHooks(settings)
+    expect(hooks).toEqual([
+      { id: 'claude:hooks.PreToolUse[0].hooks[0]', type: 'PreToolUse', matcher: '^(?:Bash)$', command: { command: `jq -r .tool_name >> ${log}`, timeoutMs: 10000 } },
+      { id: 'claude:hooks.Stop[0].hooks[0]', type: 'TaskCompleted', command: { command: `echo stop >> ${log}` } },
+    ])
+    await prompt('go', {
+      model: model([{ name: 'Bash', input: { command: 'ls' } }, { name: 'BashOutput', input: {} }]),
+      tools: tools([]),
+      advanced: { hooks },
+    })
+    expect(readFileSync(log, 'utf8')).toBe('Bash\nstop\n')
+  })
+
+  it('names the entry that is wrong, and leaves out what cannot run here only when asked', () => {
+    expect(() => loadClaudeHooks({ hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'true', timeout: -1 }] }] } })).toThrow(
+      new ConfigError('hooks.PreToolUse[0].hooks[0].timeout must be a positive number of seconds (got -1)'),
+    )
+    const dir = mkdtempSync(join(tmpdir(), 'claude-settings-'))
+    writeFileSync(join(dir, 'broken.json'), '{ "hooks": ')
+    expect(() => loadClaudeHooks(join(dir, 'broken.json'))).toThrow(ConfigError)
+    const notification = { hooks: { Notification: [{ hooks: [{ type: 'command', command: 'true' }] }], PreToolUse: [{ hooks: [{ type: 'command', command: 'true' }] }] } }
+    expect(() => loadClaudeHooks(notification)).toThrow("hooks.Notification is a Claude Code event this runtime does not fire; pass { unsupported: 'skip' } to leave its hooks out")
+    expect(loadClaudeHooks(notification, { unsupported: 'skip' }).map((hook) => hook.id)).toEqual(['claude:hooks.PreToolUse[0].hooks[0]'])
+  })
+})
