@@ -773,6 +773,8 @@ export interface AgentAdvancedOptions {
   hooks?: InlineHooks | AgentHook[] | undefined
   /** Default 600000: one budget per event dispatch, shared by its callbacks. */
   hookTimeoutMs?: number | undefined
+  /** Adds `hook_started` / `hook_response` events to the stream, one pair per hook that runs. Default false. */
+  includeHookEvents?: boolean | undefined
   /** Default 3000. */
   sessionEndHookTimeoutMs?: number | undefined
   /** Who may run which tool; without it every tool runs. */
@@ -978,6 +980,7 @@ export type StreamEvent = { sessionId: string } & (
   | { type: 'tool_use'; id: string; name: string; input: JsonObject; agentPath?: string[] | undefined }
   /** A generator tool's yield. */
   | { type: 'tool_progress'; progress: JsonValue; id: string; name: string; agentPath?: string[] | undefined }
+
   | {
       type: 'tool_result'
       id: string
@@ -994,6 +997,23 @@ export type StreamEvent = { sessionId: string } & (
   | { type: 'error'; message: string; code?: string | undefined; error: SdkError | Error }
 )
 export type StreamEventType = StreamEvent['type']
+/**
+ * What `advanced.includeHookEvents: true` adds to a stream: a pair per hook that runs. Kept out
+ * of `StreamEvent`, whose variants are Blade's (an exhaustive switch written for Blade still
+ * compiles); read them as `StreamEvent | HookStreamEvent`.
+ */
+export type HookStreamEvent = { sessionId: string } & (
+  | { type: 'hook_started'; hookId: string; event: HookEventName }
+  /** `decision` when it decided: a command hook's `deny`/`allow`/`ask`, a callback's `skip`/`abort`. */
+  | {
+      type: 'hook_response'
+      hookId: string
+      event: HookEventName
+      outcome: 'success' | 'error' | 'timeout' | 'cancelled'
+      decision?: 'deny' | 'allow' | 'ask' | 'skip' | 'abort' | undefined
+      durationMs: number
+    }
+)
 
 /** A session's stream (Blade's `SessionStreamEvent`, 17 types): an agent's events, steering's
  * `turn_interrupted` and `input_applied`, and Blade's tool side-channel events (not emitted
@@ -1085,11 +1105,27 @@ export interface SupportedModel {
   provider: string
 }
 
+/** One registered hook, as `agent.hooks()` lists it. */
+export interface HookRegistration {
+  /** A hook object's id; a bare callback's place (`advanced.hooks.PreToolUse[0]`); `env-webhook:<type>`. */
+  id: string
+  /** The canonical event (`PreToolUse` for a hook registered as `beforeToolCall`). */
+  event: HookEventName
+  kind: 'callback' | 'handler' | 'webhook' | 'command' | 'environment'
+  matcher: string | null
+  /** The hook's own timeout (a command's, a webhook's), or the event's budget. */
+  timeoutMs: number
+  /** What the hook's failure does: `'block'` fails what it guards, `'continue'` logs it. */
+  onFailure: 'block' | 'continue'
+}
+
 export interface Agent {
   readonly sessionId: string
   readonly isClosed: boolean
   /** The conversation so far, without the system prompt. */
   readonly messages: Message[]
+  /** What is registered, per event in dispatch order; environment hooks (as a run started now would read them) last. */
+  hooks(): HookRegistration[]
   /**
    * Starts a run; resolves once the run holds the session (its lease). Rejects `SESSION_BUSY`
    * while this agent's previous response is active, `SESSION_LEASED` while another agent (another

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, createAgent, defineTool, loadClaudeHooks, prompt, scriptedModel, type AgentHook, type JsonObject, type ScriptRequest } from '../index.js'
+import { ConfigError, createAgent, defineTool, loadClaudeHooks, prompt, scriptedModel, type AgentHook, type HookStreamEvent, type JsonObject, type ScriptRequest, type StreamEvent } from '../index.js'
 
 const FIXTURES = join(__dirname, 'fixtures', 'command-hooks')
 const hasPython = (() => {
@@ -280,5 +280,70 @@ describe('loadClaudeHooks', () => {
     const notification = { hooks: { Notification: [{ hooks: [{ type: 'command', command: 'true' }] }], PreToolUse: [{ hooks: [{ type: 'command', command: 'true' }] }] } }
     expect(() => loadClaudeHooks(notification)).toThrow("hooks.Notification is a Claude Code event this runtime does not fire; pass { unsupported: 'skip' } to leave its hooks out")
     expect(loadClaudeHooks(notification, { unsupported: 'skip' }).map((hook) => hook.id)).toEqual(['claude:hooks.PreToolUse[0].hooks[0]'])
+  })
+})
+
+describe('hooks you can list and decisions you can watch', () => {
+  it('agent.hooks() lists every registration per event in dispatch order, environment hooks last', async () => {
+    const saved = { ...process.env }
+    process.env.AGENT_HOOK_WEBHOOK_URL = 'http://127.0.0.1:9/hooks'
+    process.env.AGENT_HOOK_WEBHOOK_TOKEN = 'token'
+    process.env.AGENT_HOOK_WEBHOOK_EVENTS = 'beforeToolCall'
+    try {
+      const agent = await createAgent({
+        model: scriptedModel([]),
+        advanced: {
+          hookTimeoutMs: 5_000,
+          hooks: {
+            afterStep: [{ id: 'steps', webhook: { url: 'http://127.0.0.1:9/steps', timeout: 2 } }],
+            beforeToolCall: [
+              async () => ({ action: 'continue' }),
+              { id: 'grep-guard', matcher: '^Bash$', command: { command: 'true', timeoutMs: 10_000 } },
+              { id: 'lenient', handler: () => undefined, onFailure: 'continue' },
+            ],
+            SessionStart: [{ id: 'hello', command: { command: 'true' } }],
+          },
+        },
+      })
+      expect(agent.hooks()).toEqual([
+        { id: 'advanced.hooks.beforeToolCall[0]', event: 'PreToolUse', kind: 'callback', matcher: null, timeoutMs: 5000, onFailure: 'block' },
+        { id: 'grep-guard', event: 'PreToolUse', kind: 'command', matcher: '^Bash$', timeoutMs: 10000, onFailure: 'block' },
+        { id: 'lenient', event: 'PreToolUse', kind: 'handler', matcher: null, timeoutMs: 5000, onFailure: 'continue' },
+        { id: 'env-webhook:beforeToolCall', event: 'PreToolUse', kind: 'environment', matcher: null, timeoutMs: 30000, onFailure: 'continue' },
+        { id: 'hello', event: 'SessionStart', kind: 'command', matcher: null, timeoutMs: 600000, onFailure: 'continue' },
+        { id: 'steps', event: 'StepEnd', kind: 'webhook', matcher: null, timeoutMs: 2000, onFailure: 'continue' },
+      ])
+    } finally {
+      process.env = saved
+    }
+  })
+
+  it("includeHookEvents puts each hook's start and end, with its decision, in the stream", async () => {
+    const agent = await createAgent({
+      model: model([{ name: 'Bash', input: { command: 'rm -rf /' } }]),
+      tools: tools([]),
+      advanced: {
+        includeHookEvents: true,
+        hooks: [
+          { id: 'guard', type: 'PreToolUse', command: { command: 'echo "no" >&2; exit 2' } },
+          // The blocked call failed: its post hook is PostToolUseFailure's.
+          { id: 'slow', type: 'PostToolUseFailure', onFailure: 'continue', command: { command: 'sleep 5', timeoutMs: 100 } },
+        ],
+      },
+    })
+    const seen: Array<StreamEvent | HookStreamEvent> = []
+    for await (const event of (await agent.send('go')).stream()) seen.push(event)
+    const hookEvents = seen.filter((event): event is HookStreamEvent => event.type === 'hook_started' || event.type === 'hook_response')
+    expect(hookEvents.map(({ sessionId, ...event }) => ('durationMs' in event ? { ...event, durationMs: typeof event.durationMs } : event))).toEqual([
+      { type: 'hook_started', hookId: 'guard', event: 'PreToolUse' },
+      { type: 'hook_response', hookId: 'guard', event: 'PreToolUse', outcome: 'success', decision: 'deny', durationMs: 'number' },
+      { type: 'hook_started', hookId: 'slow', event: 'PostToolUseFailure' },
+      { type: 'hook_response', hookId: 'slow', event: 'PostToolUseFailure', outcome: 'timeout', durationMs: 'number' },
+    ])
+    // Off by default.
+    const quiet = await createAgent({ model: scriptedModel([{ text: 'hi' }]), advanced: { hooks: [{ id: 'hello', type: 'UserPromptSubmit', command: { command: 'true' } }] } })
+    const types: string[] = []
+    for await (const event of (await quiet.send('go')).stream()) types.push(event.type)
+    expect(types.filter((type) => type.startsWith('hook_'))).toEqual([])
   })
 })

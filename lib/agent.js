@@ -58,6 +58,11 @@ class Agent {
     return JSON.parse(this.#native.messages())
   }
 
+  /** What is registered, per event in dispatch order (the environment's hooks as a run now would see them). */
+  hooks() {
+    return JSON.parse(unwrap(this.#native.hooks(process.env)))
+  }
+
   async send(message, options = {}) {
     const encoded = JSON.stringify(splitFunctions(message, 'the message', invalidInput).data) ?? 'null'
     return this.#start(options, 'send', (scopeId, runOptions) => this.#native.send(encoded, scopeId, runOptions, process.env))

@@ -194,6 +194,8 @@ fn shape(events: &[StreamEvent]) -> Vec<String> {
             StreamEvent::Thinking { delta } => format!("thinking {delta}"),
             StreamEvent::TurnInterrupted { input_id, .. } => format!("turn_interrupted {input_id}"),
             StreamEvent::InputApplied { input_id, .. } => format!("input_applied {input_id}"),
+            StreamEvent::HookStarted { hook_id, .. } => format!("hook_started {hook_id}"),
+            StreamEvent::HookResponse { hook_id, outcome, .. } => format!("hook_response {hook_id} {outcome}"),
         })
         .collect()
 }

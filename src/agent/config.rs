@@ -71,6 +71,8 @@ pub struct AgentConfig {
     pub tools: Vec<ToolSpec>,
     pub hook_timeout_ms: u32,
     pub session_end_hook_timeout_ms: u32,
+    /// `includeHookEvents`: each hook's `hook_started` / `hook_response` in the stream.
+    pub include_hook_events: bool,
     /// Hooks per event, in registration order; taken by the session's dispatcher.
     pub hooks: Registry,
     pub permission: Option<Permission>,
@@ -195,6 +197,7 @@ const ADVANCED_KEYS: &[&str] = &[
     "leaseTtlMs",
     "builtinTools",
     "webFetch",
+    "includeHookEvents",
 ];
 
 /// `SessionOptions`' own top-level keys (`provider` an object); its others are `advanced`'s.
@@ -281,6 +284,11 @@ impl AgentConfig {
             )?,
             subagents: subagents.map(Arc::new),
             hook_timeout_ms: timeout(&advanced, "hookTimeoutMs", DEFAULT_HOOK_TIMEOUT_MS)?,
+            include_hook_events: match advanced.get("includeHookEvents") {
+                None => false,
+                Some(Value::Bool(on)) => *on,
+                Some(other) => return Err(advanced.invalid("includeHookEvents", "a boolean", other)),
+            },
             session_end_hook_timeout_ms: timeout(
                 &advanced,
                 "sessionEndHookTimeoutMs",
@@ -899,7 +907,7 @@ mod tests {
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": 0}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got 0)"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxResponseBytes": "1MB"}}}), "advanced.connection.maxResponseBytes must be a positive integer no greater than 9007199254740991 (got \"1MB\")"),
             (json!({"model": "m", "apiKey": "k", "advanced": {"connection": {"maxRetries": 11}}}), "advanced.connection.maxRetries must be an integer from 0 to 10 (got 11)"),
-            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, maxSubagentCalls, mcpServers, leaseTtlMs, builtinTools, webFetch)"),
+            (json!({"model": "m", "apiKey": "k", "advanced": {"nope": 1}}), "advanced.nope is not a known option (known here: hooks, hookTimeoutMs, sessionEndHookTimeoutMs, permission, connection, logger, defaultContext, allowedTools, disallowedTools, toolTimeoutMs, maxContextTokens, confirmationHandler, confirmationHandlerFactory, approvalSecret, store, storagePath, persistSession, compaction, agents, maxSubagentDepth, maxSubagentCalls, mcpServers, leaseTtlMs, builtinTools, webFetch, includeHookEvents)"),
             (json!({"model": {"$function": 0}}), "model must be a model id string or scriptedModel(...) (got a function)"),
             (json!({"model": "m", "apiKey": "k", "maxTurns": {"$js": "Infinity"}}), "maxTurns must be a positive integer no greater than 2147483647 (got Infinity)"),
         ];

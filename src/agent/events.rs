@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::SdkError;
+use crate::hooks::observer::HookNotice;
 use crate::model::{FinishReason, Usage};
 pub use crate::store::PendingReason;
 
@@ -56,6 +57,22 @@ pub enum StreamEvent {
         #[serde(rename = "agentPath", skip_serializing_if = "Option::is_none")]
         agent_path: Option<Vec<String>>,
     },
+    /// `advanced.includeHookEvents`: a hook of a dispatch starts.
+    #[serde(rename_all = "camelCase")]
+    HookStarted {
+        hook_id: String,
+        event: &'static str,
+    },
+    /// `advanced.includeHookEvents`: how that hook ended, and what it decided.
+    #[serde(rename_all = "camelCase")]
+    HookResponse {
+        hook_id: String,
+        event: &'static str,
+        outcome: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        decision: Option<&'static str>,
+        duration_ms: u64,
+    },
     /// A generator tool's yield.
     ToolProgress {
         progress: Value,
@@ -93,6 +110,31 @@ pub enum StreamEvent {
         code: Option<&'static str>,
         error: SdkError,
     },
+}
+
+impl StreamEvent {
+    /// A hook's start or end, as the stream tells it.
+    pub fn of_hook(notice: HookNotice<'_>) -> Self {
+        match notice {
+            HookNotice::Started { hook_id, event } => StreamEvent::HookStarted {
+                hook_id: hook_id.to_string(),
+                event,
+            },
+            HookNotice::Responded {
+                hook_id,
+                event,
+                outcome,
+                decision,
+                duration_ms,
+            } => StreamEvent::HookResponse {
+                hook_id: hook_id.to_string(),
+                event,
+                outcome,
+                decision,
+                duration_ms,
+            },
+        }
+    }
 }
 
 impl StreamEvent {

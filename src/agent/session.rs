@@ -26,6 +26,7 @@ use crate::error::{Detail, ErrorCode, Result, SdkError};
 use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, Dispatcher, EventInput, HookContext, HookError};
 use crate::hooks::environment;
+use crate::hooks::listing::{self, Budgets, Registration};
 use crate::hooks::pending::{Owner, SETTLE_GRACE};
 use crate::hooks::registry::Registry;
 use crate::hooks::{EventFields, HookEvent};
@@ -514,6 +515,22 @@ impl Session {
         names
     }
 
+    /// `agent.hooks()`: the session's hooks, then those `environment` adds to a run started now,
+    /// per event in dispatch order.
+    pub fn hooks(&self, environment: &Environment) -> Result<Vec<Registration>> {
+        let from_environment = environment::hooks(environment)?;
+        let budgets = Budgets {
+            hook_timeout_ms: self.agent.config.hook_timeout_ms,
+            session_end_timeout_ms: self.agent.config.session_end_hook_timeout_ms,
+        };
+        let registry = self.dispatcher().registry();
+        Ok(listing::list(
+            |event| registry.entries(event).to_vec(),
+            &from_environment,
+            budgets,
+        ))
+    }
+
     /// The MCP servers, then SessionStart, inside `createAgent`. A server that cannot start
     /// closes the session (no hook has run). If SessionStart fails, SessionEnd runs (once), the
     /// servers are stopped and the session is closed; the SessionStart error is what the caller
@@ -530,6 +547,7 @@ impl Session {
             extra: Vec::new(),
             queue: Some(self.durable.clone()),
             environment: Arc::new(environment),
+            observer: None,
         };
         if !self.dispatcher().has(HookEvent::SessionStart, None, &context) {
             return Ok(());
@@ -643,6 +661,7 @@ impl Session {
             extra: Vec::new(),
             queue: Some(self.durable.clone()),
             environment: Arc::new(environment),
+            observer: None,
         };
         let ended = self.session_end(scope, &context).await;
         // Stopped whatever SessionEnd did: the session is closing either way.

@@ -254,6 +254,16 @@ impl NativeAgent {
         self.session.is_closed()
     }
 
+    /// `agent.hooks()`: the registrations (JSON text), with the environment's hooks read from
+    /// `environment` (the caller's `process.env`) now.
+    #[napi]
+    pub fn hooks(&self, environment: Object) -> Result<NativeResult<String>> {
+        let environment = read_environment(&environment, &self.environment_names)?;
+        Ok(native(self.session.hooks(&environment).map(|listed| {
+            serde_json::to_string(&listed).unwrap_or_else(|_| "[]".into())
+        })))
+    }
+
     /// The conversation as JSON text.
     #[napi]
     pub fn messages(&self) -> String {

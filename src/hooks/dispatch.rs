@@ -16,7 +16,8 @@ use tracing::Instrument;
 
 use super::command::{self, Ran};
 use super::fields::EventFields;
-use super::output::HookOutput;
+use super::observer::Observer;
+use super::output::{Action, HookOutput};
 use super::pending::{Owner, Pending, TrackedCall};
 use super::registry::{Entry, HookObject, Registry};
 use super::span::{finish_span, HookSpan};
@@ -112,6 +113,8 @@ pub struct HookContext {
     pub environment: Arc<Environment>,
     /// Where `delivery: 'queue'` notifications go (the session's store outbox).
     pub queue: Option<Arc<dyn Enqueue>>,
+    /// Told of each hook's start and end (`advanced.includeHookEvents`).
+    pub observer: Option<Observer>,
 }
 
 /// One event to dispatch: its payload (the callbacks' input, without `abortSignal`), the tool
@@ -347,7 +350,8 @@ impl Dispatcher {
             if function.is_none() && webhook.is_none() && command.is_none() {
                 continue;
             }
-            let mut span = HookSpan::new(entry.name());
+            let observer = caller.context.observer.as_ref();
+            let mut span = HookSpan::observed(entry.name(), round.input.event.name(), observer);
             if let Some(hook) = command {
                 let fields = fields.get_or_insert_with(|| round.input.payload.to_map());
                 self.run_command(&round, hook, fields, &mut span, &mut dispatched)
@@ -473,6 +477,11 @@ impl Dispatcher {
                     Err(error) => return Err(HookError::Invalid(error)),
                 },
             };
+            match output.action {
+                Action::Skip => span.decided("skip"),
+                Action::Abort => span.decided("abort"),
+                Action::Continue => {}
+            }
             dispatched.outputs.push(output);
         } else if event == HookEvent::PreCompact {
             // An observer, but one that may skip this compaction (`abort`); anything else is
@@ -509,6 +518,9 @@ impl Dispatcher {
         };
         let output = match ran {
             Ran::Answered { output, decision } => {
+                if let Some(decision) = decision {
+                    span.decided(decision);
+                }
                 span.succeeded(decision.unwrap_or("ok"));
                 *output
             }
@@ -525,6 +537,7 @@ impl Dispatcher {
                     &format!("Command hook \"{}\" failed; what it guards is blocked", hook.id),
                     fields,
                 );
+                span.decided("deny");
                 command::blocked(hook, event, &why)
             }
         };

@@ -11,6 +11,8 @@ pub mod control;
 pub mod dispatch;
 pub mod environment;
 pub mod fields;
+pub mod listing;
+pub mod observer;
 pub mod output;
 pub mod pending;
 pub mod registry;

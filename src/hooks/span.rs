@@ -7,6 +7,8 @@ use std::time::Instant;
 use tracing::field::Empty;
 use tracing::Span;
 
+use super::observer::{outcome_of, HookNotice, Observer};
+
 /// Records how a span ended and its duration so far.
 pub(crate) fn finish_span(span: &Span, started: Instant, outcome: &str) {
     span.record("outcome", outcome);
@@ -23,6 +25,10 @@ pub(crate) struct HookSpan {
     span: Span,
     started: Instant,
     failed: bool,
+    outcome: Option<&'static str>,
+    decision: Option<&'static str>,
+    /// Who hears of this hook's end, with its id and event.
+    observed: Option<(Observer, String, &'static str)>,
 }
 
 impl HookSpan {
@@ -32,7 +38,26 @@ impl HookSpan {
             span: tracing::debug_span!("hook", hook, outcome = Empty, elapsed_us = Empty),
             started: Instant::now(),
             failed: false,
+            outcome: None,
+            decision: None,
+            observed: None,
         }
+    }
+
+    /// As [`HookSpan::new`], and `observer` is told now that it starts and, when the span is
+    /// dropped, how it ended.
+    pub fn observed(hook: &str, event: &'static str, observer: Option<&Observer>) -> Self {
+        let mut span = HookSpan::new(hook);
+        if let Some(observer) = observer {
+            observer.tell(HookNotice::Started { hook_id: hook, event });
+            span.observed = Some((observer.clone(), hook.to_string(), event));
+        }
+        span
+    }
+
+    /// What the hook decided (`deny`, `skip`, …), for the observer.
+    pub fn decided(&mut self, decision: &'static str) {
+        self.decision = Some(decision);
     }
 
     /// The span to run the hook's work in.
@@ -43,6 +68,7 @@ impl HookSpan {
     /// A part that went as it should (`ok`, `delivered`, a control's `allow` or `deny`).
     pub fn succeeded(&mut self, outcome: &'static str) {
         if !self.failed {
+            self.outcome = Some(outcome);
             finish_span(&self.span, self.started, outcome);
         }
     }
@@ -51,6 +77,7 @@ impl HookSpan {
     pub fn failed(&mut self, outcome: &'static str) {
         if !self.failed {
             self.failed = true;
+            self.outcome = Some(outcome);
             finish_span(&self.span, self.started, outcome);
         }
     }
@@ -60,6 +87,20 @@ impl HookSpan {
         match called {
             Ok(_) => self.succeeded("ok"),
             Err(error) => self.failed(error.kind()),
+        }
+    }
+}
+
+impl Drop for HookSpan {
+    fn drop(&mut self) {
+        if let Some((observer, hook_id, event)) = &self.observed {
+            observer.tell(HookNotice::Responded {
+                hook_id,
+                event,
+                outcome: outcome_of(self.outcome),
+                decision: self.decision,
+                duration_ms: self.started.elapsed().as_millis() as u64,
+            });
         }
     }
 }

@@ -75,6 +75,7 @@ pub async fn complete(
         extra: Vec::new(),
         queue: Some(Arc::new(durable::Unfenced(config.clone()))),
         environment: Arc::new(environment),
+        observer: None,
     };
     let caller = Caller {
         scope: ScopeId::NONE,

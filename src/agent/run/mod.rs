@@ -38,6 +38,7 @@ use crate::agent::tree::{Nursery, Tree};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::dispatch::{Caller, HookContext};
 use crate::hooks::environment;
+use crate::hooks::observer::Observer;
 use crate::hooks::pending::SETTLE_GRACE;
 use crate::hooks::{EventFields, HookEvent};
 use crate::host::ScopeId;
@@ -114,10 +115,16 @@ impl Run {
         let max_turns = options.max_turns.unwrap_or(settings.max_turns);
         // The outbox's deliverer resolves queued notifications' header templates from these.
         parts.durable.remember_environment(&options.environment);
+        // Each hook's start and end in the stream, when the agent asks for them.
+        let observer = parts.agent.config.include_hook_events.then(|| {
+            let events = events.clone();
+            Observer::new(move |notice| events.send(StreamEvent::of_hook(notice)))
+        });
         let context = HookContext {
             extra,
             queue: Some(parts.durable.clone()),
             environment: Arc::new(options.environment),
+            observer,
         };
         let budget = parts
             .agent
