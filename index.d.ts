@@ -622,12 +622,34 @@ export interface CommandHookObject {
   onFailure?: 'block' | 'continue' | undefined
   handler?: undefined
   webhook?: undefined
+  http?: undefined
 }
 /**
  * A hook object of any type; a literal's `type` picks its handler's input type. A function that
  * builds hook objects for a `type` it is given returns `HookObject<T>` for a generic `T`.
  */
-export type AgentHook = { [T in HookTypeName]: HookObject<T> }[HookTypeName] | WebhookHookObject | CommandHookObject
+/** Where a Claude-style HTTP hook posts: the command hook's input JSON; a 2xx JSON body decides. */
+export interface HttpHookConfig {
+  url: string
+  /** Values may use `${NAME}` for names listed in `allowedEnvVars`, resolved at send time. */
+  headers?: Record<string, string> | undefined
+  allowedEnvVars?: string[] | undefined
+  /** Default 600000. */
+  timeoutMs?: number | undefined
+}
+/** Claude Code's HTTP hook: read like a command hook (not a LobeHub webhook). */
+export interface HttpHookObject {
+  id: string
+  type: HookTypeName
+  matcher?: string | undefined
+  http: HttpHookConfig
+  /** Another status, no connection, the timeout: blocks a gating event (`'block'`, the default) or is logged. */
+  onFailure?: 'block' | 'continue' | undefined
+  handler?: undefined
+  webhook?: undefined
+  command?: undefined
+}
+export type AgentHook = { [T in HookTypeName]: HookObject<T> }[HookTypeName] | WebhookHookObject | CommandHookObject | HttpHookObject
 /** A hook object listed under its event in `hooks`: `type` may be left out (it is the event). */
 export type InlineHookObject<K extends HookTypeName> = { [T in NamesOfHookType<K>]: Omit<HookObject<T>, 'type'> & { type?: T | undefined } }[NamesOfHookType<K>]
 /** A bare callback listed under `K` in `hooks`: it gets the event's input. */
@@ -637,8 +659,10 @@ export type HookEntry = HookCallback | { [T in HookTypeName]: InlineHookObject<T
 export type HookCallbackOf<E extends HookEventName> = (input: HookInputOf<E>) => HookOutput | Promise<HookOutput>
 /** Callbacks and hook objects per event or alias; both get the event's own input type. */
 export type InlineHooks = { [K in HookTypeName]?: Array<HookCallbackOfType<K> | InlineHookObject<K> | InlineCommandHookObject> }
-/** A command hook listed under its event: `type` may be left out. */
-export type InlineCommandHookObject = Omit<CommandHookObject, 'type'> & { type?: HookTypeName | undefined }
+/** A command or HTTP hook listed under its event: `type` may be left out. */
+export type InlineCommandHookObject =
+  | (Omit<CommandHookObject, 'type'> & { type?: HookTypeName | undefined })
+  | (Omit<HttpHookObject, 'type'> & { type?: HookTypeName | undefined })
 
 export type AgentPermissionPreset = 'default' | 'accept-edits' | 'bypass-permissions' | 'plan'
 
@@ -1111,7 +1135,7 @@ export interface HookRegistration {
   id: string
   /** The canonical event (`PreToolUse` for a hook registered as `beforeToolCall`). */
   event: HookEventName
-  kind: 'callback' | 'handler' | 'webhook' | 'command' | 'environment'
+  kind: 'callback' | 'handler' | 'webhook' | 'command' | 'http' | 'environment'
   matcher: string | null
   /** The hook's own timeout (a command's, a webhook's), or the event's budget. */
   timeoutMs: number
@@ -1362,14 +1386,14 @@ export interface BuiltinTool {
 export declare function getBuiltinTools(options?: unknown): BuiltinTool[]
 /**
  * The hooks of a Claude Code settings file (`.claude/settings.json`), or of its parsed object,
- * as command hook objects in file order, ready for `advanced.hooks`. Entries this runtime cannot
- * run as Claude Code would (an event it does not fire, `http`/`prompt`/`agent`/`mcp_tool`
+ * as command and HTTP hook objects in file order, ready for `advanced.hooks`. Entries this runtime cannot
+ * run as Claude Code would (an event it does not fire, `prompt`/`agent`/`mcp_tool`
  * entries, `async`, `if`) throw a `ConfigError` naming the entry, unless `unsupported: 'skip'`.
  */
 export declare function loadClaudeHooks(
   source: string | { hooks?: Record<string, unknown> },
   options?: { unsupported?: 'error' | 'skip' | undefined },
-): CommandHookObject[]
+): Array<CommandHookObject | HttpHookObject>
 /** A tool whose input is described by a schema library's schema: `execute`'s input is inferred from it. */
 export declare function defineTool<S extends StandardSchemaV1>(definition: ToolDefinitionFields<InferSchemaOutput<S>> & { parameters: S }): ToolDefinition<InferSchemaOutput<S>>
 /** A tool with a JSON Schema; `I` is the type of its input. */

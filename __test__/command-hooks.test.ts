@@ -6,6 +6,8 @@ import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
+import { createServer, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, createAgent, defineTool, loadClaudeHooks, prompt, scriptedModel, type AgentHook, type HookStreamEvent, type JsonObject, type ScriptRequest, type StreamEvent } from '../index.js'
 
@@ -345,5 +347,75 @@ describe('hooks you can list and decisions you can watch', () => {
     const types: string[] = []
     for await (const event of (await quiet.send('go')).stream()) types.push(event.type)
     expect(types.filter((type) => type.startsWith('hook_'))).toEqual([])
+  })
+})
+
+describe("HTTP hooks (Claude Code's kind)", () => {
+  /** A server on 127.0.0.1 that answers each POST with `answer(body)` and keeps what it was sent. */
+  async function hookServer(answer: (body: any) => { status: number; body: string }) {
+    const received: Array<{ headers: IncomingMessage['headers']; body: any }> = []
+    const server = createServer((request, response) => {
+      let text = ''
+      request.on('data', (chunk) => (text += chunk))
+      request.on('end', () => {
+        const body = JSON.parse(text)
+        received.push({ headers: request.headers, body })
+        const { status, body: reply } = answer(body)
+        response.writeHead(status, { 'content-type': 'application/json' }).end(reply)
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
+    return { url, received, close: () => new Promise((resolve) => server.close(resolve)) }
+  }
+
+  it("posts the input as JSON and reads the answer as a command hook's stdout (a bare hookSpecificOutput decides)", async () => {
+    const server = await hookServer((body) =>
+      body.tool_input.command.startsWith('rm')
+        ? { status: 200, body: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'not on this host' } }) }
+        : { status: 200, body: '{}' },
+    )
+    process.env.POLICY_TOKEN = 'secret-1'
+    try {
+      const ran: string[] = []
+      const sent: ScriptRequest[] = []
+      await prompt('go', {
+        model: model([{ name: 'Bash', input: { command: 'rm -rf /tmp/x' } }, { name: 'Bash', input: { command: 'ls' } }], sent),
+        tools: tools(ran),
+        advanced: { hooks: [{ id: 'policy', type: 'PreToolUse', http: { url: server.url, headers: { Authorization: 'Bearer ${POLICY_TOKEN}' }, allowedEnvVars: ['POLICY_TOKEN'] } }] },
+      })
+      expect(ran).toEqual(['ls'])
+      expect(toolMessages(sent[1]!)).toEqual(['Tool execution aborted: not on this host', 'ran ls'])
+      expect(server.received.map((request) => [request.headers['content-type'], request.headers.authorization, request.body.hook_event_name, request.body.tool_name])).toEqual([
+        ['application/json', 'Bearer secret-1', 'PreToolUse', 'Bash'],
+        ['application/json', 'Bearer secret-1', 'PreToolUse', 'Bash'],
+      ])
+    } finally {
+      delete process.env.POLICY_TOKEN
+      await server.close()
+    }
+  })
+
+  it('another status or no server blocks a gating event; onFailure continue lets it through', async () => {
+    const server = await hookServer(() => ({ status: 503, body: 'down' }))
+    try {
+      const ran: string[] = []
+      const sent: ScriptRequest[] = []
+      await prompt('go', {
+        model: model([{ name: 'Bash', input: { command: 'ls' } }], sent),
+        tools: tools(ran),
+        advanced: { hooks: [{ id: 'policy', type: 'PreToolUse', http: { url: server.url } }] },
+      })
+      expect(ran).toEqual([])
+      expect(toolMessages(sent[1]!)).toEqual(['Tool execution aborted: Hook "policy" failed: answered HTTP 503'])
+      await prompt('go', {
+        model: model([{ name: 'Bash', input: { command: 'ls' } }]),
+        tools: tools(ran),
+        advanced: { hooks: [{ id: 'policy', type: 'PreToolUse', onFailure: 'continue', http: { url: 'http://127.0.0.1:9/down' } }] },
+      })
+      expect(ran).toEqual(['ls'])
+    } finally {
+      await server.close()
+    }
   })
 })

@@ -119,7 +119,7 @@ describe('registration', () => {
       [[{ id: 'ok', type: 'SessionStart', handler: () => ((handlerRan = true), undefined) }, { id: 'y', type: 'nope', handler: () => {} }], 'advanced.hooks[1] (hook "y").type must be a hook event or alias'],
       [[{ id: 'z', type: 'afterToolCall', webhook: { url: 'http://127.0.0.1:1/x', headers: { Authorization: 'Bearer ${SECRET_TOKEN}' } } }], 'advanced.hooks[0] (hook "z").webhook.headers.Authorization uses ${SECRET_TOKEN}, which is not in advanced.hooks[0] (hook "z").webhook.allowedEnvVars'],
       [[{ id: 'w', type: 'beforeToolCall', webhook: { url: 'http://127.0.0.1:1/x', responseHandling: 'toolCall', eventFields: ['toolName'] } }], 'advanced.hooks[0] (hook "w").webhook: control hooks cannot filter or override the event payload'],
-      [[{ id: 'v', type: 'afterStep' }], 'advanced.hooks[0] (hook "v") needs a handler, a webhook or a command'],
+      [[{ id: 'v', type: 'afterStep' }], 'advanced.hooks[0] (hook "v") needs a handler, a webhook, a command or an http hook'],
     ]
     for (const [hooks, message] of cases) {
       const error = await createAgent({ model: model(), advanced: { hooks: hooks as any } }).catch((e) => e)

@@ -6,6 +6,7 @@
 
 pub mod answer;
 pub mod config;
+pub mod http;
 pub mod input;
 pub mod run;
 pub mod settings;

@@ -1,7 +1,7 @@
 //! `loadClaudeHooks`: the hooks of a Claude Code settings file (`.claude/settings.json`'s
 //! `{ hooks: { <Event>: [{ matcher, hooks: [...] }] } }`) as our hook objects, in file order,
 //! with Claude Code's matcher meaning and event names. What this runtime cannot run as Claude
-//! Code would (an event it does not have, `prompt`/`agent`/`mcp_tool`/`http` entries, `async`,
+//! Code would (an event it does not have, `prompt`/`agent`/`mcp_tool` entries, `async`,
 //! `if`, a matcher on an event without tools) is an error naming the entry, unless the caller
 //! asks to skip such entries: a guard that silently does not load is the dangerous case.
 
@@ -10,6 +10,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::config::CommandConfig;
+use super::http::HttpConfig;
 use crate::error::{Result, SdkError};
 use crate::hook_event::HookEvent;
 use crate::js_value::describe;
@@ -52,16 +53,9 @@ const NOT_FIRED: &[&str] = &[
     "Setup",
 ];
 
-const ENTRY_KEYS: &[&str] = &[
-    "type",
-    "command",
-    "args",
-    "timeout",
-    "onFailure",
-    "statusMessage",
-    "once",
-    "shell",
-];
+const COMMON_KEYS: &[&str] = &["type", "timeout", "onFailure", "statusMessage", "once", "async"];
+const COMMAND_KEYS: &[&str] = &["command", "args", "shell"];
+const HTTP_KEYS: &[&str] = &["url", "headers", "allowedEnvVars"];
 
 /// What to do with an entry this runtime cannot run as Claude Code would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,9 +226,9 @@ fn hook_object(
             describe(entry)
         )));
     };
-    match entry.get("type").and_then(Value::as_str) {
-        Some("command") => {}
-        Some(kind @ ("http" | "prompt" | "agent" | "mcp_tool")) => {
+    let kind = match entry.get("type").and_then(Value::as_str) {
+        Some(kind @ ("command" | "http")) => kind,
+        Some(kind @ ("prompt" | "agent" | "mcp_tool")) => {
             return Err(cannot_run(format!(
                 "{at} is a \"{kind}\" hook, which this runtime does not run"
             )))
@@ -245,7 +239,7 @@ fn hook_object(
                 describe(entry.get("type").unwrap_or(&Value::Null))
             )))
         }
-    }
+    };
     if entry.get("async").is_some_and(|value| value != &Value::Bool(false)) {
         return Err(cannot_run(format!(
             "{at} is an async hook, which this runtime does not run"
@@ -262,42 +256,57 @@ fn hook_object(
             describe(shell)
         )));
     }
+    let known = if kind == "command" { COMMAND_KEYS } else { HTTP_KEYS };
     for key in entry.keys() {
-        if !ENTRY_KEYS.contains(&key.as_str()) && key != "async" {
+        if !known.contains(&key.as_str()) && !COMMON_KEYS.contains(&key.as_str()) {
+            let mut all: Vec<&str> = known.to_vec();
+            all.extend(COMMON_KEYS);
             return Err(invalid(format!(
-                "{at}.{key} is not a command hook field (known: {})",
-                ENTRY_KEYS.join(", ")
+                "{at}.{key} is not a {kind} hook field (known: {})",
+                all.join(", ")
             )));
         }
     }
-    let mut command = Map::new();
-    for key in ["command", "args"] {
-        if let Some(value) = entry.get(key) {
-            command.insert(key.into(), value.clone());
+    let timeout_ms = match entry.get("timeout") {
+        None => None,
+        Some(timeout) => {
+            let seconds = timeout.as_f64().filter(|seconds| seconds.is_finite() && *seconds > 0.0);
+            let Some(seconds) = seconds else {
+                return Err(invalid(format!(
+                    "{at}.timeout must be a positive number of seconds (got {})",
+                    describe(timeout)
+                )));
+            };
+            Some(((seconds * 1000.0).ceil() as u64).min(2_147_483_647))
         }
+    };
+    let mut config = Map::new();
+    if kind == "command" {
+        for key in ["command", "args"] {
+            if let Some(value) = entry.get(key) {
+                config.insert(key.into(), value.clone());
+            }
+        }
+    } else {
+        http_fields(entry, &mut config);
     }
-    if let Some(timeout) = entry.get("timeout") {
-        let seconds = timeout.as_f64().filter(|seconds| seconds.is_finite() && *seconds > 0.0);
-        let Some(seconds) = seconds else {
-            return Err(invalid(format!(
-                "{at}.timeout must be a positive number of seconds (got {})",
-                describe(timeout)
-            )));
-        };
-        command.insert(
-            "timeoutMs".into(),
-            json!(((seconds * 1000.0).ceil() as u64).min(2_147_483_647)),
-        );
+    if let Some(timeout_ms) = timeout_ms {
+        config.insert("timeoutMs".into(), json!(timeout_ms));
     }
-    let command = Value::Object(command);
-    CommandConfig::parse(&command, at).map_err(|error| invalid(error.message))?;
+    let config = Value::Object(config);
+    let checked = if kind == "command" {
+        CommandConfig::parse(&config, at).map(drop)
+    } else {
+        HttpConfig::parse(&config, at).map(drop)
+    };
+    checked.map_err(|error| invalid(error.message))?;
     let mut object = Map::new();
     object.insert("id".into(), json!(format!("claude:{at}")));
     object.insert("type".into(), json!(event.name()));
     if let Some(matcher) = matcher {
         object.insert("matcher".into(), json!(matcher));
     }
-    object.insert("command".into(), command);
+    object.insert(kind.into(), config);
     match entry.get("onFailure") {
         None => {}
         Some(value @ Value::String(policy)) if policy == "block" || policy == "continue" => {
@@ -311,6 +320,62 @@ fn hook_object(
         }
     }
     Ok(Value::Object(object))
+}
+
+/// An `http` entry's `url`, `headers` and `allowedEnvVars`, with Claude Code's `$NAME` written
+/// as our `${NAME}` where `NAME` is allowed (elsewhere `$NAME` stays text, as there).
+fn http_fields(entry: &Map<String, Value>, config: &mut Map<String, Value>) {
+    for key in ["url", "allowedEnvVars"] {
+        if let Some(value) = entry.get(key) {
+            config.insert(key.into(), value.clone());
+        }
+    }
+    let allowed: Vec<&str> = entry
+        .get("allowedEnvVars")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(headers) = entry.get("headers") {
+        let headers = match headers {
+            Value::Object(headers) => Value::Object(
+                headers
+                    .iter()
+                    .map(|(name, value)| {
+                        let value = match value {
+                            Value::String(text) => Value::String(braced(text, &allowed)),
+                            other => other.clone(),
+                        };
+                        (name.clone(), value)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
+        config.insert("headers".into(), headers);
+    }
+}
+
+/// `$NAME` → `${NAME}` for the allowed names.
+fn braced(text: &str, allowed: &[&str]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let name = &after[..name_len];
+        if !name.is_empty() && allowed.contains(&name) {
+            out.push_str(&format!("${{{name}}}"));
+        } else {
+            out.push('$');
+            out.push_str(name);
+        }
+        rest = &after[name_len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -331,7 +396,8 @@ mod tests {
                     {"matcher": "Edit|Write|MultiEdit", "hooks": [{"type": "command", "command": "true", "onFailure": "continue"}]},
                     {"matcher": "mcp__memory__.*", "hooks": [{"type": "command", "command": "true"}]}
                 ],
-                "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 0.5}]}]
+                "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 0.5}]}],
+                "PostToolUse": [{"matcher": "Write", "hooks": [{"type": "http", "url": "http://127.0.0.1:8080/hooks", "headers": {"Authorization": "Bearer $HOOK_TOKEN", "X-Price": "$5"}, "allowedEnvVars": ["HOOK_TOKEN"]}]}]
             }
         }))
         .unwrap();
@@ -342,6 +408,7 @@ mod tests {
                 json!({"id": "claude:hooks.PreToolUse[1].hooks[0]", "type": "PreToolUse", "matcher": "^(?:Edit|Write|MultiEdit)$", "command": {"command": "true"}, "onFailure": "continue"}),
                 json!({"id": "claude:hooks.PreToolUse[2].hooks[0]", "type": "PreToolUse", "matcher": "mcp__memory__.*", "command": {"command": "true"}}),
                 json!({"id": "claude:hooks.Stop[0].hooks[0]", "type": "TaskCompleted", "command": {"command": "true", "timeoutMs": 500}}),
+                json!({"id": "claude:hooks.PostToolUse[0].hooks[0]", "type": "PostToolUse", "matcher": "^(?:Write)$", "http": {"url": "http://127.0.0.1:8080/hooks", "allowedEnvVars": ["HOOK_TOKEN"], "headers": {"Authorization": "Bearer ${HOOK_TOKEN}", "X-Price": "$5"}}}),
             ]
         );
         assert_eq!(load_all(json!({"model": "x"})).unwrap(), Vec::<Value>::new());

@@ -1,14 +1,16 @@
-//! A command hook in a dispatch: its stdin built from the event's fields, its process run under
-//! its own timeout and the caller's cancellation, and its answer turned into a hook output —
-//! or, when it failed, into the output its failure policy gives (a gating event blocks).
+//! A command hook (or a Claude-style HTTP hook) in a dispatch: its input built from the event's
+//! fields, its process run (or its POST sent) under its own timeout, and its answer turned into
+//! a hook output — or, when it failed, into the output its failure policy gives (a gating event
+//! blocks).
 
 use serde_json::{Map, Value};
 
 use super::output::{Action, Directives, HookOutput, ModifiedInput, PermissionHint};
 use super::registry::HookObject;
 use crate::command_hook::input::{self, Session};
-use crate::command_hook::{answer, run, CommandConfig, Decision, Verdict};
+use crate::command_hook::{answer, http, run, Decision, Verdict};
 use crate::hook_event::HookEvent;
+use crate::webhook::Environment;
 
 /// How one command hook went.
 pub enum Ran {
@@ -36,9 +38,10 @@ pub fn is_gating(event: HookEvent) -> bool {
     )
 }
 
-/// Runs `config` for `event` with `fields` (the callbacks' input).
-pub async fn run(event: HookEvent, config: &CommandConfig, fields: &Map<String, Value>) -> Ran {
-    let cwd = match &config.cwd {
+/// Runs `hook`'s command (or posts to its HTTP hook) for `event` with `fields` (the callbacks'
+/// input); header templates resolve from `environment`.
+pub async fn run(event: HookEvent, hook: &HookObject, fields: &Map<String, Value>, environment: &Environment) -> Ran {
+    let cwd = match hook.command.as_ref().and_then(|config| config.cwd.as_ref()) {
         Some(cwd) => std::path::absolute(cwd).unwrap_or_else(|_| cwd.clone()),
         None => std::env::current_dir().unwrap_or_else(|_| "/".into()),
     };
@@ -47,17 +50,34 @@ pub async fn run(event: HookEvent, config: &CommandConfig, fields: &Map<String, 
         cwd: &cwd,
         stop_hook_active: false,
     };
-    let mut stdin = input::build(event, fields, &session).to_string().into_bytes();
-    stdin.push(b'\n');
-    let env = [("CLAUDE_PROJECT_DIR".to_string(), cwd.clone())];
-    let finished = match run::run(config, &stdin, &env).await {
-        Ok(finished) => finished,
-        Err(error) => {
+    let input = input::build(event, fields, &session);
+    let finished = match (&hook.command, &hook.http) {
+        (Some(config), _) => {
+            let mut stdin = input.to_string().into_bytes();
+            stdin.push(b'\n');
+            let env = [("CLAUDE_PROJECT_DIR".to_string(), cwd.clone())];
+            run::run(config, &stdin, &env)
+                .await
+                .map_err(|error| (error.to_string(), error.outcome()))
+        }
+        (None, Some(config)) => http::post(config, &input, environment).await.map_err(|why| {
+            let outcome = if why.starts_with("timed out") {
+                "timeout"
+            } else {
+                "error"
+            };
+            (why, outcome)
+        }),
+        (None, None) => {
             return Ran::Failed {
-                why: error.to_string(),
-                outcome: error.outcome(),
+                why: "has neither a command nor a URL".into(),
+                outcome: "error",
             }
         }
+    };
+    let finished = match finished {
+        Ok(finished) => finished,
+        Err((why, outcome)) => return Ran::Failed { why, outcome },
     };
     match answer::read(event, &finished) {
         Ok(verdict) => {

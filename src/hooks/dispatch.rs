@@ -346,7 +346,9 @@ impl Dispatcher {
             // After a mock, later PreToolUse callbacks do not run.
             let function = entry.function().filter(|_| dispatched.mocked.is_none());
             let webhook = entry.hook().and_then(|hook| Some((hook, hook.webhook.as_ref()?)));
-            let command = entry.hook().filter(|hook| hook.command.is_some());
+            let command = entry
+                .hook()
+                .filter(|hook| hook.command.is_some() || hook.http.is_some());
             if function.is_none() && webhook.is_none() && command.is_none() {
                 continue;
             }
@@ -493,7 +495,7 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Runs `hook`'s command under its own timeout, racing the caller's cancellation, and keeps
+    /// Runs `hook`'s command (or its HTTP hook) under its own timeout, racing the caller's cancellation, and keeps
     /// its output where the event reads outputs. A hook that fails is logged; on a gating event
     /// it blocks (`command::blocked`) unless it continues on failure.
     async fn run_command(
@@ -504,13 +506,11 @@ impl Dispatcher {
         span: &mut HookSpan,
         dispatched: &mut Dispatched,
     ) -> Result<(), HookError> {
-        let Some(config) = &hook.command else {
-            return Ok(());
-        };
         let event = round.input.event;
+        let environment = &round.caller.context.environment;
         let ran = tokio::select! {
             biased;
-            ran = command::run(event, config, fields).instrument(span.span()) => ran,
+            ran = command::run(event, hook, fields, environment).instrument(span.span()) => ran,
             _ = round.caller.wait_cancelled() => {
                 span.failed("cancelled");
                 return Err(HookError::Cancelled);

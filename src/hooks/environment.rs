@@ -95,6 +95,7 @@ pub fn hooks(environment: &Environment) -> Result<Vec<Entry>> {
                 handler: None,
                 webhook: Some(Arc::new(webhook)),
                 command: None,
+                http: None,
                 on_failure: None,
             })))
         })

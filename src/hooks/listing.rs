@@ -86,6 +86,10 @@ fn kind_of(
         let default = if command::is_gating(event) { "block" } else { "continue" };
         return ("command", config.timeout_ms(), default);
     }
+    if let Some(config) = &hook.http {
+        let default = if command::is_gating(event) { "block" } else { "continue" };
+        return ("http", config.timeout_ms(), default);
+    }
     if hook.handler.is_some() {
         return ("handler", budget, callback_default);
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use regex::Regex;
 use serde_json::Value;
 
+use crate::command_hook::http::HttpConfig;
 use crate::command_hook::CommandConfig;
 use crate::error::{Result, SdkError};
 use crate::hook_event::{HookEvent, EVENT_COUNT};
@@ -30,6 +31,8 @@ pub struct HookObject {
     /// Shared with the delivery task that sends it.
     pub webhook: Option<Arc<WebhookConfig>>,
     pub command: Option<CommandConfig>,
+    /// A Claude-style HTTP hook: the command hook's input POSTed, its answer read alike.
+    pub http: Option<HttpConfig>,
     /// `onFailure`; `None` follows the event (gating events block).
     pub on_failure: Option<OnFailure>,
 }
@@ -140,7 +143,16 @@ pub struct Registry {
 /// Ids of environment hooks (`environment.rs`) start with this; caller hooks may not.
 pub const ID_PREFIX: &str = "env-webhook:";
 
-const HOOK_KEYS: &[&str] = &["id", "type", "matcher", "handler", "webhook", "command", "onFailure"];
+const HOOK_KEYS: &[&str] = &[
+    "id",
+    "type",
+    "matcher",
+    "handler",
+    "webhook",
+    "command",
+    "http",
+    "onFailure",
+];
 
 impl Registry {
     pub fn parse(value: Option<&Value>) -> Result<Self> {
@@ -268,8 +280,12 @@ impl Registry {
             .entries
             .iter()
             .flatten()
-            .filter_map(|entry| entry.hook()?.webhook.as_ref())
-            .flat_map(|webhook| webhook.allowed_env_vars.iter().cloned())
+            .filter_map(Entry::hook)
+            .flat_map(|hook| {
+                let webhook = hook.webhook.iter().flat_map(|webhook| webhook.allowed_env_vars.iter());
+                let http = hook.http.iter().flat_map(|http| http.allowed_env_vars.iter());
+                webhook.chain(http).cloned()
+            })
             .collect();
         names.sort();
         names.dedup();
@@ -359,17 +375,28 @@ fn parse_hook(
         None => None,
         Some(value) => Some(CommandConfig::parse(value, &hook.field("command"))?),
     };
-    if command.is_some() && (handler.is_some() || webhook.is_some()) {
+    let http = match hook.get("http") {
+        None => None,
+        Some(value) => Some(HttpConfig::parse(value, &hook.field("http"))?),
+    };
+    let kinds = [
+        handler.is_some() || webhook.is_some(),
+        command.is_some(),
+        http.is_some(),
+    ];
+    if kinds.iter().filter(|kind| **kind).count() > 1 {
         return Err(SdkError::config(format!(
-            "{}: a command hook cannot also have a handler or a webhook",
+            "{}: a hook object is a handler and/or webhook, a command, or an http hook: not more than one of these",
             hook.path()
         ))
         .at(hook.path()));
     }
-    if handler.is_none() && webhook.is_none() && command.is_none() {
-        return Err(
-            SdkError::config(format!("{} needs a handler, a webhook or a command", hook.path())).at(hook.path()),
-        );
+    if !kinds.contains(&true) {
+        return Err(SdkError::config(format!(
+            "{} needs a handler, a webhook, a command or an http hook",
+            hook.path()
+        ))
+        .at(hook.path()));
     }
     let on_failure = match hook.get("onFailure") {
         None => None,
@@ -392,6 +419,7 @@ fn parse_hook(
         handler,
         webhook,
         command,
+        http,
         on_failure,
     })
 }
@@ -452,11 +480,11 @@ mod tests {
             (json!([{"id": "x", "type": "PreToolUse", "matcher": {"$js": "NaN"}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher must be a string (got NaN)"),
             (json!([{"id": "x", "type": "PreToolUse", "matcher": {"$function": 1}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher must be a string (got a function)"),
             (json!([{"id": "x", "type": "PreToolUse", "matcher": "(", "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\").matcher is not a valid regular expression: "),
-            (json!([{"id": "x", "type": "afterStep"}]), "advanced.hooks[0] (hook \"x\") needs a handler, a webhook or a command"),
+            (json!([{"id": "x", "type": "afterStep"}]), "advanced.hooks[0] (hook \"x\") needs a handler, a webhook, a command or an http hook"),
             (json!([{"id": "x", "type": "afterStep", "handler": "f"}]), "advanced.hooks[0] (hook \"x\").handler must be a function (got \"f\")"),
-            (json!([{"id": "x", "type": "afterStep", "handler": {"$function": 0}, "extra": 1}]), "advanced.hooks[0] (hook \"x\").extra is not a hook field (known: id, type, matcher, handler, webhook, command, onFailure)"),
+            (json!([{"id": "x", "type": "afterStep", "handler": {"$function": 0}, "extra": 1}]), "advanced.hooks[0] (hook \"x\").extra is not a hook field (known: id, type, matcher, handler, webhook, command, http, onFailure)"),
             (json!([{"id": "x", "type": "PreToolUse", "handler": {"$function": 0}, "onFailure": "ignore"}]), "advanced.hooks[0] (hook \"x\").onFailure must be 'block' or 'continue' (got \"ignore\")"),
-            (json!([{"id": "x", "type": "PreToolUse", "command": {"command": "bash"}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\"): a command hook cannot also have a handler or a webhook"),
+            (json!([{"id": "x", "type": "PreToolUse", "command": {"command": "bash"}, "handler": {"$function": 0}}]), "advanced.hooks[0] (hook \"x\"): a hook object is a handler and/or webhook, a command, or an http hook: not more than one of these"),
             (json!([{"id": "x", "type": "PreToolUse", "command": {"command": "bash", "timeoutMs": -1}}]), "advanced.hooks[0] (hook \"x\").command.timeoutMs must be a positive integer no greater than 2147483647 (got -1)"),
             (json!([{"id": "x", "type": "afterStep", "handler": {"$function": 0}}, {"id": "x", "type": "afterStep", "handler": {"$function": 1}}]), "advanced.hooks[1] (hook \"x\").id is already the id of another hook"),
             (json!([{"id": "x", "type": "PreToolUse", "handler": {"$function": 0}, "webhook": {"url": "https://x.test", "responseHandling": "toolCall"}}]), "advanced.hooks[0] (hook \"x\"): a control hook (responseHandling 'toolCall') cannot have a handler"),
