@@ -19,11 +19,12 @@ function examples(file: string): string[] {
 }
 
 const FILES = [
-  ['README.md', 16],
+  ['README.md', 18],
   ['docs/builtins.md', 2],
   ['docs/migrating-from-blade.md', 1],
   ['docs/hooks.md', 8],
   ['docs/webhooks.md', 1],
+  ['docs/command-hooks.md', 4],
   ['docs/approvals.md', 3],
   ['docs/compaction.md', 1],
   ['docs/subagents.md', 1],

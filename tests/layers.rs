@@ -21,6 +21,8 @@ const FLOORS: &[(&str, u8)] = &[
     // Clients and transport: know nothing of hooks or the agent.
     ("model", 1),
     ("webhook", 1),
+    // Command hooks' process, stdin and answer; their HTTP kind reuses the webhook transport.
+    ("command_hook", 1),
     ("mcp", 1),
     // The built-in tools (Read, Grep, Bash …): files, searches and processes, no agent.
     ("builtins", 1),

@@ -1,8 +1,8 @@
 //! Command hooks: a process per event, given Claude Code's input JSON on stdin and read as
 //! Claude Code reads it (exit 2 blocks; stdout's JSON decides). Configuration, the stdin
 //! input, the process (its group killed at the timeout) and the reading of its answer. It knows
-//! the `HookEvent` vocabulary and nothing else of hooks; `crate::hooks` turns verdicts into
-//! effects.
+//! the `HookEvent` vocabulary and nothing else of hooks; the hooks room (`hooks/command.rs`)
+//! turns verdicts into effects.
 
 pub mod answer;
 pub mod config;
