@@ -220,6 +220,41 @@ describe('other events', () => {
     expect(sent[0]!.messages.at(-1)).toEqual({ role: 'user', content: 'what day is it?\n\nToday is 2026-12-03.' })
   })
 
+  it("Stop's decision: block gives the model another turn with the reason; the next Stop says stop_hook_active", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'command-hook-'))
+    const log = join(dir, 'stops.log')
+    const sent: ScriptRequest[] = []
+    const result = await prompt('fix the bug', {
+      model: scriptedModel((request) => (sent.push(request), { text: request.turn === 1 ? 'fixed, I think' : 'tests pass now' })),
+      advanced: {
+        hooks: loadClaudeHooks({
+          hooks: {
+            Stop: [
+              {
+                hooks: [
+                  {
+                    type: 'command',
+                    // A "make sure the tests ran" guard in the shape Claude Code's docs give it.
+                    command: `jq -c '{stop_hook_active, last_assistant_message}' >> ${log}; grep -q '"stop_hook_active":true' ${log} && exit 0; echo '{"decision": "block", "reason": "Run the tests before you stop."}'`,
+                  },
+                ],
+              },
+            ],
+          },
+        }),
+      },
+    })
+    expect(result).toMatchObject({ content: 'tests pass now', stopReason: 'done' })
+    expect(sent.map((request) => request.messages.at(-1))).toEqual([
+      { role: 'user', content: 'fix the bug' },
+      { role: 'user', content: 'Run the tests before you stop.' },
+    ])
+    expect(readFileSync(log, 'utf8').trim().split('\n').map((line) => JSON.parse(line))).toEqual([
+      { stop_hook_active: false, last_assistant_message: 'fixed, I think' },
+      { stop_hook_active: true, last_assistant_message: 'tests pass now' },
+    ])
+  })
+
   it('a notification event never fails for its hook', async () => {
     const result = await prompt('hi', {
       model: scriptedModel([{ text: 'hello' }]),

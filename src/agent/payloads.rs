@@ -122,6 +122,10 @@ pub struct TaskCompleted<'a> {
     pub last_assistant_content: &'a str,
     #[serde(flatten)]
     pub totals: Totals,
+    /// Only when set: this end follows a command hook's `decision: 'block'` (Claude Code's
+    /// `stop_hook_active`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stop_hook_active: bool,
 }
 
 /// StopFailure (`onError`), when a run failed.

@@ -184,6 +184,11 @@ pub fn user_prompt_submit(outputs: &[HookOutput], content: UserContent) -> Resul
     })
 }
 
+/// TaskCompleted: the first command hook's `decision: 'block'`, the model's next instruction.
+pub fn more_work(outputs: &[HookOutput]) -> Option<String> {
+    outputs.iter().find_map(|output| output.directives.more_work.clone())
+}
+
 /// SessionStart, TaskCompleted, SessionEnd: the first `abort` fails the operation with its
 /// reason or `Hook <Event> aborted`; everything else is ignored.
 pub fn first_abort(outputs: &[HookOutput], event: HookEvent) -> Option<String> {

@@ -48,7 +48,7 @@ pub async fn run(event: HookEvent, hook: &HookObject, fields: &Map<String, Value
     let cwd = cwd.to_string_lossy().into_owned();
     let session = Session {
         cwd: &cwd,
-        stop_hook_active: false,
+        stop_hook_active: fields.get("stopHookActive") == Some(&Value::Bool(true)),
     };
     let input = input::build(event, fields, &session);
     let finished = match (&hook.command, &hook.http) {
@@ -122,7 +122,7 @@ pub fn output_of(event: HookEvent, verdict: Verdict) -> HookOutput {
         replaces_input: verdict.updated_input.is_some(),
         context: verdict.context,
         stop: verdict.stop,
-        permission: None,
+        ..Directives::default()
     };
     match verdict.decision {
         Some(Decision::Block(reason)) => match event {
@@ -142,8 +142,11 @@ pub fn output_of(event: HookEvent, verdict: Verdict) -> HookOutput {
                 output.action = Action::Abort;
                 output.reason = reason;
             }
-            // Elsewhere Claude Code shows it to the user only; TaskCompleted's "one more turn"
-            // is not given (docs/command-hooks.md).
+            // Claude Code's Stop: the reason is the model's next instruction.
+            HookEvent::TaskCompleted => {
+                directives.more_work = Some(reason.unwrap_or_else(|| "A Stop hook asked to go on.".into()));
+            }
+            // Elsewhere Claude Code shows it to the user only.
             _ => {}
         },
         Some(Decision::Deny { message, interrupt }) => {

@@ -44,6 +44,8 @@ pub struct Directives {
     pub context: Option<String>,
     /// `continue: false`: the run ends after this step, with this text.
     pub stop: Option<String>,
+    /// TaskCompleted's `decision: 'block'`: the model gets another turn with this instruction.
+    pub more_work: Option<String>,
 }
 
 /// `permissionDecision: 'allow' | 'ask'` on PreToolUse.

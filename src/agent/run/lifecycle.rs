@@ -12,6 +12,13 @@ use crate::hooks::dispatch::{Caller, Dispatched, EventInput, HookError};
 use crate::hooks::{EventFields, HookEvent};
 use crate::model::{ToolCallRequest, UserContent};
 
+/// What the end of a run's steps came to.
+pub(super) enum Completion {
+    Finished(Finish),
+    /// A TaskCompleted hook sent the model back to work with this instruction.
+    MoreWork(String),
+}
+
 impl Run {
     /// A lifecycle event: observers only, but a critical delivery failure fails the run.
     pub(super) async fn lifecycle(&self, event: HookEvent, payload: EventFields, caller: Caller<'_>) -> Result<()> {
@@ -55,10 +62,11 @@ impl Run {
 
     /// TaskCompleted, once the run's outcome is known. For a run that succeeded, its abort or
     /// error becomes the run's; for one that failed, the original error stays and the hook's
-    /// failure is logged.
-    pub(super) async fn task_completed(&self, outcome: Finish, description: &str) -> Finish {
+    /// failure is logged. A run that ended done may be given more work (a command hook's
+    /// `decision: 'block'`); `again` says this end follows such a turn.
+    pub(super) async fn task_completed(&self, outcome: Finish, description: &str, again: bool) -> Completion {
         if !self.has(HookEvent::TaskCompleted) {
-            return outcome;
+            return Completion::Finished(outcome);
         }
         let (success, summary) = match &outcome {
             // A cut answer is still the run's answer: the reason says it was cut.
@@ -79,6 +87,7 @@ impl Run {
             operation_id: &self.id,
             last_assistant_content: &self.last_text,
             totals: self.totals(),
+            stop_hook_active: again,
         });
         // After an abort the caller's signal has fired; the hook still gets its own budget.
         let caller = if outcome.is_ok() {
@@ -88,9 +97,13 @@ impl Run {
         };
         let input = EventInput::of(HookEvent::TaskCompleted, payload);
         let dispatched = self.agent.dispatcher.dispatch(input, caller).await;
-        match (outcome, dispatched) {
+        let finished = match (outcome, dispatched) {
             (Ok(finished), Ok(dispatched)) => match apply::first_abort(&dispatched.outputs, HookEvent::TaskCompleted) {
                 Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
+                None if finished.1 == StopReason::Done => match apply::more_work(&dispatched.outputs) {
+                    Some(instruction) => return Completion::MoreWork(instruction),
+                    None => Ok(finished),
+                },
                 None => Ok(finished),
             },
             (Ok(_), Err(HookError::Cancelled)) => Err(SdkError::new(ErrorCode::Abort, self.control.reason())),
@@ -103,7 +116,8 @@ impl Run {
                 Err(original)
             }
             (Err(original), Ok(_)) => Err(original),
-        }
+        };
+        Completion::Finished(finished)
     }
 
     /// StepEnd: the step's text, tool calls and results, and the run's totals so far.

@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use self::lifecycle::Completion;
 use self::model_turn::{where_models_run, ModelTurn};
 use self::pipeline::{CallSite, Ended};
 use self::sub_runs::SubRuns;
@@ -344,7 +345,7 @@ impl Run {
         let control = self.control.clone();
         let description = match &start {
             Start::Prompt(content) => content.text(),
-            Start::Resume => self.conversation.last_prompt(),
+            Start::Resume | Start::Instruction(_) => self.conversation.last_prompt(),
         };
         let outcome = match self.setup_error.take() {
             Some(error) => Err(error),
@@ -359,7 +360,22 @@ impl Run {
             // found still cleaning up by the caller's next step.
             self.agent.dispatcher.pending().settle(SETTLE_GRACE).await;
         }
-        let outcome = self.task_completed(outcome, &description).await;
+        // A TaskCompleted hook may send the model back to work; max_turns still bounds the run.
+        let mut outcome = outcome;
+        let mut again = false;
+        let outcome = loop {
+            match self.task_completed(outcome, &description, again).await {
+                Completion::Finished(finished) => break finished,
+                Completion::MoreWork(instruction) => {
+                    again = true;
+                    outcome = tokio::select! {
+                        biased;
+                        _ = control.aborted() => Err(SdkError::new(ErrorCode::Abort, control.reason())),
+                        outcome = self.steps(Start::Instruction(instruction)) => outcome,
+                    };
+                }
+            }
+        };
         if let Err(error) = &outcome {
             if error.code != ErrorCode::Abort {
                 self.stop_failure(error).await;
@@ -397,6 +413,13 @@ impl Run {
                 if let Some(finished) = self.resume_turn().await? {
                     return Ok(finished);
                 }
+            }
+            // Not a prompt of the user's: UserPromptSubmit does not see it.
+            Start::Instruction(text) => {
+                self.checkpoint()?;
+                self.conversation.push(Message::User {
+                    content: UserContent::Text(text),
+                });
             }
         }
         loop {
@@ -712,6 +735,8 @@ pub(crate) struct RunParts {
 pub(crate) enum Start {
     Prompt(UserContent),
     Resume,
+    /// A TaskCompleted hook's `decision: 'block'`: its reason, as the next user message.
+    Instruction(String),
 }
 
 /// A finished call's result as the conversation keeps it.
