@@ -205,6 +205,20 @@ describe('other events', () => {
     expect(toolMessages(sent[1]!)).toEqual(['ran npm test\n\n3 lint errors in src/a.ts'])
   })
 
+  it('PostToolUse continue: false keeps the result and ends the run after the turn with the stopReason', async () => {
+    const ran: string[] = []
+    let modelCalls = 0
+    const result = await prompt('go', {
+      model: scriptedModel(() => (modelCalls++ === 0 ? { toolCalls: [{ id: 'a', name: 'Bash', input: { command: 'make release' } }] } : { text: 'never' })),
+      tools: tools(ran),
+      advanced: { hooks: [{ id: 'budget', type: 'PostToolUse', command: { command: `echo '{"continue": false, "stopReason": "Release built; a person takes it from here"}'` } }] },
+    })
+    expect(ran).toEqual(['make release'])
+    expect(modelCalls).toBe(1)
+    expect(result).toMatchObject({ stopReason: 'interrupted', content: 'Release built; a person takes it from here' })
+    expect(result.toolCalls.map((call) => call.output)).toEqual(['ran make release'])
+  })
+
   it("UserPromptSubmit: exit 2 rejects the prompt with stderr; plain stdout goes with the prompt to the model", async () => {
     const sent: ScriptRequest[] = []
     const blocked = await createAgent({
@@ -252,6 +266,20 @@ describe('other events', () => {
     expect(readFileSync(log, 'utf8').trim().split('\n').map((line) => JSON.parse(line))).toEqual([
       { stop_hook_active: false, last_assistant_message: 'fixed, I think' },
       { stop_hook_active: true, last_assistant_message: 'tests pass now' },
+    ])
+  })
+
+  it("SessionStart's output goes to the model before the session's first prompt, once", async () => {
+    const sent: ScriptRequest[] = []
+    const agent = await createAgent({
+      model: scriptedModel((request) => (sent.push(request), { text: 'ok' })),
+      advanced: { hooks: [{ id: 'primer', type: 'SessionStart', command: { command: `echo 'Project rules: search with rg.'` } }] },
+    })
+    await (await agent.send('hello')).text()
+    await (await agent.send('again')).text()
+    expect(sent.map((request) => request.messages.at(-1))).toEqual([
+      { role: 'user', content: 'Project rules: search with rg.\n\nhello' },
+      { role: 'user', content: 'again' },
     ])
   })
 

@@ -145,7 +145,11 @@ impl PostCall<'_> {
     /// The post hooks' outputs: a replaced output keeps the status; an abort fails the call.
     fn apply(&self, outputs: &[crate::hooks::HookOutput], result: CallResult) -> CallResult {
         match apply::post_tool_use(outputs, &result.output, self.name()) {
-            PostVerdict::Output(output) => CallResult { output, ..result },
+            PostVerdict::Output(output) => CallResult {
+                output,
+                stops_run: apply::stop(outputs).or(result.stops_run),
+                ..result
+            },
             PostVerdict::Abort(reason) => CallResult {
                 mocked: result.mocked,
                 ..CallResult::failed(reason, None)

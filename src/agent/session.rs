@@ -60,6 +60,8 @@ pub const CLOSED: &str = "Session is closed";
 
 struct State {
     settings: RunSettings,
+    /// SessionStart command hooks' context, until the first prompt takes it.
+    start_context: Option<String>,
     /// Made by `resumeAgent`: SessionStart says `isResume: true`.
     resumed: bool,
     /// `close()` was called: no new runs.
@@ -153,6 +155,7 @@ impl Session {
             switched: Arc::default(),
             state: Mutex::new(State {
                 settings,
+                start_context: None,
                 resumed: false,
                 closing: false,
                 closed: false,
@@ -487,6 +490,9 @@ impl Session {
         if let Some(Err(refusal)) = run.prepare_now(&start) {
             return Err(refusal);
         }
+        if matches!(start, Start::Prompt(_)) {
+            run = run.with_start_context(lock(&self.state).start_context.take());
+        }
         self.inputs.open(run.id());
         let span = run.span().clone();
         Ok((
@@ -566,7 +572,11 @@ impl Session {
         let started = match self.dispatcher().dispatch(input, caller).await {
             Ok(dispatched) => match apply::first_abort(&dispatched.outputs, HookEvent::SessionStart) {
                 Some(message) => Err(SdkError::new(ErrorCode::HookAborted, message)),
-                None => Ok(()),
+                None => {
+                    // Command hooks' context reaches the model with the first prompt.
+                    lock(&self.state).start_context = apply::context(&dispatched.outputs);
+                    Ok(())
+                }
             },
             Err(error) => Err(error.into_sdk()),
         };

@@ -117,6 +117,8 @@ pub struct CallResult {
     pub mocked: bool,
     /// `ToolResult.display`: shown in `tool_result`, never sent to the model.
     pub display: Option<Value>,
+    /// A post hook's `continue: false`: the run ends after this turn with this text.
+    pub stops_run: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -135,6 +137,7 @@ impl CallResult {
             classification: None,
             mocked: false,
             display: None,
+            stops_run: None,
         }
     }
 
@@ -180,6 +183,7 @@ impl CallResult {
             classification: None,
             mocked: false,
             display: None,
+            stops_run: None,
         }
     }
 

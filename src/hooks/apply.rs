@@ -184,6 +184,22 @@ pub fn user_prompt_submit(outputs: &[HookOutput], content: UserContent) -> Resul
     })
 }
 
+/// `content` with SessionStart's `context` before it, as the model reads the first prompt.
+pub fn context_first(content: UserContent, context: &str) -> UserContent {
+    match content {
+        UserContent::Text(prompt) => UserContent::Text(format!("{context}\n\n{prompt}")),
+        UserContent::Parts(mut parts) => {
+            parts.insert(
+                0,
+                ContentPart::Text {
+                    text: context.to_string(),
+                },
+            );
+            UserContent::Parts(parts)
+        }
+    }
+}
+
 /// TaskCompleted: the first command hook's `decision: 'block'`, the model's next instruction.
 pub fn more_work(outputs: &[HookOutput]) -> Option<String> {
     outputs.iter().find_map(|output| output.directives.more_work.clone())

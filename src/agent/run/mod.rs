@@ -37,6 +37,7 @@ use crate::agent::settings::RunSettings;
 use crate::agent::subagents;
 use crate::agent::tree::{Nursery, Tree};
 use crate::error::{ErrorCode, Result, SdkError};
+use crate::hooks::apply;
 use crate::hooks::dispatch::{Caller, HookContext};
 use crate::hooks::environment;
 use crate::hooks::observer::Observer;
@@ -97,6 +98,8 @@ pub(crate) struct Run {
     /// The session's inbox of steering inputs (Blade's `send` with a priority); a sub-agent's
     /// run is not steered.
     inputs: Option<Arc<Inputs>>,
+    /// SessionStart command hooks' context, sent with this run's prompt (the session's first).
+    start_context: Option<String>,
 }
 
 type Finish = Result<(String, StopReason)>;
@@ -196,7 +199,14 @@ impl Run {
             children: SubRuns(tree),
             nursery: None,
             inputs: None,
+            start_context: None,
         }
+    }
+
+    /// SessionStart's context goes before this run's prompt.
+    pub fn with_start_context(mut self, context: Option<String>) -> Self {
+        self.start_context = context;
+        self
     }
 
     /// A run that inputs sent while it is active steer (they wait in `inputs`).
@@ -405,7 +415,10 @@ impl Run {
     async fn steps(&mut self, start: Start) -> Finish {
         match start {
             Start::Prompt(content) => {
-                let content = self.user_prompt_submit(content).await?;
+                let mut content = self.user_prompt_submit(content).await?;
+                if let Some(context) = self.start_context.take() {
+                    content = apply::context_first(content, &context);
+                }
                 self.checkpoint()?;
                 self.conversation.push(Message::User { content });
             }

@@ -540,9 +540,9 @@ impl Call<'_> {
             }
         };
         let (result, stops) = result;
-        let (result, input, _) = self.finish(input, result, None).await;
+        let (result, input, interrupt) = self.finish(input, result, None).await;
         // A tool that ends the run (a rejected plan) ends it with what the model was sent.
-        let interrupt = stops.then(|| result.output.clone());
+        let interrupt = stops.then(|| result.output.clone()).or(interrupt);
         Ok((result, input, interrupt))
     }
 
@@ -727,8 +727,10 @@ impl Call<'_> {
 
     /// After-controls, then the post hooks; what they leave is the call's result.
     async fn finish(&self, input: Map<String, Value>, result: CallResult, interrupt: Option<String>) -> Outcome {
-        let result = self.post_call(&input).finish(result).await;
-        (live(result), input, interrupt)
+        let result = live(self.post_call(&input).finish(result).await);
+        // A post hook's `continue: false` ends the run after this turn.
+        let interrupt = interrupt.or_else(|| result.stops_run.clone());
+        (result, input, interrupt)
     }
 
     /// The post hooks alone: a call of a tool that is not there (no control sees it).
