@@ -68,8 +68,10 @@ pub async fn run(config: &CommandConfig, input: &[u8], env: &[(String, String)])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
+    // A group of its own, so that the whole of it can be killed (Windows: the process only).
+    #[cfg(unix)]
+    command.process_group(0);
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }
@@ -93,8 +95,11 @@ pub async fn run(config: &CommandConfig, input: &[u8], env: &[(String, String)])
                 .map_err(|error| RunError::CouldNotStart(error.to_string()))
         };
         let ((), stdout, stderr, status) = tokio::try_join!(write, capped(stdout, true), capped(stderr, false), wait)?;
-        use std::os::unix::process::ExitStatusExt;
-        let exit = match (status.code(), status.signal()) {
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(not(unix))]
+        let signal = None;
+        let exit = match (status.code(), signal) {
             (Some(code), _) => Exit::Code(code),
             (None, Some(signal)) => Exit::Signal(signal),
             (None, None) => Exit::Code(-1),
@@ -141,6 +146,7 @@ struct Group(Option<i32>);
 
 impl Drop for Group {
     fn drop(&mut self) {
+        #[cfg(unix)]
         if let Some(group) = self.0 {
             // SAFETY: killpg only sends a signal; a group that is already gone returns ESRCH.
             unsafe {
