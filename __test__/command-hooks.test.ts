@@ -189,6 +189,26 @@ describe('failing closed', () => {
     expect(existsSync(orphan)).toBe(false)
   })
 
+  it('aborting the run kills a running hook with its whole process group', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'command-hook-'))
+    const orphan = join(dir, 'orphan')
+    const started = join(dir, 'started')
+    const ran: string[] = []
+    const agent = await createAgent({
+      model: model([{ name: 'Bash', input: { command: 'ls' } }]),
+      tools: tools(ran),
+      advanced: { hooks: [{ id: 'slow', type: 'PreToolUse', command: { command: `touch ${started}; (sleep 1; touch ${orphan}) & sleep 30` } }] },
+    })
+    const response = await agent.send('go')
+    const outcome = response.result().catch((error) => error)
+    while (!existsSync(started)) await new Promise((resolve) => setTimeout(resolve, 20))
+    agent.abort('stop now')
+    expect(await outcome).toBe('stop now')   // the response rejects with the abort's very reason
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(existsSync(orphan)).toBe(false)
+    expect(ran).toEqual([])
+  })
+
   it('exit 1, a signal and broken JSON block; a clean exit 0 with text does not', async () => {
     expect(await run({ id: 'crash', type: 'PreToolUse', command: { command: 'echo "KeyError: tool_input" >&2; exit 1' } })).toEqual({
       ran: [],
