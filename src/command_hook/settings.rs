@@ -73,9 +73,9 @@ pub fn load(source: &Value, unsupported: Unsupported) -> Result<Vec<Value>> {
             })?;
             let settings: Value = serde_json::from_str(&text)
                 .map_err(|error| SdkError::config(format!("Claude settings file \"{path}\" is not JSON: {error}")))?;
-            hook_objects(&settings, unsupported)
+            hook_objects(&settings, unsupported, project_dir(Path::new(path)).as_deref())
         }
-        Value::Object(_) => hook_objects(source, unsupported),
+        Value::Object(_) => hook_objects(source, unsupported, None),
         other => Err(SdkError::config(format!(
             "loadClaudeHooks takes a settings file's path or its parsed object (got {})",
             describe(other)
@@ -83,7 +83,18 @@ pub fn load(source: &Value, unsupported: Unsupported) -> Result<Vec<Value>> {
     }
 }
 
-fn hook_objects(settings: &Value, unsupported: Unsupported) -> Result<Vec<Value>> {
+/// The project a `<project>/.claude/settings*.json` belongs to: its commands run there, as
+/// Claude Code runs them (relative script paths and `$CLAUDE_PROJECT_DIR` mean that directory).
+fn project_dir(settings: &Path) -> Option<String> {
+    let folder = settings.parent()?;
+    if folder.file_name()? != ".claude" {
+        return None;
+    }
+    let project = std::path::absolute(folder.parent()?).ok()?;
+    Some(project.to_string_lossy().into_owned())
+}
+
+fn hook_objects(settings: &Value, unsupported: Unsupported, project: Option<&str>) -> Result<Vec<Value>> {
     let hooks = match settings.get("hooks") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Object(hooks)) => hooks,
@@ -144,7 +155,7 @@ fn hook_objects(settings: &Value, unsupported: Unsupported) -> Result<Vec<Value>
             };
             for (index, entry) in entries.iter().enumerate() {
                 let at = format!("{at}.hooks[{index}]");
-                match hook_object(entry, &at, event, matcher.as_deref()) {
+                match hook_object(entry, &at, (event, matcher.as_deref()), project) {
                     Ok(object) => objects.push(object),
                     Err(skip) if skip.skippable && unsupported == Unsupported::Skip => {}
                     Err(skip) => return Err(skip.error),
@@ -217,8 +228,8 @@ fn matcher(group: &Map<String, Value>, at: &str, event: HookEvent) -> std::resul
 fn hook_object(
     entry: &Value,
     at: &str,
-    event: HookEvent,
-    matcher: Option<&str>,
+    (event, matcher): (HookEvent, Option<&str>),
+    project: Option<&str>,
 ) -> std::result::Result<Value, Refusal> {
     let Value::Object(entry) = entry else {
         return Err(invalid(format!(
@@ -286,6 +297,9 @@ fn hook_object(
             if let Some(value) = entry.get(key) {
                 config.insert(key.into(), value.clone());
             }
+        }
+        if let Some(project) = project {
+            config.insert("cwd".into(), json!(project));
         }
     } else {
         http_fields(entry, &mut config);
@@ -446,6 +460,23 @@ mod tests {
         let hooks = load(&settings, Unsupported::Skip).unwrap();
         assert_eq!(hooks.len(), 1);
         assert_eq!(hooks[0]["id"], "claude:hooks.PreToolUse[0].hooks[2]");
+    }
+
+    #[test]
+    fn a_projects_settings_file_runs_its_commands_in_the_project() {
+        let project = std::env::temp_dir().join(format!("claude-project-{}", std::process::id()));
+        let hooks_dir = project.join(".claude").join("hooks");
+        std::fs::create_dir_all(&hooks_dir).unwrap();
+        std::fs::write(hooks_dir.join("guard.sh"), "exit 0\n").unwrap();
+        let settings = project.join(".claude").join("settings.json");
+        std::fs::write(
+            &settings,
+            r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": ".claude/hooks/guard.sh"}]}]}}"#,
+        )
+        .unwrap();
+        let hooks = load(&json!(settings.to_string_lossy()), Unsupported::Error).unwrap();
+        assert_eq!(hooks[0]["command"]["cwd"], json!(project.to_string_lossy()));
+        std::fs::remove_dir_all(project).unwrap();
     }
 
     #[test]
