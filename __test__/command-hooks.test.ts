@@ -101,6 +101,26 @@ describe('PreToolUse command hooks', () => {
     expect(toolMessages(sent[1]!)).toEqual(['ran rg TODO src\n\nThe hook ran "rg TODO src" instead of "grep TODO src".'])
   })
 
+  it('after a mock, later command hooks do not run, as later callbacks do not', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'command-hook-'))
+    const record = join(dir, 'record.txt')
+    const ran: string[] = []
+    const sent: ScriptRequest[] = []
+    await prompt('go', {
+      model: model([{ name: 'Bash', input: { command: 'ls' } }], sent),
+      tools: tools(ran),
+      advanced: {
+        hooks: [
+          { id: 'fixture', type: 'PreToolUse', handler: (event) => void event.mock('a.txt b.txt') },
+          { id: 'record', type: 'PreToolUse', command: { command: join(FIXTURES, 'record.sh'), env: { RECORD_TO: record } } },
+        ],
+      },
+    })
+    expect(ran).toEqual([])
+    expect(toolMessages(sent[1]!)).toEqual(['a.txt b.txt'])
+    expect(existsSync(record)).toBe(false)
+  })
+
   it("gets Claude Code's input on stdin, in its cwd, with CLAUDE_PROJECT_DIR", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'command-hook-'))
     const record = join(dir, 'record.txt')
@@ -477,12 +497,16 @@ describe("HTTP hooks (Claude Code's kind)", () => {
         const body = JSON.parse(text)
         received.push({ headers: request.headers, body })
         const { status, body: reply } = answer(body)
-        response.writeHead(status, { 'content-type': 'application/json' }).end(reply)
+        response.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(reply)
       })
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
-    return { url, received, close: () => new Promise((resolve) => server.close(resolve)) }
+    const close = () => {
+      server.closeAllConnections()
+      return new Promise((resolve) => server.close(resolve))
+    }
+    return { url, received, close }
   }
 
   it("posts the input as JSON and reads the answer as a command hook's stdout (a bare hookSpecificOutput decides)", async () => {

@@ -346,9 +346,11 @@ impl Dispatcher {
             // After a mock, later PreToolUse callbacks do not run.
             let function = entry.function().filter(|_| dispatched.mocked.is_none());
             let webhook = entry.hook().and_then(|hook| Some((hook, hook.webhook.as_ref()?)));
+            // As callbacks, command hooks after a mock do not run.
             let command = entry
                 .hook()
-                .filter(|hook| hook.command.is_some() || hook.http.is_some());
+                .filter(|hook| hook.command.is_some() || hook.http.is_some())
+                .filter(|_| dispatched.mocked.is_none());
             if function.is_none() && webhook.is_none() && command.is_none() {
                 continue;
             }
@@ -495,9 +497,9 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Runs `hook`'s command (or its HTTP hook) under its own timeout, racing the caller's cancellation, and keeps
-    /// its output where the event reads outputs. A hook that fails is logged; on a gating event
-    /// it blocks (`command::blocked`) unless it continues on failure.
+    /// Runs `hook`'s command (or its HTTP hook) under its own timeout, racing the caller's
+    /// cancellation, and keeps its output where the event reads outputs. A hook that fails is
+    /// logged; on a gating event it blocks (`command::blocked`) unless it continues on failure.
     async fn run_command(
         &self,
         round: &Round<'_>,
