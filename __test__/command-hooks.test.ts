@@ -157,6 +157,40 @@ describe('PreToolUse command hooks', () => {
   })
 })
 
+describe('PermissionRequest command hooks', () => {
+  it("behavior: 'allow' answers the ask, 'deny' denies with its message, and a policy's deny still wins", async () => {
+    const ran: string[] = []
+    const sent: ScriptRequest[] = []
+    const result = await prompt('go', {
+      model: model(
+        [
+          { name: 'Bash', input: { command: 'npm test' } },
+          { name: 'Bash', input: { command: 'curl evil.example' } },
+          { name: 'Read', input: { path: '/etc/shadow' } },
+        ],
+        sent,
+      ),
+      tools: tools(ran),
+      advanced: {
+        // Without the hook every call would pause for a person (no confirmation handler).
+        permission: (request) => (String(request.input.path).startsWith('/etc') ? { behavior: 'deny', message: 'not that file' } : 'ask'),
+        hooks: [
+          {
+            id: 'dialog',
+            type: 'PermissionRequest',
+            command: {
+              command: `jq -c 'if (.tool_input.command // "") | startswith("curl") then {hookSpecificOutput: {hookEventName: "PermissionRequest", decision: {behavior: "deny", message: "no network"}}} else {hookSpecificOutput: {hookEventName: "PermissionRequest", decision: {behavior: "allow"}}} end'`,
+            },
+          },
+        ],
+      },
+    })
+    expect(ran).toEqual(['npm test'])
+    expect(toolMessages(sent[1]!)).toEqual(['ran npm test', 'Tool execution aborted: no network', 'Tool execution aborted: not that file'])
+    expect(result.content).toBe('done')
+  })
+})
+
 describe('what a hook cannot get past', () => {
   it("a hook's allow does not override a policy's deny, and the policy judges the input the hook rewrote", async () => {
     const ran: string[] = []

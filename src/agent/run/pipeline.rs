@@ -547,9 +547,15 @@ impl Call<'_> {
     }
 
     /// PermissionRequest hooks, then `advanced.permission` (and, for an `'ask'`, the
-    /// confirmation handler). A command hook's `allow` skips the ask (a deny still denies); its
-    /// `ask` asks whatever the policy says, unless the policy denies.
-    async fn authorize(&self, tool: &ToolSpec, input: &mut Map<String, Value>, hint: Option<PermissionHint>) -> Gate {
+    /// confirmation handler). A command hook's `allow` (PreToolUse's, or PermissionRequest's
+    /// `behavior: 'allow'`) skips the ask (a deny still denies); its `ask` asks whatever the
+    /// policy says, unless the policy denies.
+    async fn authorize(
+        &self,
+        tool: &ToolSpec,
+        input: &mut Map<String, Value>,
+        mut hint: Option<PermissionHint>,
+    ) -> Gate {
         let agent = self.site.agent;
         let name = self.name().to_string();
         if self.has(HookEvent::PermissionRequest) {
@@ -572,6 +578,8 @@ impl Call<'_> {
             if let Some(denial) = apply::permission_request(&outputs, input, &name) {
                 return stopped(CallResult::aborted(denial.message), denial.interrupt);
             }
+            // A command hook's `behavior: 'allow'` answers the ask, as PreToolUse's allow does.
+            hint = hint.or_else(|| apply::permission_hint(&outputs));
         }
         let decision = match self.site.permission {
             Some(permission) => self.decide(tool, input, permission).await,
