@@ -295,6 +295,10 @@ describe('failing closed', () => {
       throw new Error('policy service down')
     }
     expect(await run({ id: 'lenient', type: 'PreToolUse', onFailure: 'continue', handler })).toEqual({ ran: ['ls'], told: 'ran ls' })
+    // An answer that is not a hook output is the handler's failure too.
+    const nonsense = () => ({ action: 'maybe' }) as never
+    expect(await run({ id: 'odd', type: 'PreToolUse', onFailure: 'continue', handler: nonsense })).toEqual({ ran: ['ls'], told: 'ran ls' })
+    expect((await run({ id: 'odd-strict', type: 'PreToolUse', handler: nonsense })).ran).toEqual([])
     expect((await run({ id: 'strict', type: 'PreToolUse', handler })).ran).toEqual([])
   })
 })
@@ -324,6 +328,24 @@ describe('other events', () => {
     expect(modelCalls).toBe(1)
     expect(result).toMatchObject({ stopReason: 'interrupted', content: 'Release built; a person takes it from here' })
     expect(result.toolCalls.map((call) => call.output)).toEqual(['ran make release'])
+  })
+
+  it("PostToolUse updatedToolOutput replaces what the model reads (a redacting hook)", async () => {
+    const sent: ScriptRequest[] = []
+    await prompt('go', {
+      model: model([{ name: 'Bash', input: { command: 'cat .env' } }], sent),
+      tools: tools([]),
+      advanced: {
+        hooks: [
+          {
+            id: 'redact',
+            type: 'PostToolUse',
+            command: { command: `jq -c '{hookSpecificOutput: {hookEventName: "PostToolUse", updatedToolOutput: (.tool_response | gsub("cat .env"; "[redacted]"))}}'` },
+          },
+        ],
+      },
+    })
+    expect(toolMessages(sent[1]!)).toEqual(['ran [redacted]'])
   })
 
   it("UserPromptSubmit: exit 2 rejects the prompt with stderr; plain stdout goes with the prompt to the model", async () => {

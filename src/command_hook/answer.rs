@@ -308,6 +308,16 @@ mod tests {
             Some(json!({"command": "rg x"}).as_object().unwrap().clone())
         );
         assert_eq!(verdict.context.as_deref(), Some("rewrote grep"));
+        let post = read(
+            HookEvent::PostToolUse,
+            &ran(
+                0,
+                r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","updatedToolOutput":"[redacted]"}}"#,
+                "",
+            ),
+        )
+        .unwrap();
+        assert_eq!(post.updated_output, Some(json!("[redacted]")));
         let stop = pre(0, r#"{"continue":false,"stopReason":"budget spent"}"#, "").unwrap();
         assert_eq!(stop.stop.as_deref(), Some("budget spent"));
         assert_eq!(

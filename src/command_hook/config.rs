@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::options::OptionsObject;
+use crate::webhook::config::valid_env_name;
 
 /// Claude Code's default: a command hook may run for ten minutes.
 pub const DEFAULT_TIMEOUT_MS: u64 = 600_000;
@@ -130,14 +131,6 @@ const SHELL_WORDS: &[&str] = &[
     "test", "true", "false", "printf", "read", "command", "type", "time", "[", "[[", "{", "(", "!", "ulimit", "umask",
     "unset", "trap", "wait", "pushd", "popd", "declare", "local", "let", "shopt", "builtin",
 ];
-
-fn valid_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
 
 /// Whether `program` names a file (a path, taken from `base` when relative) or a file on `PATH`.
 fn program_exists(program: &str, base: Option<&Path>) -> bool {

@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::options::OptionsObject;
 use crate::webhook::config::{header_templates, parse_url};
 use crate::webhook::decision::MAX_RESPONSE_BYTES;
-use crate::webhook::deliver::{client, resolve_templates};
+use crate::webhook::deliver::{client, read_capped, resolve_templates, DeliveryError};
 use crate::webhook::Environment;
 
 /// Claude Code's default for HTTP hooks, as for commands: ten minutes.
@@ -67,46 +67,36 @@ pub async fn post(
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let body = input.to_string();
     let url = config.url.clone();
+    let timeout = config.timeout;
+    let timeout_ms = config.timeout_ms();
     let exchange = async move {
-        let mut response = client()
-            .post(url)
-            .headers(headers)
-            .body(body)
-            .send()
-            .await
-            .map_err(|error| {
-                if error.is_connect() {
-                    "could not connect".to_string()
-                } else {
-                    "the request failed".to_string()
-                }
-            })?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let sent = client().post(url).headers(headers).body(body).send();
+        let response = match tokio::time::timeout_at(deadline, sent).await {
+            Err(_) => return Err(format!("timed out after {timeout_ms}ms")),
+            Ok(Err(error)) if error.is_connect() => return Err("could not connect".to_string()),
+            Ok(Err(_)) => return Err("the request failed".to_string()),
+            Ok(Ok(response)) => response,
+        };
         let status = response.status();
         if !status.is_success() {
             return Err(format!("answered HTTP {}", status.as_u16()));
         }
-        let mut kept = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|_| "its answer broke off".to_string())? {
-            if kept.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                return Err(format!("answered more than {MAX_RESPONSE_BYTES} bytes"));
-            }
-            kept.extend_from_slice(&chunk);
-        }
+        let body = read_capped(response, deadline).await.map_err(|error| match error {
+            DeliveryError::Timeout => format!("timed out after {timeout_ms}ms"),
+            DeliveryError::ResponseTooLarge => format!("answered more than {MAX_RESPONSE_BYTES} bytes"),
+            _ => "its answer broke off".to_string(),
+        })?;
         Ok(Finished {
             exit: Exit::Code(0),
-            stdout: String::from_utf8_lossy(&kept).into_owned(),
+            stdout: String::from_utf8_lossy(&body).into_owned(),
             stderr: String::new(),
         })
     };
-    let timeout_ms = config.timeout_ms();
     // On the runtime's workers, as webhooks are sent: never on the thread polling the run.
-    let sent =
-        crate::offload::offload(async move { tokio::time::timeout(Duration::from_millis(timeout_ms), exchange).await });
-    match sent.await {
-        Ok(Ok(answered)) => answered,
-        Ok(Err(_)) => Err(format!("timed out after {timeout_ms}ms")),
-        Err(_) => Err("the request was dropped".into()),
-    }
+    crate::offload::offload(exchange)
+        .await
+        .unwrap_or_else(|_| Err("the request was dropped".into()))
 }
 
 #[cfg(test)]
@@ -180,6 +170,13 @@ mod tests {
         assert_eq!(
             post(&config, &json!({}), &Environment::new()).await,
             Err("answered HTTP 500".into())
+        );
+        let huge: &'static str = Box::leak("x".repeat(MAX_RESPONSE_BYTES + 1).into_boxed_str());
+        let (url, _server) = serve(200, huge).await;
+        let config = HttpConfig::parse(&json!({ "url": url }), PATH).unwrap();
+        assert_eq!(
+            post(&config, &json!({}), &Environment::new()).await,
+            Err("answered more than 65536 bytes".into())
         );
         let closed = HttpConfig::parse(&json!({"url": "http://127.0.0.1:9/x"}), PATH).unwrap();
         assert_eq!(

@@ -148,6 +148,9 @@ mod tests {
             (Some("Stop"), &json!(true))
         );
         assert_eq!(stop["last_assistant_message"], "done");
+        assert_eq!(claude_name(HookEvent::SubagentStarted), "SubagentStop");
+        assert_eq!(claude_name(HookEvent::SubagentStart), "SubagentStart");
+        assert_eq!(claude_name(HookEvent::PreCompact), "PreCompact");
         let prompt = build(
             HookEvent::UserPromptSubmit,
             &fields(json!({"sessionId": "s", "userPrompt": "hi"})),

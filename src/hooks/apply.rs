@@ -59,14 +59,14 @@ pub fn permission_request(outputs: &[HookOutput], input: &mut Map<String, Value>
 
 /// A callback's `modifiedInput` is merged key by key; a command hook's `updatedInput` replaces.
 fn merge(input: &mut Map<String, Value>, output: &HookOutput) {
-    if let Some(ModifiedInput::Object(changes)) = &output.modified_input {
-        if output.directives.replaces_input {
-            input.clone_from(changes);
-            return;
+    match &output.modified_input {
+        Some(ModifiedInput::Whole(replacement)) => input.clone_from(replacement),
+        Some(ModifiedInput::Object(changes)) => {
+            for (key, value) in changes {
+                input.insert(key.clone(), value.clone());
+            }
         }
-        for (key, value) in changes {
-            input.insert(key.clone(), value.clone());
-        }
+        _ => {}
     }
 }
 

@@ -6,9 +6,9 @@
 use serde_json::{Map, Value};
 
 use super::output::{Action, Directives, HookOutput, ModifiedInput, PermissionHint};
-use super::registry::HookObject;
+use super::registry::{External, HookObject};
 use crate::command_hook::input::{self, Session};
-use crate::command_hook::{answer, http, run, Decision, Verdict};
+use crate::command_hook::{answer, http, run, CommandConfig, Decision, Verdict};
 use crate::hook_event::HookEvent;
 use crate::webhook::Environment;
 
@@ -38,12 +38,14 @@ pub fn is_gating(event: HookEvent) -> bool {
     )
 }
 
-/// Runs `hook`'s command (or posts to its HTTP hook) for `event` with `fields` (the callbacks'
-/// input); header templates resolve from `environment`.
-pub async fn run(event: HookEvent, hook: &HookObject, fields: &Map<String, Value>, environment: &Environment) -> Ran {
-    let cwd = match hook.command.as_ref().and_then(|config| config.cwd.as_ref()) {
-        Some(cwd) => std::path::absolute(cwd).unwrap_or_else(|_| cwd.clone()),
-        None => std::env::current_dir().unwrap_or_else(|_| "/".into()),
+/// Runs `external`'s command (or posts to its HTTP hook) for `event` with `fields` (the
+/// callbacks' input); header templates resolve from `environment`.
+pub async fn run(event: HookEvent, external: &External, fields: &Map<String, Value>, environment: &Environment) -> Ran {
+    let cwd = match external {
+        External::Command(CommandConfig { cwd: Some(cwd), .. }) => {
+            std::path::absolute(cwd).unwrap_or_else(|_| cwd.clone())
+        }
+        _ => std::env::current_dir().unwrap_or_else(|_| "/".into()),
     };
     let cwd = cwd.to_string_lossy().into_owned();
     let session = Session {
@@ -51,8 +53,8 @@ pub async fn run(event: HookEvent, hook: &HookObject, fields: &Map<String, Value
         stop_hook_active: fields.get("stopHookActive") == Some(&Value::Bool(true)),
     };
     let input = input::build(event, fields, &session);
-    let finished = match (&hook.command, &hook.http) {
-        (Some(config), _) => {
+    let finished = match external {
+        External::Command(config) => {
             let mut stdin = input.to_string().into_bytes();
             stdin.push(b'\n');
             let env = [("CLAUDE_PROJECT_DIR".to_string(), cwd.clone())];
@@ -60,7 +62,7 @@ pub async fn run(event: HookEvent, hook: &HookObject, fields: &Map<String, Value
                 .await
                 .map_err(|error| (error.to_string(), error.outcome()))
         }
-        (None, Some(config)) => http::post(config, &input, environment).await.map_err(|why| {
+        External::Http(config) => http::post(config, &input, environment).await.map_err(|why| {
             let outcome = if why.starts_with("timed out") {
                 "timeout"
             } else {
@@ -68,12 +70,6 @@ pub async fn run(event: HookEvent, hook: &HookObject, fields: &Map<String, Value
             };
             (why, outcome)
         }),
-        (None, None) => {
-            return Ran::Failed {
-                why: "has neither a command nor a URL".into(),
-                outcome: "error",
-            }
-        }
     };
     let finished = match finished {
         Ok(finished) => finished,
@@ -119,7 +115,6 @@ fn decision_word(decision: &Decision) -> &'static str {
 pub fn output_of(event: HookEvent, verdict: Verdict) -> HookOutput {
     let mut output = HookOutput::continue_();
     let mut directives = Directives {
-        replaces_input: verdict.updated_input.is_some(),
         context: verdict.context,
         stop: verdict.stop,
         ..Directives::default()
@@ -157,7 +152,7 @@ pub fn output_of(event: HookEvent, verdict: Verdict) -> HookOutput {
         Some(Decision::Ask(reason)) => directives.permission = Some(PermissionHint::Ask(reason)),
         None => {}
     }
-    output.modified_input = verdict.updated_input.map(ModifiedInput::Object);
+    output.modified_input = verdict.updated_input.map(ModifiedInput::Whole);
     output.modified_output = verdict.updated_output;
     output.directives = directives;
     output
@@ -201,11 +196,10 @@ mod tests {
                 ..Verdict::default()
             },
         );
-        assert!(output.directives.replaces_input);
+        assert!(matches!(output.modified_input, Some(ModifiedInput::Whole(_))));
         assert_eq!(
             output.directives.permission,
             Some(PermissionHint::Ask(Some("sure?".into())))
         );
-        assert!(matches!(output.modified_input, Some(ModifiedInput::Object(_))));
     }
 }

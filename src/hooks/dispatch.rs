@@ -19,7 +19,7 @@ use super::fields::EventFields;
 use super::observer::Observer;
 use super::output::{Action, HookOutput};
 use super::pending::{Owner, Pending, TrackedCall};
-use super::registry::{Entry, HookObject, Registry};
+use super::registry::{Entry, External, HookObject, Registry};
 use super::span::{finish_span, HookSpan};
 use crate::error::{Detail, ErrorCode, HookTimeout, SdkError};
 use crate::hook_event::HookEvent;
@@ -349,16 +349,16 @@ impl Dispatcher {
             // As callbacks, command hooks after a mock do not run.
             let command = entry
                 .hook()
-                .filter(|hook| hook.command.is_some() || hook.http.is_some())
+                .and_then(|hook| Some((&**hook, hook.external.as_ref()?)))
                 .filter(|_| dispatched.mocked.is_none());
             if function.is_none() && webhook.is_none() && command.is_none() {
                 continue;
             }
             let observer = caller.context.observer.as_ref();
             let mut span = HookSpan::observed(entry.name(), round.input.event.name(), observer);
-            if let Some(hook) = command {
+            if let Some(command) = command {
                 let fields = fields.get_or_insert_with(|| round.input.payload.to_map());
-                self.run_command(&round, hook, fields, &mut span, &mut dispatched)
+                self.run_command(&round, command, fields, &mut span, &mut dispatched)
                     .await?;
                 continue;
             }
@@ -503,7 +503,7 @@ impl Dispatcher {
     async fn run_command(
         &self,
         round: &Round<'_>,
-        hook: &HookObject,
+        (hook, external): (&HookObject, &External),
         fields: &Map<String, Value>,
         span: &mut HookSpan,
         dispatched: &mut Dispatched,
@@ -512,7 +512,7 @@ impl Dispatcher {
         let environment = &round.caller.context.environment;
         let ran = tokio::select! {
             biased;
-            ran = command::run(event, hook, fields, environment).instrument(span.span()) => ran,
+            ran = command::run(event, external, fields, environment).instrument(span.span()) => ran,
             _ = round.caller.wait_cancelled() => {
                 span.failed("cancelled");
                 return Err(HookError::Cancelled);

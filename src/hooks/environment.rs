@@ -94,8 +94,7 @@ pub fn hooks(environment: &Environment) -> Result<Vec<Entry>> {
                 matcher: None,
                 handler: None,
                 webhook: Some(Arc::new(webhook)),
-                command: None,
-                http: None,
+                external: None,
                 on_failure: None,
             })))
         })

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::command;
-use super::registry::{Entry, HookObject, OnFailure, ID_PREFIX};
+use super::registry::{Entry, External, HookObject, OnFailure, ID_PREFIX};
 use crate::hook_event::HookEvent;
 use crate::webhook::{Handling, OnError};
 
@@ -82,18 +82,16 @@ fn kind_of(
     budget: u64,
     callback_default: &'static str,
 ) -> (&'static str, u64, &'static str) {
-    if let Some(config) = &hook.command {
+    if let Some(external) = &hook.external {
+        let kind = match external {
+            External::Command(_) => "command",
+            External::Http(_) => "http",
+        };
         let default = if command::is_gating(event) { "block" } else { "continue" };
-        return ("command", config.timeout_ms(), default);
+        return (kind, external.timeout_ms(), default);
     }
-    if let Some(config) = &hook.http {
-        let default = if command::is_gating(event) { "block" } else { "continue" };
-        return ("http", config.timeout_ms(), default);
-    }
-    if hook.handler.is_some() {
-        return ("handler", budget, callback_default);
-    }
-    let Some(webhook) = &hook.webhook else {
+    // A handler, with or without a webhook, is judged as a callback is.
+    let Some(webhook) = hook.webhook.as_ref().filter(|_| hook.handler.is_none()) else {
         return ("handler", budget, callback_default);
     };
     let kind = if hook.id.starts_with(ID_PREFIX) {

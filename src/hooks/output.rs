@@ -15,7 +15,10 @@ pub enum Action {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModifiedInput {
+    /// A callback's object: merged key by key into the input.
     Object(Map<String, Value>),
+    /// A command hook's `updatedInput`: the whole new input.
+    Whole(Map<String, Value>),
     /// The legacy bare-string form, which UserPromptSubmit takes as the new prompt.
     Text(String),
     /// Anything else; ignored.
@@ -37,8 +40,6 @@ pub struct HookOutput {
 /// A command hook's answer beyond the action (Claude Code's contract).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Directives {
-    /// `updatedInput` replaces the whole input (a callback's `modifiedInput` is merged).
-    pub replaces_input: bool,
     pub permission: Option<PermissionHint>,
     /// `additionalContext`: text the model reads next to what the event concerns.
     pub context: Option<String>,

@@ -30,11 +30,27 @@ pub struct HookObject {
     pub handler: Option<Callable>,
     /// Shared with the delivery task that sends it.
     pub webhook: Option<Arc<WebhookConfig>>,
-    pub command: Option<CommandConfig>,
-    /// A Claude-style HTTP hook: the command hook's input POSTed, its answer read alike.
-    pub http: Option<HttpConfig>,
+    /// A command or HTTP hook with Claude Code's contract (never with a handler or webhook).
+    pub external: Option<External>,
     /// `onFailure`; `None` follows the event (gating events block).
     pub on_failure: Option<OnFailure>,
+}
+
+/// A hook run outside JS with Claude Code's contract: a process, or a POST read like one.
+#[derive(Debug)]
+pub enum External {
+    Command(CommandConfig),
+    /// A Claude-style HTTP hook: the command hook's input POSTed, its answer read alike.
+    Http(HttpConfig),
+}
+
+impl External {
+    pub fn timeout_ms(&self) -> u64 {
+        match self {
+            External::Command(config) => config.timeout_ms(),
+            External::Http(config) => config.timeout_ms(),
+        }
+    }
 }
 
 /// What a hook that fails (throws, times out, crashes, answers nonsense) does to a gating event.
@@ -283,7 +299,10 @@ impl Registry {
             .filter_map(Entry::hook)
             .flat_map(|hook| {
                 let webhook = hook.webhook.iter().flat_map(|webhook| webhook.allowed_env_vars.iter());
-                let http = hook.http.iter().flat_map(|http| http.allowed_env_vars.iter());
+                let http = match &hook.external {
+                    Some(External::Http(http)) => http.allowed_env_vars.as_slice(),
+                    _ => &[],
+                };
                 webhook.chain(http).cloned()
             })
             .collect();
@@ -371,14 +390,7 @@ fn parse_hook(
         None => None,
         Some(value) => Some(Arc::new(WebhookConfig::parse(value, &hook.field("webhook"), event)?)),
     };
-    let command = match hook.get("command") {
-        None => None,
-        Some(value) => Some(CommandConfig::parse(value, &hook.field("command"))?),
-    };
-    let http = match hook.get("http") {
-        None => None,
-        Some(value) => Some(HttpConfig::parse(value, &hook.field("http"))?),
-    };
+    let (command, http) = (hook.get("command"), hook.get("http"));
     let kinds = [
         handler.is_some() || webhook.is_some(),
         command.is_some(),
@@ -398,6 +410,11 @@ fn parse_hook(
         ))
         .at(hook.path()));
     }
+    let external = match (command, http) {
+        (Some(value), _) => Some(External::Command(CommandConfig::parse(value, &hook.field("command"))?)),
+        (_, Some(value)) => Some(External::Http(HttpConfig::parse(value, &hook.field("http"))?)),
+        (None, None) => None,
+    };
     let on_failure = match hook.get("onFailure") {
         None => None,
         Some(Value::String(policy)) if policy == "block" => Some(OnFailure::Block),
@@ -418,8 +435,7 @@ fn parse_hook(
         matcher,
         handler,
         webhook,
-        command,
-        http,
+        external,
         on_failure,
     })
 }

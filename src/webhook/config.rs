@@ -100,7 +100,8 @@ pub fn template_names(value: &str) -> std::result::Result<Vec<String>, String> {
     Ok(names)
 }
 
-fn valid_env_name(name: &str) -> bool {
+/// `HOOK_TOKEN`-like: letters, digits and `_`, not starting with a digit.
+pub(crate) fn valid_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

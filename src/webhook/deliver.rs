@@ -177,6 +177,35 @@ pub async fn notify_queued(
     }
 }
 
+/// An answer's body, at most [`MAX_RESPONSE_BYTES`], read by `deadline`: what result controls and
+/// Claude-style HTTP hooks read.
+pub(crate) async fn read_capped(
+    response: reqwest::Response,
+    deadline: tokio::time::Instant,
+) -> Result<Vec<u8>, DeliveryError> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_RESPONSE_BYTES as u64)
+    {
+        return Err(DeliveryError::ResponseTooLarge);
+    }
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    loop {
+        match tokio::time::timeout_at(deadline, chunks.next()).await {
+            Err(_) => return Err(DeliveryError::Timeout),
+            Ok(None) => return Ok(body),
+            Ok(Some(Err(_))) => return Err(DeliveryError::Network),
+            Ok(Some(Ok(chunk))) => {
+                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                    return Err(DeliveryError::ResponseTooLarge);
+                }
+                body.extend_from_slice(&chunk);
+            }
+        }
+    }
+}
+
 /// A result control: reads at most 64 KiB of the answer within the hook's timeout.
 async fn control(config: &WebhookConfig, payload: &Value, environment: &Environment) -> ControlAnswer {
     let started = tokio::time::Instant::now();
@@ -188,28 +217,10 @@ async fn control(config: &WebhookConfig, payload: &Value, environment: &Environm
     if status == 204 {
         return ControlAnswer::Notification;
     }
-    if response
-        .content_length()
-        .is_some_and(|length| length > MAX_RESPONSE_BYTES as u64)
-    {
-        return ControlAnswer::Failed(DeliveryError::ResponseTooLarge);
-    }
-    let deadline = started + config.timeout;
-    let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    loop {
-        match tokio::time::timeout_at(deadline, chunks.next()).await {
-            Err(_) => return ControlAnswer::Failed(DeliveryError::Timeout),
-            Ok(None) => break,
-            Ok(Some(Err(_))) => return ControlAnswer::Failed(DeliveryError::Network),
-            Ok(Some(Ok(chunk))) => {
-                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                    return ControlAnswer::Failed(DeliveryError::ResponseTooLarge);
-                }
-                body.extend_from_slice(&chunk);
-            }
-        }
-    }
+    let body = match read_capped(response, started + config.timeout).await {
+        Ok(body) => body,
+        Err(error) => return ControlAnswer::Failed(error),
+    };
     match decision::parse(status, &body) {
         Parsed::Decision(decision) => ControlAnswer::Decision(decision),
         Parsed::Notification => ControlAnswer::Notification,
