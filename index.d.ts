@@ -421,7 +421,17 @@ export type StopFailureInput = LifecycleBase<'StopFailure'> &
     lastAssistantContent: string
   }
 /** A call waiting for a person, as HumanInterventionRequest lists it. */
-export type PendingToolCall = { toolCallId: string; toolName: string; apiName: string; identifier: string; input: JsonObject }
+/** A waiting call of the paused tree: `agentPath` is `[]` for the root's own calls (§8.7). */
+export type PendingToolCall = {
+  toolCallId: string
+  toolName: string
+  apiName: string
+  identifier: string
+  input: JsonObject
+  agentPath: string[]
+  /** The `Task` call that started the sub-agent making this call (absent for the root's). */
+  parentToolCallId?: string | undefined
+}
 /** HumanInterventionRequest (`beforeHumanIntervention`): a run paused for approvals. */
 export type HumanInterventionRequestInput = LifecycleBase<'HumanInterventionRequest'> & {
   operationId: string
@@ -436,6 +446,9 @@ export type HumanInterventionResultInput = LifecycleBase<'HumanInterventionResul
   action: 'approve' | 'reject'
   toolCallId: string
   toolName: string
+  /** Where the decided call sits: `[]` in the root, else the sub-agents down to its agent. */
+  agentPath: string[]
+  parentToolCallId?: string | undefined
 }
 /** PreCompact (`beforeCompact`), before older messages are replaced by a summary. */
 export type PreCompactInput = LifecycleBase<'PreCompact'> & {
@@ -991,6 +1004,13 @@ export interface PendingApproval {
   reason: 'ask' | 'outcome_unknown' | 'deferred'
   /** With `advanced.approvalSecret`: what `approve` must be given. */
   token?: string | undefined
+  /**
+   * The sub-agents from the root's child down to the agent whose call waits; `[]` for the root's
+   * own calls. A sub-agent's `'ask'` pauses the whole tree (§8.7).
+   */
+  agentPath: string[]
+  /** For a sub-agent's call: the `Task` call that started that sub-agent. */
+  parentToolCallId?: string | undefined
 }
 
 /** Blade's `StreamMessage` variants and fields (ours after Blade's); every event has `sessionId`. */
@@ -1426,9 +1446,10 @@ export declare function drainOutbox(options: {
 /**
  * The approval token `approve(toolCallId, { updatedInput: input, token })` needs under
  * `advanced.approvalSecret`: HMAC-SHA256 (key: `secret`) over the RFC 8785 JSON of
- * `[sessionId, toolCallId, fingerprint]`, the fingerprint being that of `{ input, toolName }`.
- * Only the secret's holder can make it, so whoever relays a pending approval cannot change the
- * input that runs.
+ * `[sessionId, toolCallId, fingerprint]` — for a sub-agent's call `[sessionId, agentPath, toolCallId,
+ * fingerprint]` —, the fingerprint being that of `{ input, toolName }`. Only the secret's holder
+ * can make it, so whoever relays a pending approval cannot change the input that runs, nor move
+ * the approval to another sub-agent's call.
  */
 export declare function approvalToken(options: {
   secret: string
@@ -1436,6 +1457,8 @@ export declare function approvalToken(options: {
   toolCallId: string
   toolName: string
   input: JsonObject
+  /** The pending approval's `agentPath` (default `[]`, the root's calls). */
+  agentPath?: string[] | undefined
 }): string
 /**
  * Sends the spans batched for OpenTelemetry export now. Export is on when

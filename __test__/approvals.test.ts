@@ -186,8 +186,8 @@ describe('pausing on an ask nobody answers', () => {
     expect(result.stopReason).toBe('interrupted')
     expect(result.pendingApprovals).toEqual([
       // The fingerprint's value is checked in its own describe below.
-      { toolCallId: 'call_write', toolName: 'Write', input: WRITE.input, fingerprint: expect.any(String), reason: 'ask' },
-      { toolCallId: 'call_bash', toolName: 'Bash', input: BASH.input, fingerprint: expect.any(String), reason: 'ask' },
+      { toolCallId: 'call_write', toolName: 'Write', input: WRITE.input, fingerprint: expect.any(String), reason: 'ask', agentPath: [] },
+      { toolCallId: 'call_bash', toolName: 'Bash', input: BASH.input, fingerprint: expect.any(String), reason: 'ask', agentPath: [] },
     ])
     // Without approvalSecret there is no token.
     for (const pending of result.pendingApprovals!) expect(pending.token).toBeUndefined()
@@ -222,8 +222,8 @@ describe('pausing on an ask nobody answers', () => {
     expect(requests).toHaveLength(1)
     const request = requests[0]
     expect(request.pendingTools).toEqual([
-      { toolCallId: 'call_fs', toolName: 'fs/write', apiName: 'fs/write', identifier: 'fs', input: FS.input },
-      { toolCallId: 'call_bash', toolName: 'Bash', apiName: 'Bash', identifier: '', input: BASH.input },
+      { toolCallId: 'call_fs', toolName: 'fs/write', apiName: 'fs/write', identifier: 'fs', input: FS.input, agentPath: [] },
+      { toolCallId: 'call_bash', toolName: 'Bash', apiName: 'Bash', identifier: '', input: BASH.input, agentPath: [] },
     ])
     expect(request.stepIndex).toBe(0)
     expect(typeof request.operationId).toBe('string')
@@ -265,7 +265,7 @@ describe('pausing on an ask nobody answers', () => {
     expect(asked).toBe(2)
     expect(result.stopReason).toBe('interrupted')
     expect(result.pendingApprovals).toEqual([
-      { toolCallId: 'call_bash', toolName: 'Bash', input: BASH.input, fingerprint: expect.any(String), reason: 'ask' },
+      { toolCallId: 'call_bash', toolName: 'Bash', input: BASH.input, fingerprint: expect.any(String), reason: 'ask', agentPath: [] },
     ])
     expect(recorder.of('HumanInterventionRequest')).toHaveLength(1)
     expect(ran).toEqual({ Read: [READ.input] })
@@ -331,7 +331,7 @@ describe('fingerprint (SHA-256 of the RFC 8785 JSON of { input, toolName })', ()
     })
     const rewritten = { file_path: 'b.txt', content: 'from PreToolUse', mode: 'from PermissionRequest' }
     expect(result.pendingApprovals).toEqual([
-      { toolCallId: 'call_write', toolName: 'Write', input: rewritten, fingerprint: fingerprintOf('Write', rewritten), reason: 'ask' },
+      { toolCallId: 'call_write', toolName: 'Write', input: rewritten, fingerprint: fingerprintOf('Write', rewritten), reason: 'ask', agentPath: [] },
     ])
     expect((recorder.of('HumanInterventionRequest')[0].pendingTools as any[])[0].input).toEqual(rewritten)
     await agent.close()
@@ -884,8 +884,8 @@ describe('the human-intervention events as webhooks', () => {
         operationId: expect.any(String),
         stepIndex: 0,
         pendingTools: [
-          { toolCallId: 'call_write', toolName: 'Write', apiName: 'Write', identifier: '', input: WRITE.input },
-          { toolCallId: 'call_bash', toolName: 'Bash', apiName: 'Bash', identifier: '', input: BASH.input },
+          { toolCallId: 'call_write', toolName: 'Write', apiName: 'Write', identifier: '', input: WRITE.input, agentPath: [] },
+          { toolCallId: 'call_bash', toolName: 'Bash', apiName: 'Bash', identifier: '', input: BASH.input, agentPath: [] },
         ],
         hookId: 'req',
         hookType: 'beforeHumanIntervention',

@@ -94,7 +94,7 @@ describe('a pause survives its process: paused in A, decided in B, resumed in C'
     const { a, sessionId, pending, messages } = await pauseInA()
     expect(a.all('SessionStart')).toEqual([{ isResume: false }])
     expect(a.one('RESULT')).toMatchObject({ stopReason: 'interrupted' })
-    const expected = [{ toolCallId: 'call_write', toolName: 'Write', input: WRITE.input, fingerprint: fingerprintOf('Write', WRITE.input), reason: 'ask' }]
+    const expected = [{ toolCallId: 'call_write', toolName: 'Write', input: WRITE.input, fingerprint: fingerprintOf('Write', WRITE.input), reason: 'ask', agentPath: [] }]
     expect(a.one('RESULT').pendingApprovals).toEqual(expected)
     expect(pending).toEqual(expected)
     // The turn's other call ran in A; the paused one did not.
@@ -319,7 +319,7 @@ describe('kill matrix: SIGKILL at each point, then resume in a new process', () 
     const pending = a.one('PENDING')
     const b = ran(await child(`const agent = await open(); await agent.approve('call_write'); await go(agent); await agent.close()`, env))
     expect(b.all('PENDING')[0]).toEqual(pending)
-    expect(pending).toEqual([{ toolCallId: 'call_write', toolName: 'Write', input: WRITE.input, fingerprint: fingerprintOf('Write', WRITE.input), reason: 'ask' }])
+    expect(pending).toEqual([{ toolCallId: 'call_write', toolName: 'Write', input: WRITE.input, fingerprint: fingerprintOf('Write', WRITE.input), reason: 'ask', agentPath: [] }])
     expect(b.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
     expect(writes()).toHaveLength(1)
   })
@@ -355,7 +355,7 @@ describe('kill matrix: SIGKILL at each point, then resume in a new process', () 
         env,
       )
       // Not run again silently: it waits, and resume without a decision is refused and runs nothing.
-      expect(c.all('PENDING')[0]).toEqual([{ toolCallId: 'call_write', toolName: 'Write', input: WRITE.input, fingerprint: paused.fingerprint, reason: 'outcome_unknown' }])
+      expect(c.all('PENDING')[0]).toEqual([{ toolCallId: 'call_write', toolName: 'Write', input: WRITE.input, fingerprint: paused.fingerprint, reason: 'outcome_unknown', agentPath: [] }])
       expect(c.one('EARLY')).toMatchObject({ ok: false, code: 'APPROVALS_PENDING' })
       expect(c.one('EARLY').message).toContain('call_write')
       expect(c.one('EARLY_WRITES')).toBe(1)
@@ -416,7 +416,7 @@ describe('kill matrix: SIGKILL at each point, then resume in a new process', () 
       ),
     )
     const first: PendingApproval[] = c.all('PENDING')[0]
-    expect(first.find((p) => p.toolCallId === 'call_read')).toEqual({ toolCallId: 'call_read', toolName: 'Read', input: READ.input, fingerprint: fingerprintOf('Read', READ.input), reason: 'outcome_unknown' })
+    expect(first.find((p) => p.toolCallId === 'call_read')).toEqual({ toolCallId: 'call_read', toolName: 'Read', input: READ.input, fingerprint: fingerprintOf('Read', READ.input), reason: 'outcome_unknown', agentPath: [] })
     expect(first.filter((p) => p.toolCallId === 'call_write' && p.reason === 'outcome_unknown')).toEqual([])
     expect(c.all('RESUMED').at(-1)).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_read=read a.txt | call_write=wrote x' })
     expect(effects(fx()).map((entry) => entry.name)).toEqual(['Read', 'Read', 'Write'])

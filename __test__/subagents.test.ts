@@ -162,7 +162,7 @@ describe('a parent policy governs its sub-agents', () => {
     ])
   })
 
-  it('an "ask" inside a child that nobody answers is denied with Blade’s text (a child never pauses)', async () => {
+  it('an "ask" inside a child that nobody answers pauses the whole tree (§8.7), never an allow', async () => {
     ran.length = 0
     const { model } = tree({
       root: once({ name: 'Task', input: { subagent_type: 'worker', prompt: 'do it' } }, 'task-1'),
@@ -181,7 +181,9 @@ describe('a parent policy governs its sub-agents', () => {
       advanced: { agents, permission: (request) => (request.toolName === 'Task' ? { behavior: 'allow' } : { behavior: 'ask' }) },
     })
     expect(ran).toEqual([])
-    expect(resultOf(confirmed).result.content).toBe('after task-1: after w-1: Tool execution aborted: Tool "shell" requires approval')
+    const paused = resultOf(confirmed).result
+    expect(paused.stopReason).toBe('interrupted')
+    expect(paused.pendingApprovals?.map((approval) => [approval.toolCallId, approval.agentPath, approval.parentToolCallId])).toEqual([['w-1', ['worker'], 'task-1']])
   })
 
   it('a permission preset lets the model delegate (Task is read-only) and still governs the child: plan denies its shell', async () => {

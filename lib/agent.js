@@ -311,12 +311,17 @@ async function drainOutbox({ store } = {}) {
  * fingerprint is that of `{ input, toolName }`. Only whoever holds the secret can make one, so a
  * relay of a pending approval cannot change what runs.
  */
-function approvalToken({ secret, sessionId, toolCallId, toolName, input } = {}) {
+function approvalToken({ secret, sessionId, toolCallId, toolName, input, agentPath } = {}) {
   for (const [name, value] of Object.entries({ secret, sessionId, toolCallId, toolName })) {
     if (typeof value !== 'string') throw invalidInput(`approvalToken's ${name} must be a string (got ${typeof value})`)
   }
+  // A sub-agent's call is signed with its place in the tree (pendingApprovals[].agentPath).
+  const path = agentPath ?? []
+  if (!Array.isArray(path) || !path.every((name) => typeof name === 'string')) {
+    throw invalidInput(`approvalToken's agentPath must be an array of strings (got ${describeValue(agentPath)})`)
+  }
   const encoded = JSON.stringify(splitFunctions(input, 'the input', invalidInput).data) ?? 'null'
-  return unwrap(native.approvalToken(secret, sessionId, toolCallId, toolName, encoded))
+  return unwrap(native.approvalToken(secret, sessionId, toolCallId, toolName, encoded, path))
 }
 
 module.exports = { createAgent, resumeAgent, prompt, completeToolCall, drainOutbox, approvalToken, open, openStored, SESSION_DOOR }

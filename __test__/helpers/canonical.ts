@@ -18,3 +18,7 @@ export const fingerprintOf = (toolName: string, input: JsonObject) => createHash
 /** A pending approval's `token` under `approvalSecret`. */
 export const tokenOf = (secret: string, sessionId: string, toolCallId: string, fingerprint: string) =>
   createHmac('sha256', secret).update(canonical([sessionId, toolCallId, fingerprint]), 'utf8').digest('hex')
+
+/** A sub-agent's pending call's `token` (§8.7): over `[sessionId, agentPath, toolCallId, fingerprint]`. */
+export const treeTokenOf = (secret: string, sessionId: string, agentPath: string[], toolCallId: string, fingerprint: string) =>
+  createHmac('sha256', secret).update(canonical([sessionId, agentPath, toolCallId, fingerprint]), 'utf8').digest('hex')

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::events::{PendingApproval, ToolCallRecord};
 use crate::error::{ErrorCode, SdkError};
-use crate::model::ToolCallRequest;
-use crate::store;
+use crate::model::{Message, ToolCallRequest};
+use crate::store::{self, CallPlace};
 pub use crate::store::{Decision, PendingReason};
 
 /// A call waiting for a decision, with what it was asked with (after PreToolUse and
@@ -28,6 +28,48 @@ pub struct PausedCall {
     /// through the whole pipeline again, asking nobody first.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rerun: bool,
+    /// A `Task` call whose sub-agent paused (`reason: subagent`): that sub-agent, kept whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<Box<PausedChild>>,
+}
+
+/// A sub-agent paused inside a `Task` call (§8.7): what it needs to go on where it stood.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PausedChild {
+    /// Sub-agent names from the root's child down to this one: its calls' `agentPath` (the
+    /// last is its `subagent_type`, the key in `advanced.agents`).
+    pub agent_path: Vec<String>,
+    /// Its run's id (`subOperationId`), the same once it goes on.
+    pub operation_id: String,
+    /// Its conversation so far, without its system prompt (kept as the store keeps one).
+    #[serde(with = "store::stored_messages")]
+    pub messages: Vec<Message>,
+    /// The model turns it has taken (its `maxTurns` counts them).
+    pub turns: u32,
+    /// The turn it paused in.
+    pub turn: PausedTurn,
+}
+
+/// A call of a paused tree that waits on its own (not on a sub-agent), and where it sits.
+#[derive(Debug, Clone, Copy)]
+pub struct Leaf<'a> {
+    pub call: &'a PausedCall,
+    /// `[]` for the root's own calls.
+    pub agent_path: &'a [String],
+    /// The `Task` call that started the agent making this call (none for the root's).
+    pub parent_tool_call_id: Option<&'a str>,
+}
+
+impl Leaf<'_> {
+    /// What its approval token binds it to.
+    pub fn place<'a>(&'a self, session_id: &'a str) -> CallPlace<'a> {
+        CallPlace {
+            session_id,
+            agent_path: self.agent_path,
+            tool_call_id: &self.call.tool_call_id,
+        }
+    }
 }
 
 /// A tool call of the paused turn, as the model asked for it.
@@ -89,32 +131,88 @@ impl PausedTurn {
         SdkError::new(ErrorCode::ApprovalsPending, message)
     }
 
-    /// The calls waiting for a person (a call to run again waits for nobody).
-    pub fn waiting(&self) -> impl Iterator<Item = &PausedCall> {
-        self.pending
-            .iter()
-            .filter(|call| call.decision.is_none() && !call.rerun)
+    /// Every call of the tree that waits on its own, in tree order: this turn's in call order,
+    /// each `Task` call whose sub-agent paused replaced by that sub-agent's, recursively.
+    pub fn leaves(&self) -> Vec<Leaf<'_>> {
+        let mut leaves = Vec::new();
+        self.collect(&[], None, &mut leaves);
+        leaves
     }
 
-    /// What the caller is told waits: the waiting calls, each with a token under `secret`
-    /// (`approvalSecret`) binding it to `session_id`.
+    fn collect<'a>(&'a self, agent_path: &'a [String], parent: Option<&'a str>, leaves: &mut Vec<Leaf<'a>>) {
+        for call in &self.pending {
+            match &call.child {
+                Some(child) => child.turn.collect(&child.agent_path, Some(&call.tool_call_id), leaves),
+                None => leaves.push(Leaf {
+                    call,
+                    agent_path,
+                    parent_tool_call_id: parent,
+                }),
+            }
+        }
+    }
+
+    /// The waiting call `tool_call_id` anywhere in the tree (never a `Task` call that waits for
+    /// its sub-agent).
+    pub fn leaf_mut(&mut self, tool_call_id: &str) -> Option<&mut PausedCall> {
+        for call in &mut self.pending {
+            if call.child.is_none() {
+                if call.tool_call_id == tool_call_id {
+                    return Some(call);
+                }
+            } else if let Some(found) = call
+                .child
+                .as_deref_mut()
+                .and_then(|child| child.turn.leaf_mut(tool_call_id))
+            {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// Every waiting call of the tree, to change in place (decisions read back, recovery).
+    pub fn for_each_leaf(&mut self, visit: &mut impl FnMut(&mut PausedCall)) {
+        for call in &mut self.pending {
+            match &mut call.child {
+                Some(child) => child.turn.for_each_leaf(visit),
+                None => visit(call),
+            }
+        }
+    }
+
+    /// The calls of the tree waiting for a person (a call to run again waits for nobody).
+    pub fn waiting(&self) -> impl Iterator<Item = Leaf<'_>> {
+        self.leaves()
+            .into_iter()
+            .filter(|leaf| leaf.call.decision.is_none() && !leaf.call.rerun)
+    }
+
+    /// What the caller is told waits: the waiting calls of the tree, each with a token under
+    /// `secret` (`approvalSecret`) binding it to its place in `session_id`'s tree.
     pub fn approvals(&self, session_id: &str, secret: Option<&str>) -> Vec<PendingApproval> {
         self.waiting()
-            .map(|call| PendingApproval {
-                tool_call_id: call.tool_call_id.clone(),
-                tool_name: call.tool_name.clone(),
-                input: call.input.clone(),
-                fingerprint: call.fingerprint.clone(),
-                reason: call.reason,
-                token: secret.map(|secret| {
-                    store::approval_token(secret.as_bytes(), session_id, &call.tool_call_id, &call.fingerprint)
-                }),
+            .map(|leaf| {
+                let call = leaf.call;
+                PendingApproval {
+                    tool_call_id: call.tool_call_id.clone(),
+                    tool_name: call.tool_name.clone(),
+                    input: call.input.clone(),
+                    fingerprint: call.fingerprint.clone(),
+                    reason: call.reason,
+                    token: secret.map(|secret| {
+                        store::approval_token(secret.as_bytes(), leaf.place(session_id), &call.fingerprint)
+                    }),
+                    agent_path: leaf.agent_path.to_vec(),
+                    parent_tool_call_id: leaf.parent_tool_call_id.map(str::to_string),
+                }
             })
             .collect()
     }
 
-    /// Whether a turn read back from a store holds together: one result slot per call, and
-    /// every waiting call at its own place among them. A turn that does not is never acted on.
+    /// Whether a turn read back from a store holds together: one result slot per call, every
+    /// waiting call at its own place among them, and a sub-agent exactly where a `Task` call
+    /// waits for one (each of them holding together too). A turn that does not is never acted on.
     pub fn check_shape(&self) -> Result<(), String> {
         if self.results.len() != self.calls.len() {
             return Err(format!("{} results for {} calls", self.results.len(), self.calls.len()));
@@ -129,16 +227,29 @@ impl PausedTurn {
                     ))
                 }
             }
+            match (&call.child, call.reason) {
+                (Some(child), PendingReason::Subagent) => child
+                    .turn
+                    .check_shape()
+                    .map_err(|problem| format!("in the sub-agent of call {}: {problem}", call.tool_call_id))?,
+                (None, PendingReason::Subagent) | (Some(_), _) => {
+                    return Err(format!(
+                        "waiting call {} waits for a sub-agent only when it holds one",
+                        call.tool_call_id
+                    ))
+                }
+                (None, _) => {}
+            }
         }
         Ok(())
     }
 
-    /// The calls a person must decide before the turn can go on (a deferred call waits for
-    /// its result instead).
+    /// The calls of the tree a person must decide before it can go on (a deferred call waits
+    /// for its result instead).
     pub fn undecided(&self) -> Vec<&str> {
         self.waiting()
-            .filter(|call| call.reason != PendingReason::Deferred)
-            .map(|call| call.tool_call_id.as_str())
+            .filter(|leaf| leaf.call.reason != PendingReason::Deferred)
+            .map(|leaf| leaf.call.tool_call_id.as_str())
             .collect()
     }
 }
@@ -152,7 +263,7 @@ impl PausedTurn {
 pub fn approval_refusal(
     call: &PausedCall,
     request: &ToolCallRequest,
-    session_id: &str,
+    place: CallPlace<'_>,
     secret: Option<&str>,
 ) -> Option<&'static str> {
     let Some(Decision::Approve { updated_input, token }) = &call.decision else {
@@ -170,20 +281,19 @@ pub fn approval_refusal(
         None => call.fingerprint.clone(),
     };
     let token = token.as_deref().unwrap_or_default();
-    if store::verify_approval_token(secret.as_bytes(), session_id, &call.tool_call_id, &fingerprint, token) {
+    if store::verify_approval_token(secret.as_bytes(), place, &fingerprint, token) {
         None
     } else {
         Some("its approval token does not match the input to run")
     }
 }
 
-/// `approvalToken({ secret, sessionId, toolCallId, toolName, input })`: the fingerprint of
+/// `approvalToken({ secret, sessionId, toolCallId, toolName, input, agentPath? })`: the fingerprint of
 /// `input` and the token `approve` needs to run it under that secret (for an `updatedInput`,
 /// made by whoever holds the secret).
 pub fn token_for(
     secret: &str,
-    session_id: &str,
-    tool_call_id: &str,
+    place: CallPlace<'_>,
     tool_name: &str,
     input: &Value,
 ) -> Result<(String, String), String> {
@@ -197,7 +307,7 @@ pub fn token_for(
         ));
     };
     let fingerprint = store::fingerprint(tool_name, input);
-    let token = store::approval_token(secret.as_bytes(), session_id, tool_call_id, &fingerprint);
+    let token = store::approval_token(secret.as_bytes(), place, &fingerprint);
     Ok((fingerprint, token))
 }
 
@@ -329,10 +439,148 @@ mod tests {
                     token: None,
                 }),
                 rerun: false,
+                child: None,
             }],
         };
         let json = serde_json::to_value(&turn).unwrap();
         assert_eq!(json["pending"][0]["decision"], json!({"action": "approve"}));
         assert_eq!(serde_json::from_value::<PausedTurn>(json).unwrap(), turn);
+    }
+
+    fn waiting(id: &str, index: usize) -> PausedCall {
+        PausedCall {
+            index,
+            tool_call_id: id.into(),
+            tool_name: "Bash".into(),
+            input: Map::new(),
+            fingerprint: store::fingerprint("Bash", &Map::new()),
+            reason: PendingReason::Ask,
+            decision: None,
+            rerun: false,
+            child: None,
+        }
+    }
+
+    fn turn_of(calls: Vec<PausedCall>) -> PausedTurn {
+        PausedTurn {
+            operation_id: "o".into(),
+            step_index: 0,
+            text: String::new(),
+            calls: calls
+                .iter()
+                .map(|call| TurnCall {
+                    id: call.tool_call_id.clone(),
+                    name: call.tool_name.clone(),
+                    arguments: "{}".into(),
+                })
+                .collect(),
+            results: vec![None; calls.len()],
+            pending: calls,
+        }
+    }
+
+    /// A `Task` call `id` whose sub-agent `path` paused on `calls`.
+    fn delegated(id: &str, index: usize, path: &[&str], calls: Vec<PausedCall>) -> PausedCall {
+        PausedCall {
+            tool_name: "Task".into(),
+            reason: PendingReason::Subagent,
+            child: Some(Box::new(PausedChild {
+                agent_path: path.iter().map(|name| name.to_string()).collect(),
+                operation_id: format!("run-{id}"),
+                messages: vec![Message::User {
+                    content: crate::model::UserContent::Text("do it".into()),
+                }],
+                turns: 1,
+                turn: turn_of(calls),
+            })),
+            ..waiting(id, index)
+        }
+    }
+
+    /// root: [task-1 → manager: [m-task → worker: [deep]], task-2 → worker: [near], own]
+    fn tree() -> PausedTurn {
+        let deep = delegated("m-task", 0, &["manager", "worker"], vec![waiting("deep", 0)]);
+        turn_of(vec![
+            delegated("task-1", 0, &["manager"], vec![deep]),
+            delegated("task-2", 1, &["worker"], vec![waiting("near", 0)]),
+            waiting("own", 2),
+        ])
+    }
+
+    #[test]
+    fn a_tree_lists_its_waiting_calls_in_tree_order_with_their_places() {
+        let turn = tree();
+        let places: Vec<(&str, Vec<String>, Option<&str>)> = turn
+            .leaves()
+            .iter()
+            .map(|leaf| {
+                (
+                    leaf.call.tool_call_id.as_str(),
+                    leaf.agent_path.to_vec(),
+                    leaf.parent_tool_call_id,
+                )
+            })
+            .collect();
+        assert_eq!(
+            places,
+            vec![
+                (
+                    "deep",
+                    vec!["manager".to_string(), "worker".to_string()],
+                    Some("m-task")
+                ),
+                ("near", vec!["worker".to_string()], Some("task-2")),
+                ("own", vec![], None),
+            ]
+        );
+        // Tokens differ by place: the same id and input at another depth signs otherwise.
+        let approvals = turn.approvals("s", Some("secret"));
+        assert_eq!(approvals[0].parent_tool_call_id.as_deref(), Some("m-task"));
+        assert_ne!(approvals[0].token, approvals[1].token);
+        assert_eq!(
+            approvals[2].token.as_deref(),
+            Some(store::approval_token(b"secret", CallPlace::root("s", "own"), &approvals[2].fingerprint).as_str())
+        );
+        assert_eq!(turn.undecided(), vec!["deep", "near", "own"]);
+    }
+
+    #[test]
+    fn a_decision_finds_its_call_at_any_depth_and_never_a_waiting_task_call() {
+        let mut turn = tree();
+        assert!(turn.leaf_mut("task-1").is_none());
+        assert!(turn.leaf_mut("m-task").is_none());
+        turn.leaf_mut("deep").unwrap().decision = Some(Decision::Reject {
+            reason: None,
+            stop: false,
+        });
+        assert_eq!(turn.undecided(), vec!["near", "own"]);
+    }
+
+    #[test]
+    fn a_paused_tree_survives_its_json_and_a_misshapen_one_is_refused() {
+        let turn = tree();
+        let json = serde_json::to_value(&turn).unwrap();
+        assert_eq!(json["pending"][0]["reason"], "subagent");
+        assert_eq!(json["pending"][0]["child"]["agentPath"], json!(["manager"]));
+        assert_eq!(
+            json["pending"][0]["child"]["messages"],
+            json!([{"role": "user", "content": "do it"}])
+        );
+        assert_eq!(serde_json::from_value::<PausedTurn>(json).unwrap(), turn);
+        assert_eq!(turn.check_shape(), Ok(()));
+        let mut orphan = tree();
+        orphan.pending[1].child = None;
+        assert_eq!(
+            orphan.check_shape(),
+            Err("waiting call task-2 waits for a sub-agent only when it holds one".into())
+        );
+        let mut broken = tree();
+        if let Some(child) = broken.pending[0].child.as_deref_mut() {
+            child.turn.results.clear();
+        }
+        assert_eq!(
+            broken.check_shape(),
+            Err("in the sub-agent of call task-1: 0 results for 1 calls".into())
+        );
     }
 }

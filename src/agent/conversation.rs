@@ -66,14 +66,12 @@ impl Conversation {
         lock(&self.state).paused.take()
     }
 
-    /// Records `decision` on the paused call `tool_call_id`; `false` when it is not waiting for
-    /// one (unknown, or decided already).
+    /// Records `decision` on the paused call `tool_call_id`, at any depth of the tree; `false`
+    /// when it is not waiting for one (unknown, decided already, or a `Task` call waiting for
+    /// its sub-agent).
     pub(crate) fn decide(&self, tool_call_id: &str, decision: Decision) -> bool {
         let mut state = lock(&self.state);
-        let call = state
-            .paused
-            .as_mut()
-            .and_then(|turn| turn.pending.iter_mut().find(|call| call.tool_call_id == tool_call_id));
+        let call = state.paused.as_mut().and_then(|turn| turn.leaf_mut(tool_call_id));
         match call {
             Some(call) if call.decision.is_none() => {
                 call.decision = Some(decision);

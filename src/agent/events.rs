@@ -309,4 +309,9 @@ pub struct PendingApproval {
     /// With `advanced.approvalSecret`: what `approve` must be given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// The sub-agents from the root's child down to the agent whose call waits (`[]`: the root's).
+    pub agent_path: Vec<String>,
+    /// The `Task` call that started that agent (absent for the root's calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
 }

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::approvals::PausedCall;
+use super::approvals::Leaf;
 use super::events::ToolCallRecord;
 use crate::error::SdkError;
 use crate::hooks::HookEvent;
@@ -249,7 +249,7 @@ pub struct ResultField<'a> {
     pub success: bool,
 }
 
-/// A call waiting for a person, as HumanInterventionRequest lists it.
+/// A call waiting for a person, as HumanInterventionRequest lists it, with its place in the tree.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingTool<'a> {
@@ -258,10 +258,14 @@ pub struct PendingTool<'a> {
     pub api_name: &'a str,
     pub identifier: &'a str,
     pub input: &'a Map<String, Value>,
+    pub agent_path: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<&'a str>,
 }
 
 impl<'a> PendingTool<'a> {
-    pub fn of(call: &'a PausedCall) -> Self {
+    pub fn of(leaf: Leaf<'a>) -> Self {
+        let call = leaf.call;
         let name = call.tool_name.as_str();
         PendingTool {
             tool_call_id: &call.tool_call_id,
@@ -269,6 +273,8 @@ impl<'a> PendingTool<'a> {
             api_name: name,
             identifier: name.split_once('/').map_or("", |(identifier, _)| identifier),
             input: &call.input,
+            agent_path: leaf.agent_path,
+            parent_tool_call_id: leaf.parent_tool_call_id,
         }
     }
 }
@@ -297,6 +303,10 @@ pub struct HumanInterventionResult<'a> {
     pub action: &'static str,
     pub tool_call_id: &'a str,
     pub tool_name: &'a str,
+    /// Where the decided call sits in the tree (`[]` in the root).
+    pub agent_path: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<&'a str>,
 }
 
 /// What the permission function is asked (the host adds `signal`).

@@ -393,7 +393,13 @@ impl Session {
                     None => (call.fingerprint.clone(), "its input"),
                 };
                 let token = token.unwrap_or_default();
-                if !store::verify_approval_token(secret.as_bytes(), &self.id, tool_call_id, &fingerprint, &token) {
+                // Bound to the call's place in the tree: a token cannot move to another child's call.
+                let place = store::CallPlace {
+                    session_id: &self.id,
+                    agent_path: &call.agent_path,
+                    tool_call_id,
+                };
+                if !store::verify_approval_token(secret.as_bytes(), place, &fingerprint, &token) {
                     return Err(SdkError::new(
                         ErrorCode::ApprovalTokenInvalid,
                         format!("The approval token for tool call {tool_call_id} is missing or does not match {what}"),
@@ -428,7 +434,7 @@ impl Session {
         let waiting = || {
             self.conversation.paused().is_some_and(|turn| {
                 turn.waiting()
-                    .any(|call| call.tool_call_id == tool_call_id && call.reason != PendingReason::Deferred)
+                    .any(|leaf| leaf.call.tool_call_id == tool_call_id && leaf.call.reason != PendingReason::Deferred)
             })
         };
         // Not waiting here: another agent may have paused on it since this one read the session.

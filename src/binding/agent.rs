@@ -117,7 +117,7 @@ pub async fn load_session(options: Option<String>, shape: String) -> NativeResul
     }))
 }
 
-/// `approvalToken(...)`: the token of `input` (JSON).
+/// `approvalToken(...)`: the token of `input` (JSON) at its place in the tree (`agent_path`).
 #[napi]
 pub fn approval_token(
     secret: String,
@@ -125,10 +125,16 @@ pub fn approval_token(
     tool_call_id: String,
     tool_name: String,
     input: String,
+    agent_path: Vec<String>,
 ) -> NativeResult<String> {
+    let place = crate::store::CallPlace {
+        session_id: &session_id,
+        agent_path: &agent_path,
+        tool_call_id: &tool_call_id,
+    };
     let made = parse_js_json::<Value>(&input)
         .map_err(|error| format!("input could not be read: {error}"))
-        .and_then(|input| crate::agent::approvals::token_for(&secret, &session_id, &tool_call_id, &tool_name, &input));
+        .and_then(|input| crate::agent::approvals::token_for(&secret, place, &tool_name, &input));
     native(
         made.map(|(_fingerprint, token)| token)
             .map_err(|message| SdkError::new(ErrorCode::InvalidInput, message)),

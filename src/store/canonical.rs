@@ -38,37 +38,59 @@ pub(super) fn sha256_hex(text: &str) -> String {
 
 type HmacSha256 = Hmac<Sha256>;
 
-fn token_mac(secret: &[u8], session_id: &str, tool_call_id: &str, fingerprint: &str) -> HmacSha256 {
+/// Where a waiting call sits, as its approval token binds it: the session, the sub-agents from
+/// the root's child down to the agent that made the call (`[]` for the root's own), the call.
+#[derive(Debug, Clone, Copy)]
+pub struct CallPlace<'a> {
+    pub session_id: &'a str,
+    pub agent_path: &'a [String],
+    pub tool_call_id: &'a str,
+}
+
+impl<'a> CallPlace<'a> {
+    /// A call of the root agent.
+    pub fn root(session_id: &'a str, tool_call_id: &'a str) -> Self {
+        CallPlace {
+            session_id,
+            agent_path: &[],
+            tool_call_id,
+        }
+    }
+
+    /// What the token signs: `[sessionId, toolCallId, fingerprint]` for the root's calls (as
+    /// tokens were before sub-agents could pause), `[sessionId, agentPath, toolCallId,
+    /// fingerprint]` inside a sub-agent. A 3- and a 4-element array never share a canonical form.
+    fn signed(&self, fingerprint: &str) -> String {
+        let mut parts = vec![Value::from(self.session_id)];
+        if !self.agent_path.is_empty() {
+            parts.push(Value::from(self.agent_path.to_vec()));
+        }
+        parts.push(Value::from(self.tool_call_id));
+        parts.push(Value::from(fingerprint));
+        canonical_json(&Value::Array(parts))
+    }
+}
+
+fn token_mac(secret: &[u8], place: CallPlace<'_>, fingerprint: &str) -> HmacSha256 {
     // HMAC takes keys of any length, so this cannot fail.
     let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC accepts any key length");
-    let message = canonical_json(&Value::from(vec![session_id, tool_call_id, fingerprint]));
-    mac.update(message.as_bytes());
+    mac.update(place.signed(fingerprint).as_bytes());
     mac
 }
 
-/// HMAC-SHA256 (key: `secret`) over the canonical JSON of `[sessionId, toolCallId, fingerprint]`,
-/// lowercase hex: an approval relayed by an untrusted client cannot be forged or moved to another
-/// call or session.
-pub fn approval_token(secret: &[u8], session_id: &str, tool_call_id: &str, fingerprint: &str) -> String {
-    hex(&token_mac(secret, session_id, tool_call_id, fingerprint)
-        .finalize()
-        .into_bytes())
+/// HMAC-SHA256 (key: `secret`) over the canonical JSON of the call's place and fingerprint
+/// ([`CallPlace::signed`]), lowercase hex: an approval relayed by an untrusted client cannot be
+/// forged or moved to another call, another sub-agent or another session.
+pub fn approval_token(secret: &[u8], place: CallPlace<'_>, fingerprint: &str) -> String {
+    hex(&token_mac(secret, place, fingerprint).finalize().into_bytes())
 }
 
 /// Whether `token` is the approval token of this call. The comparison is constant-time (the
 /// `hmac` crate's `verify_slice`); only the token's shape (64 lowercase hex digits) is checked
 /// before it, and that says nothing about the secret.
-pub fn verify_approval_token(
-    secret: &[u8],
-    session_id: &str,
-    tool_call_id: &str,
-    fingerprint: &str,
-    token: &str,
-) -> bool {
+pub fn verify_approval_token(secret: &[u8], place: CallPlace<'_>, fingerprint: &str, token: &str) -> bool {
     let Some(bytes) = unhex(token) else { return false };
-    token_mac(secret, session_id, tool_call_id, fingerprint)
-        .verify_slice(&bytes)
-        .is_ok()
+    token_mac(secret, place, fingerprint).verify_slice(&bytes).is_ok()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -274,60 +296,67 @@ mod tests {
     #[test]
     fn approval_token_is_hmac_of_the_canonical_triple_and_verifies_in_constant_time() {
         // Canonical text: ["s1","call_1","<READ_FINGERPRINT>"]
-        let token = approval_token(b"top-secret", "s1", "call_1", READ_FINGERPRINT);
+        let place = CallPlace::root("s1", "call_1");
+        let token = approval_token(b"top-secret", place, READ_FINGERPRINT);
         assert_eq!(
             token,
             "bc3e27506ecf11930e38433d039f36fcc5bc075411e3020df0a599ebcf19b9cd"
         );
-        assert!(verify_approval_token(
-            b"top-secret",
-            "s1",
-            "call_1",
-            READ_FINGERPRINT,
-            &token
-        ));
-        assert!(!verify_approval_token(
-            b"other",
-            "s1",
-            "call_1",
-            READ_FINGERPRINT,
-            &token
-        ));
+        assert!(verify_approval_token(b"top-secret", place, READ_FINGERPRINT, &token));
+        assert!(!verify_approval_token(b"other", place, READ_FINGERPRINT, &token));
+        for other in [CallPlace::root("s1", "call_2"), CallPlace::root("s2", "call_1")] {
+            assert!(!verify_approval_token(b"top-secret", other, READ_FINGERPRINT, &token));
+        }
+        assert!(!verify_approval_token(b"top-secret", place, "00", &token));
         assert!(!verify_approval_token(
             b"top-secret",
-            "s1",
-            "call_2",
-            READ_FINGERPRINT,
-            &token
-        ));
-        assert!(!verify_approval_token(
-            b"top-secret",
-            "s2",
-            "call_1",
-            READ_FINGERPRINT,
-            &token
-        ));
-        assert!(!verify_approval_token(b"top-secret", "s1", "call_1", "00", &token));
-        assert!(!verify_approval_token(
-            b"top-secret",
-            "s1",
-            "call_1",
+            place,
             READ_FINGERPRINT,
             &token.to_uppercase()
         ));
         assert!(!verify_approval_token(
             b"top-secret",
-            "s1",
-            "call_1",
+            place,
             READ_FINGERPRINT,
             &token[..62]
         ));
+        assert!(!verify_approval_token(b"top-secret", place, READ_FINGERPRINT, ""));
+    }
+
+    #[test]
+    fn a_sub_agents_token_signs_its_agent_path_and_moves_to_no_other_place() {
+        let reviewer = ["reviewer".to_string()];
+        let deeper = ["reviewer".to_string(), "tester".to_string()];
+        let at = |agent_path| CallPlace {
+            session_id: "s1",
+            agent_path,
+            tool_call_id: "call_1",
+        };
+        // Canonical text: ["s1",["reviewer"],"call_1","<READ_FINGERPRINT>"]
+        let token = approval_token(b"top-secret", at(&reviewer), READ_FINGERPRINT);
+        assert_eq!(
+            token,
+            "c104e0e5671015d87b6b3e076a216270cb8c2bc267a8134fcfd0d807fd046be7"
+        );
+        // ["s1",["reviewer","tester"],"call_1","<READ_FINGERPRINT>"]
+        assert_eq!(
+            approval_token(b"top-secret", at(&deeper), READ_FINGERPRINT),
+            "015afa9b09f5b6cfaa648838759e04ecc6a4c534cac3f95c66f8ed4c69471cd6"
+        );
+        assert!(verify_approval_token(
+            b"top-secret",
+            at(&reviewer),
+            READ_FINGERPRINT,
+            &token
+        ));
+        // Neither to the root's call of the same id, nor to another depth.
+        let root = CallPlace::root("s1", "call_1");
+        assert!(!verify_approval_token(b"top-secret", root, READ_FINGERPRINT, &token));
         assert!(!verify_approval_token(
             b"top-secret",
-            "s1",
-            "call_1",
+            at(&deeper),
             READ_FINGERPRINT,
-            ""
+            &token
         ));
     }
 }

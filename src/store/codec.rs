@@ -101,6 +101,25 @@ pub(crate) fn messages_from_text(text: &str, operation: &str) -> Result<Vec<Mess
     Ok(stored.into_iter().map(Message::from).collect())
 }
 
+/// `#[serde(with = "store::stored_messages")]`: a conversation kept inside another stored value
+/// (a paused sub-agent's, inside its parent's paused turn) in the same mirror.
+pub mod stored_messages {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::StoredMessage;
+    use crate::model::Message;
+
+    pub fn serialize<S: Serializer>(messages: &[Message], serializer: S) -> Result<S::Ok, S::Error> {
+        let stored: Vec<StoredMessage> = messages.iter().map(StoredMessage::from).collect();
+        stored.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Message>, D::Error> {
+        let stored = Vec::<StoredMessage>::deserialize(deserializer)?;
+        Ok(stored.into_iter().map(Message::from).collect())
+    }
+}
+
 pub(crate) fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).expect("JSON values always serialize")
 }

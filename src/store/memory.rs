@@ -127,7 +127,7 @@ impl Store for MemoryStore {
                         }
                     }
                 }
-                PendingReason::Ask => {}
+                PendingReason::Ask | PendingReason::Subagent => {}
             }
         }
         session.saved = Some((record.clone(), pending.to_vec()));

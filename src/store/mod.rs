@@ -33,7 +33,8 @@ use serde_json::{Map, Value};
 
 use crate::model::{display_url, Message};
 
-pub use canonical::{approval_token, canonical_json, fingerprint, verify_approval_token};
+pub use canonical::{approval_token, canonical_json, fingerprint, verify_approval_token, CallPlace};
+pub use codec::stored_messages;
 pub use edge::{check_id, within, Guarded, DEADLINE, MAX_ID_BYTES};
 pub use lease::{Claim, Lease, LeaseState};
 pub use memory::MemoryStore;
@@ -119,6 +120,9 @@ pub enum PendingReason {
     OutcomeUnknown,
     /// `execute` returned `deferred()`.
     Deferred,
+    /// A `Task` call whose sub-agent paused (§8.7): it waits for that sub-agent, not for a
+    /// person, and is never an entry of its own.
+    Subagent,
 }
 
 impl PendingReason {
@@ -128,6 +132,7 @@ impl PendingReason {
             PendingReason::Ask => "ask",
             PendingReason::OutcomeUnknown => "outcome_unknown",
             PendingReason::Deferred => "deferred",
+            PendingReason::Subagent => "subagent",
         }
     }
 
@@ -136,6 +141,7 @@ impl PendingReason {
             "ask" => Some(PendingReason::Ask),
             "outcome_unknown" => Some(PendingReason::OutcomeUnknown),
             "deferred" => Some(PendingReason::Deferred),
+            "subagent" => Some(PendingReason::Subagent),
             _ => None,
         }
     }

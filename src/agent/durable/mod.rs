@@ -344,7 +344,8 @@ impl Durable {
         lock(&self.lease).take();
     }
 
-    /// One transaction: the conversation, the paused turn (if any) and its pending calls.
+    /// One transaction: the conversation, the paused turn (if any, with every paused sub-agent of
+    /// its tree inside it) and the tree's pending calls.
     pub async fn save(&self, messages: &[Arc<Message>], hooks: &Value, paused: Option<&PausedTurn>) -> Result<()> {
         let lease = self.lease()?;
         let store = self.store().await?;
@@ -357,9 +358,12 @@ impl Durable {
                 .transpose()
                 .map_err(|error| store_error(StoreError::new("save the paused turn", error)))?,
         };
+        // Every waiting call of the tree, each decided by its own id (a `Task` call waiting for
+        // its sub-agent is not one: it is kept inside the paused turn).
         let pending: Vec<PendingCall> = paused
             .into_iter()
-            .flat_map(|turn| &turn.pending)
+            .flat_map(PausedTurn::leaves)
+            .map(|leaf| leaf.call)
             .map(|call| PendingCall {
                 tool_call_id: call.tool_call_id.clone(),
                 tool_name: call.tool_name.clone(),

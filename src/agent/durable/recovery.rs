@@ -131,7 +131,7 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec], recover: bool) -> Resul
             None => return Ok(None),
         },
     };
-    for call in &mut turn.pending {
+    turn.for_each_leaf(&mut |call| {
         if let Some(kept) = stored
             .pending
             .iter()
@@ -140,7 +140,7 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec], recover: bool) -> Resul
             call.decision = kept.decision.clone();
             call.reason = kept.reason;
         }
-    }
+    });
     if !recover {
         return Ok(Some(Resumed { turn, changed }));
     }
@@ -152,8 +152,9 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec], recover: bool) -> Resul
     };
     let mut waiting = Vec::with_capacity(turn.pending.len());
     for mut call in std::mem::take(&mut turn.pending) {
-        // A deferred call started on purpose and waits for its published result.
-        if call.reason == PendingReason::Deferred {
+        // A deferred call started on purpose and waits for its published result; a `Task` call
+        // whose sub-agent paused waits for that sub-agent (its own calls decide what reruns).
+        if matches!(call.reason, PendingReason::Deferred | PendingReason::Subagent) {
             waiting.push(call);
             continue;
         }
@@ -263,6 +264,7 @@ fn interrupted_turn(messages: &[Message]) -> Option<PausedTurn> {
                     reason: PendingReason::Ask,
                     decision: None,
                     rerun: true,
+                    child: None,
                 });
             }
         }

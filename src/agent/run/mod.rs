@@ -22,7 +22,7 @@ use self::lifecycle::Completion;
 use self::model_turn::{where_models_run, ModelTurn};
 use self::pipeline::{CallSite, Ended};
 use self::sub_runs::SubRuns;
-use crate::agent::approvals::PausedTurn;
+use crate::agent::approvals::{PausedChild, PausedTurn};
 use crate::agent::confirm::Remembered;
 use crate::agent::control::{RunControl, SendOptions};
 use crate::agent::conversation::Conversation;
@@ -35,6 +35,7 @@ use crate::agent::plan_mode::{RunPermission, Switched};
 use crate::agent::reader::EventSender;
 use crate::agent::settings::RunSettings;
 use crate::agent::subagents;
+use crate::agent::subagents::delegate::ChildEnd;
 use crate::agent::tree::{Nursery, Tree};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::apply;
@@ -100,6 +101,9 @@ pub(crate) struct Run {
     inputs: Option<Arc<Inputs>>,
     /// SessionStart command hooks' context, sent with this run's prompt (the session's first).
     start_context: Option<String>,
+    /// A person's `reject` with `stop` ended this run: a sub-agent's `Task` call then fails
+    /// with the stop text.
+    stopped_by_person: bool,
 }
 
 type Finish = Result<(String, StopReason)>;
@@ -200,7 +204,15 @@ impl Run {
             nursery: None,
             inputs: None,
             start_context: None,
+            stopped_by_person: false,
         }
+    }
+
+    /// A paused sub-agent's run going on (§8.7): the same run id, and the turns it has taken
+    /// count against its `maxTurns`.
+    pub fn continue_as(&mut self, id: &str, turns: u32) {
+        self.id = id.to_string();
+        self.turns = turns;
     }
 
     /// SessionStart's context goes before this run's prompt.
@@ -339,14 +351,31 @@ impl Run {
         control.finish();
     }
 
-    /// Runs a sub-agent to the end: its final text, or why it failed. Boxed with its type
-    /// spelled out: a sub-agent's run holds the `Task` call that may start another.
-    pub fn drive_child(mut self, prompt: String) -> BoxFuture<'static, (Result<String>, Usage)> {
+    /// Runs a sub-agent to its end or its pause: its final text, the person's stop, all of it
+    /// to go on with later, or why it failed. Boxed with its type spelled out: a sub-agent's run
+    /// holds the `Task` call that may start another.
+    pub fn drive_child(mut self, start: Start) -> BoxFuture<'static, (Result<ChildEnd>, Usage)> {
         Box::pin(async move {
             let control = self.control.clone();
-            let outcome = self.conclude(Start::Prompt(UserContent::Text(prompt))).await;
+            let outcome = self.conclude(start).await;
             control.finish();
-            (outcome.map(|(text, _)| text), self.usage)
+            let ended = outcome.map(|(text, _)| match self.conversation.take_paused() {
+                Some(turn) => ChildEnd::Paused(Box::new(PausedChild {
+                    agent_path: subagents::lineage(self.settings.child.as_ref()).0.to_vec(),
+                    operation_id: self.id.clone(),
+                    messages: self
+                        .conversation
+                        .messages()
+                        .iter()
+                        .map(|message| (**message).clone())
+                        .collect(),
+                    turns: self.turns,
+                    turn,
+                })),
+                None if self.stopped_by_person => ChildEnd::Stopped(text),
+                None => ChildEnd::Answered(text),
+            });
+            (ended, self.usage)
         })
     }
 
@@ -688,8 +717,12 @@ impl Run {
         }
     }
 
-    /// Keeps the session as it is now (with its paused turn, if any), in one transaction.
+    /// Keeps the session as it is now (with its paused turn, if any), in one transaction. A
+    /// sub-agent's run keeps nothing of its own: the root's save holds its paused tree.
     async fn save(&self, paused: Option<&PausedTurn>) -> Result<()> {
+        if self.settings.child.is_some() {
+            return Ok(());
+        }
         let messages = self.conversation.messages();
         self.durable
             .save(&messages, &self.agent.config.stored_hooks, paused)

@@ -8,9 +8,11 @@ use super::{parse_arguments, tool_message, Finish, Run};
 use crate::agent::approvals::{self, Decision, PausedCall, PausedTurn, TurnCall};
 use crate::agent::events::{PendingReason, StopReason, ToolCallRecord};
 use crate::agent::payloads;
+use crate::agent::subagents;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::{EventFields, HookEvent};
 use crate::model::ToolCallRequest;
+use crate::store::CallPlace;
 
 impl Run {
     /// Some calls of the turn wait for a person (§8.1): the turn's finished calls are reported,
@@ -46,13 +48,20 @@ impl Run {
 
     /// Keeps `turn` as the session's pause, tells HumanInterventionRequest, and ends the run
     /// `interrupted`.
+    ///
+    /// A sub-agent's run keeps its turn and ends `interrupted` only: its parent's `Task` call
+    /// carries it up, and the root keeps and announces the whole tree (§8.7).
     pub(super) async fn repause(&mut self, text: String, turn: PausedTurn) -> Finish {
+        if self.settings.child.is_some() {
+            self.conversation.pause(turn);
+            return Ok((text, StopReason::Interrupted));
+        }
         // Kept before anything is announced: a person may answer from another process.
         self.save(Some(&turn)).await?;
         self.conversation.pause(turn.clone());
         self.paused = Some(turn.approvals(&self.agent.id, self.agent.config.approval_secret.as_deref()));
         if self.has(HookEvent::HumanInterventionRequest) {
-            let pending_tools = turn.pending.iter().map(payloads::PendingTool::of).collect();
+            let pending_tools = turn.leaves().into_iter().map(payloads::PendingTool::of).collect();
             let payload = EventFields::of(&payloads::HumanInterventionRequest {
                 event: HookEvent::HumanInterventionRequest.name(),
                 session_id: &self.agent.id,
@@ -76,7 +85,8 @@ impl Run {
                 "There is nothing to resume: no run is paused",
             ));
         };
-        self.first_step = turn.step_index + 1;
+        // Its next turn's step follows the paused one (a sub-agent going on has taken turns).
+        self.first_step = (turn.step_index + 1).saturating_sub(self.turns);
         // The paused turn's calls were the model's: a forced `toolChoice` is spent.
         self.called_a_tool = true;
         let requests: Vec<ToolCallRequest> = turn.calls.iter().map(TurnCall::request).collect();
@@ -104,16 +114,25 @@ impl Run {
                 }
                 continue;
             }
-            let ended = if call.rerun {
+            let ended = if call.child.is_some() {
+                // A `Task` call waiting for its sub-agent: the sub-agent goes on (§8.7).
+                pipeline::resume(&site, &requests[call.index], call, None).await
+            } else if call.rerun {
                 // The process died before this call started: it goes through the whole
                 // pipeline, and may pause again.
                 let input = parse_arguments(&requests[call.index].arguments);
                 pipeline::run(&site, &requests[call.index], call.index, input).await
             } else {
+                let (agent_path, _) = subagents::lineage(self.settings.child.as_ref());
+                let place = CallPlace {
+                    session_id: &self.agent.id,
+                    agent_path,
+                    tool_call_id: &call.tool_call_id,
+                };
                 let refusal = approvals::approval_refusal(
                     call,
                     &requests[call.index],
-                    &self.agent.id,
+                    place,
                     self.agent.config.approval_secret.as_deref(),
                 );
                 // A refused approval is nobody's decision: no HumanInterventionResult for it.
@@ -131,6 +150,9 @@ impl Run {
                 }
             };
             self.usage.add(finished.spent);
+            if finished.interrupt.is_some() && matches!(call.decision, Some(Decision::Reject { stop: true, .. })) {
+                self.stopped_by_person = true;
+            }
             interrupt = interrupt.or(finished.interrupt);
             resumed.push(call.index);
             results[call.index] = Some(finished.record);
@@ -173,6 +195,7 @@ impl Run {
         if !self.has(event) {
             return Ok(());
         }
+        let (agent_path, parent_tool_call_id) = subagents::lineage(self.settings.child.as_ref());
         let payload = EventFields::of(&payloads::HumanInterventionResult {
             event: event.name(),
             session_id: &self.agent.id,
@@ -184,6 +207,8 @@ impl Run {
             },
             tool_call_id: &call.tool_call_id,
             tool_name: &call.tool_name,
+            agent_path,
+            parent_tool_call_id,
         });
         self.lifecycle(event, payload, self.caller()).await
     }

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::agent::approvals::{self, PausedCall};
+use crate::agent::approvals::{self, PausedCall, PausedChild};
 use crate::agent::confirm::{Answer, BuiltinQuestion, Confirmation, ConfirmationRequest, Remembered};
 use crate::agent::definition::Agent;
 use crate::agent::durable::Durable;
@@ -17,7 +17,7 @@ use crate::agent::post_call::{blocked, Failures, PostCall};
 use crate::agent::reader::EventSender;
 use crate::agent::settings::RunSettings;
 use crate::agent::subagents;
-use crate::agent::subagents::delegate::{Children, Delegation};
+use crate::agent::subagents::delegate::{Children, Delegated, Delegation};
 use crate::agent::tools::{self, CallResult, Execution, NoResult, Runner, ToolContext, ToolSpec};
 use crate::builtins::{self, Builtin, Workspace};
 use crate::hooks::apply::{self, PreVerdict};
@@ -124,6 +124,18 @@ pub(crate) async fn run(
 struct Paused {
     input: Map<String, Value>,
     reason: PendingReason,
+    /// A `Task` call's sub-agent that paused (`reason: subagent`).
+    child: Option<Box<PausedChild>>,
+}
+
+impl Paused {
+    fn on(input: Map<String, Value>, reason: PendingReason) -> Self {
+        Paused {
+            input,
+            reason,
+            child: None,
+        }
+    }
 }
 
 /// Goes on with a call a person decided about (§8.1): approved, it continues from where it
@@ -131,6 +143,7 @@ struct Paused {
 /// and the permission are not asked again); rejected, it fails with Blade's text, and a
 /// rejection with `stop` ends the run with that text. An approval that does not hold
 /// (`refusal`, from `approvals::approval_refusal`) runs nothing: the call fails, the model is told.
+/// A `Task` call waiting for its paused sub-agent goes on with that sub-agent (§8.7).
 pub(crate) async fn resume(
     site: &CallSite<'_>,
     request: &ToolCallRequest,
@@ -144,6 +157,16 @@ pub(crate) async fn resume(
         index: paused.index,
         spent: Mutex::default(),
     };
+    if let Some(child) = &paused.child {
+        return match call.resume_delegation(paused, child.clone()).await {
+            Ok((result, input, interrupt)) => Ended::Finished(Finished {
+                record: record(request, input, result, started),
+                interrupt,
+                spent: call.spent(),
+            }),
+            Err(waiting) => call.paused(waiting),
+        };
+    }
     let decision = refusal.map_or(Ok(&paused.decision), Err);
     let (result, input, interrupt) = match (decision, call.tool()) {
         (Err(why), _) => {
@@ -217,6 +240,7 @@ impl Call<'_> {
             reason: paused.reason,
             decision: None,
             rerun: false,
+            child: paused.child,
         })
     }
 
@@ -428,10 +452,7 @@ impl Call<'_> {
         let outcome = match self.authorize(tool, &mut input, hint).await {
             Gate::Go => self.execute(tool, input).await,
             Gate::Stop(result, interrupt) => Ok(self.finish(input, result, interrupt).await),
-            Gate::Pause => Err(Paused {
-                input,
-                reason: PendingReason::Ask,
-            }),
+            Gate::Pause => Err(Paused::on(input, PendingReason::Ask)),
         };
         // PreToolUse context reaches the model with the call's result.
         outcome.map(|(mut result, input, interrupt)| {
@@ -497,7 +518,17 @@ impl Call<'_> {
                 }
                 let mut stops = false;
                 let executed = match tool.execute {
-                    Runner::Task => Ok(self.delegate(&input).await),
+                    Runner::Task => match self.delegate(&input).await {
+                        Delegated::Done(result) => Ok(result),
+                        // Its sub-agent paused: the call waits for it (§8.7).
+                        Delegated::Paused(child) => {
+                            return Err(Paused {
+                                input,
+                                reason: PendingReason::Subagent,
+                                child: Some(child),
+                            })
+                        }
+                    },
                     Runner::Js(_) => tools::execute(tool, &input, context, execution).await,
                     Runner::Mcp(_) => self.call_mcp(tool, &input).await,
                     Runner::Builtin(builtin) => {
@@ -518,12 +549,7 @@ impl Call<'_> {
                         None,
                     ),
                     // The call waits for its result, published later by `completeToolCall`.
-                    Err(NoResult::Deferred) => {
-                        return Err(Paused {
-                            input,
-                            reason: PendingReason::Deferred,
-                        })
-                    }
+                    Err(NoResult::Deferred) => return Err(Paused::on(input, PendingReason::Deferred)),
                 };
                 if let Some(ledger) = ledger {
                     if let Err(error) = ledger
@@ -622,10 +648,7 @@ impl Call<'_> {
         };
         match confirmation.ask(&request).await {
             Answer::Approved => Gate::Go,
-            // Pausing a whole agent tree is not offered: inside a sub-agent, nobody to ask denies.
-            Answer::NoHandler if self.site.settings.child.is_some() => {
-                Gate::Stop(CallResult::aborted(format!("Tool \"{name}\" requires approval")), None)
-            }
+            // At any depth: a sub-agent's pause pauses its tree (§8.7).
             Answer::NoHandler => Gate::Pause,
             Answer::Rejected(reason) => {
                 stopped(CallResult::aborted(format!("User rejected execution: {reason}")), true)
@@ -695,26 +718,68 @@ impl Call<'_> {
         }
     }
 
-    /// A `Task` call: the sub-agent it names, run to the end.
-    async fn delegate(&self, input: &Map<String, Value>) -> CallResult {
+    /// A `Task` call: the sub-agent it names, run to its end or its pause.
+    async fn delegate(&self, input: &Map<String, Value>) -> Delegated {
+        let settings = self.delegation_settings();
+        let delegation = self.delegation(&settings);
+        match delegation.run(input).await {
+            Some(delegated) => delegated,
+            None => Delegated::Done(self.not_found()),
+        }
+    }
+
+    /// A sub-agent starts (and goes on) in the mode its parent's turn is in.
+    fn delegation_settings(&self) -> RunSettings {
+        RunSettings {
+            permission: self.site.permission,
+            ..self.site.settings.clone()
+        }
+    }
+
+    fn delegation<'b>(&'b self, settings: &'b RunSettings) -> Delegation<'b> {
         let site = self.site;
-        // A sub-agent starts in the mode its parent's turn is in.
-        let settings = RunSettings {
-            permission: site.permission,
-            ..site.settings.clone()
-        };
-        let delegation = Delegation {
+        Delegation {
             agent: site.agent,
             approvals: site.approvals,
-            settings: &settings,
+            settings,
             caller: site.caller,
             operation_id: site.operation_id,
             events: site.events,
             children: site.children,
             tool_call_id: &self.request.id,
             spent: &self.spent,
+        }
+    }
+
+    /// Goes on with a `Task` call whose sub-agent paused: the sub-agent goes on where it stood;
+    /// once it ends, the call ends as any call does (after-controls, post hooks). It may pause
+    /// again.
+    async fn resume_delegation(&self, paused: &PausedCall, child: Box<PausedChild>) -> Result<Outcome, Paused> {
+        let settings = self.delegation_settings();
+        let result = match self.delegation(&settings).resume(child).await {
+            Delegated::Done(result) => result,
+            Delegated::Paused(child) => {
+                return Err(Paused {
+                    input: paused.input.clone(),
+                    reason: PendingReason::Subagent,
+                    child: Some(child),
+                })
+            }
         };
-        delegation.run(input).await.unwrap_or_else(|| self.not_found())
+        if self.site.durable.survives() {
+            if let Err(error) = self
+                .site
+                .durable
+                .finished(&self.request.id, &result.output, !result.is_success())
+                .await
+            {
+                self.site.agent.log().warn(
+                    "The tool's result could not be recorded in the effects ledger",
+                    serde_json::json!({"toolCallId": self.request.id, "error": error.message}),
+                );
+            }
+        }
+        Ok(self.finish(paused.input.clone(), result, None).await)
     }
 
     /// A tool hook failed before the tool ran: the call fails with its message.

@@ -1,21 +1,22 @@
-//! Sub-agents' runs: the factory a run hands its tool calls, so a `Task` call starts a run
-//! without the pipeline reaching back into this module.
+//! Sub-agents' runs: the factory a run hands its tool calls, so a `Task` call starts a run (or
+//! continues a paused one) without the pipeline reaching back into this module.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::{Run, RunParts};
+use super::{Run, RunParts, Start};
 use crate::agent::conversation::Conversation;
 use crate::agent::durable::Durable;
-use crate::agent::subagents::delegate::{ChildRun, Children};
+use crate::agent::subagents::delegate::{ChildEnd, ChildRun, ChildStart, Children};
 use crate::agent::tree::Tree;
 use crate::error::{ErrorCode, Result, SdkError};
-use crate::model::Usage;
+use crate::model::{Message, Usage, UserContent};
 use crate::store;
 
-/// Starts sub-agents as runs of the same agent, with a conversation of their own kept in memory
-/// only (a sub-agent's run is not resumed on its own), each a task of the root's tree.
+/// Starts sub-agents as runs of the same agent, each a task of the root's tree, with a
+/// conversation of their own kept in memory: a paused sub-agent is kept whole inside its
+/// parent's paused turn, so it goes on with the root and never on its own.
 pub(super) struct SubRuns(pub Arc<Tree>);
 
 impl Children for SubRuns {
@@ -23,7 +24,7 @@ impl Children for SubRuns {
         self.0.claim()
     }
 
-    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (Result<String>, Usage)>) {
+    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (Result<ChildEnd>, Usage)>) {
         let ChildRun {
             agent,
             approvals,
@@ -32,19 +33,33 @@ impl Children for SubRuns {
             events,
             scope,
             context,
-            prompt,
+            start,
         } = child;
+        let conversation = Arc::new(Conversation::default());
+        let (start, paused) = match start {
+            ChildStart::Prompt(prompt) => (Start::Prompt(UserContent::Text(prompt)), None),
+            ChildStart::Resume(paused) => {
+                let messages: Vec<Arc<Message>> = paused.messages.iter().cloned().map(Arc::new).collect();
+                conversation.replace(Arc::new(messages));
+                conversation.pause(paused.turn.clone());
+                (Start::Resume, Some(paused))
+            }
+        };
         let parts = RunParts {
             durable: Arc::new(Durable::new(store::StoreConfig::Memory, agent.id.clone(), 1)),
             agent,
-            conversation: Arc::new(Conversation::default()),
+            conversation,
             approvals,
             switched: None,
         };
-        let run = Run::child(parts, settings, control.clone(), events, scope, context, self.0.clone());
+        let mut run = Run::child(parts, settings, control.clone(), events, scope, context, self.0.clone());
+        if let Some(paused) = paused {
+            // The same run, going on: its id and the turns it has taken stay its own.
+            run.continue_as(&paused.operation_id, paused.turns);
+        }
         let id = run.id().to_string();
         // Stopped with its parent's run, or when the `Task` call lets go of it.
-        let joined = self.0.run(run.drive_child(prompt), control.token().clone());
+        let joined = self.0.run(run.drive_child(start), control.token().clone());
         let outcome = async move {
             joined
                 .await

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
-use super::{Child, TaskRequest};
+use super::{Child, SubagentSpec, TaskRequest};
+use crate::agent::approvals::PausedChild;
 use crate::agent::confirm::Remembered;
 use crate::agent::control::RunControl;
 use crate::agent::definition::Agent;
@@ -33,7 +34,30 @@ pub(crate) struct ChildRun {
     pub events: EventSender,
     pub scope: ScopeId,
     pub context: HookContext,
-    pub prompt: String,
+    pub start: ChildStart,
+}
+
+/// How a sub-agent's run begins: on the `Task` call's prompt, or where it paused (§8.7).
+pub(crate) enum ChildStart {
+    Prompt(String),
+    Resume(Box<PausedChild>),
+}
+
+/// How a sub-agent's run ended, when it did not fail.
+pub(crate) enum ChildEnd {
+    /// Its final text: the `Task` call's result.
+    Answered(String),
+    /// A person's `reject` with `stop` ended it there: the stop text, the `Task` call's failed
+    /// result (the parent's model sees it and the parent goes on).
+    Stopped(String),
+    /// It paused for approvals: all of it, kept in its parent's paused turn.
+    Paused(Box<PausedChild>),
+}
+
+/// What a `Task` call came to: a result, or its sub-agent paused.
+pub(crate) enum Delegated {
+    Done(CallResult),
+    Paused(Box<PausedChild>),
 }
 
 /// Starts sub-agents' runs, handed in by the run module: a run's tool call may start a run, and
@@ -42,9 +66,9 @@ pub(crate) trait Children: Sync {
     /// Counts one more `Task` call against the tree's budget: `false` once it is spent.
     fn claim(&self) -> bool;
 
-    /// The child's run id, and its run to the end: its final text, or why it failed.
-    /// With its outcome, the tokens it used.
-    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (Result<String>, Usage)>);
+    /// The child's run id, and its run to its end (or its pause), or why it failed. With its
+    /// outcome, the tokens it used.
+    fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (Result<ChildEnd>, Usage)>);
 }
 
 /// What a `Task` call needs of its run.
@@ -62,19 +86,22 @@ pub(crate) struct Delegation<'a> {
 }
 
 impl Delegation<'_> {
-    /// Runs the sub-agent `input` names to the end: the `Task` call's result, `None` when the
-    /// agent has no sub-agents or none of that name (the call is not found).
-    pub async fn run(&self, input: &Map<String, Value>) -> Option<CallResult> {
+    /// Runs the sub-agent `input` names to its end or its pause: the `Task` call's result,
+    /// `None` when the agent has no sub-agents or none of that name (the call is not found).
+    pub async fn run(&self, input: &Map<String, Value>) -> Option<Delegated> {
         let site = self;
         let agent = site.agent;
         let subagents = agent.config.subagents.as_deref()?;
         let task = match TaskRequest::read(input, subagents) {
             Ok(task) => task,
-            Err(problem) => return Some(CallResult::failed(problem, None)),
+            Err(problem) => return Some(Delegated::Done(CallResult::failed(problem, None))),
         };
         let spec = subagents.get(&task.subagent_type)?;
         if !site.children.claim() {
-            return Some(CallResult::failed(subagents::calls_spent(subagents.max_calls), None));
+            return Some(Delegated::Done(CallResult::failed(
+                subagents::calls_spent(subagents.max_calls),
+                None,
+            )));
         }
         let (agent_path, _) = subagents::lineage(site.settings.child.as_ref());
         let start = payloads::SubagentStart {
@@ -91,16 +118,8 @@ impl Delegation<'_> {
             .await
         {
             let thrown = error.thrown();
-            return Some(CallResult::failed(error.message, thrown));
+            return Some(Delegated::Done(CallResult::failed(error.message, thrown)));
         }
-        let model = match &spec.model {
-            None => Ok(site.settings.model.clone()),
-            Some(value) => agent
-                .config
-                .model
-                .child(value, &format!("advanced.agents.{}.model", spec.name))
-                .map(|choice| choice.build(agent.host.clone())),
-        };
         let started = |sub_operation_id: &str, success: bool| payloads::SubagentStarted {
             event: HookEvent::SubagentStarted.name(),
             session_id: &agent.id,
@@ -110,42 +129,108 @@ impl Delegation<'_> {
             success,
             agent_path,
         };
-        let model = match model {
-            Ok(model) => model,
+        let settings = match self.child_settings(spec) {
+            Ok(settings) => settings,
             Err(error) => {
                 self.parent_observer(HookEvent::SubagentStarted, EventFields::of(&started("", false)))
                     .await;
-                return Some(self.subagent_failed(&spec.name, agent_path, error).await);
+                return Some(Delegated::Done(
+                    self.subagent_failed(&spec.name, agent_path, error).await,
+                ));
             }
         };
-        let child = Child::new(spec, agent_path, self.tool_call_id, agent.tools(), subagents.max_depth);
-        let settings = RunSettings {
-            model,
-            max_turns: spec.max_turns.unwrap_or(site.settings.max_turns),
-            child: Some(Arc::new(child)),
-            ..site.settings.clone()
-        };
-        let (sub_operation_id, run) = site.children.start(ChildRun {
-            agent: agent.clone(),
-            approvals: site.approvals.clone(),
-            settings,
-            control: Arc::new(RunControl::under(site.caller.cancel)),
-            events: site.events.clone(),
-            scope: site.caller.scope,
-            context: site.caller.context.clone(),
-            prompt: task.prompt.clone(),
-        });
+        let (sub_operation_id, run) = site
+            .children
+            .start(self.child_run(settings, ChildStart::Prompt(task.prompt)));
         self.parent_observer(
             HookEvent::SubagentStarted,
             EventFields::of(&started(&sub_operation_id, true)),
         )
         .await;
+        Some(self.ended(&spec.name, run).await)
+    }
+
+    /// Goes on with the sub-agent that paused in this `Task` call (§8.7), where it stood: its
+    /// conversation, turn count and run id are its own again; SubagentStart and
+    /// SubagentStarted do not fire again.
+    pub async fn resume(&self, paused: Box<PausedChild>) -> Delegated {
+        let agent_id = paused.agent_path.last().cloned().unwrap_or_default();
+        let spec = self
+            .agent
+            .config
+            .subagents
+            .as_deref()
+            .and_then(|subagents| subagents.get(&agent_id));
+        let (agent_path, _) = subagents::lineage(self.settings.child.as_ref());
+        let Some(spec) = spec else {
+            // The agent resumed with other options than it paused with: nothing to go on with.
+            let missing = SdkError::new(
+                ErrorCode::InvalidInput,
+                format!("The paused sub-agent \"{agent_id}\" is not in advanced.agents: it cannot go on"),
+            );
+            return Delegated::Done(self.subagent_failed(&agent_id, agent_path, missing).await);
+        };
+        let settings = match self.child_settings(spec) {
+            Ok(settings) => settings,
+            Err(error) => return Delegated::Done(self.subagent_failed(&spec.name, agent_path, error).await),
+        };
+        let (_, run) = self
+            .children
+            .start(self.child_run(settings, ChildStart::Resume(paused)));
+        self.ended(&spec.name, run).await
+    }
+
+    /// What the sub-agent `spec` runs with under this call: its model (`model`, or the
+    /// parent's), turns, place in the tree and tools.
+    fn child_settings(&self, spec: &SubagentSpec) -> Result<RunSettings> {
+        let agent = self.agent;
+        let model = match &spec.model {
+            None => self.settings.model.clone(),
+            Some(value) => agent
+                .config
+                .model
+                .child(value, &format!("advanced.agents.{}.model", spec.name))
+                .map(|choice| choice.build(agent.host.clone()))?,
+        };
+        let (agent_path, _) = subagents::lineage(self.settings.child.as_ref());
+        let max_depth = agent
+            .config
+            .subagents
+            .as_deref()
+            .map_or(0, |subagents| subagents.max_depth);
+        let child = Child::new(spec, agent_path, self.tool_call_id, agent.tools(), max_depth);
+        Ok(RunSettings {
+            model,
+            max_turns: spec.max_turns.unwrap_or(self.settings.max_turns),
+            child: Some(Arc::new(child)),
+            ..self.settings.clone()
+        })
+    }
+
+    fn child_run(&self, settings: RunSettings, start: ChildStart) -> ChildRun {
+        ChildRun {
+            agent: self.agent.clone(),
+            approvals: self.approvals.clone(),
+            settings,
+            control: Arc::new(RunControl::under(self.caller.cancel)),
+            events: self.events.clone(),
+            scope: self.caller.scope,
+            context: self.caller.context.clone(),
+            start,
+        }
+    }
+
+    /// The sub-agent's run awaited: what the `Task` call comes to.
+    async fn ended(&self, agent_id: &str, run: BoxFuture<'static, (Result<ChildEnd>, Usage)>) -> Delegated {
         let (outcome, usage) = run.await;
         lock(self.spent).add(usage);
-        Some(match outcome {
-            Ok(text) => CallResult::success(text),
+        let (agent_path, _) = subagents::lineage(self.settings.child.as_ref());
+        Delegated::Done(match outcome {
+            Ok(ChildEnd::Answered(text)) => CallResult::success(text),
+            Ok(ChildEnd::Stopped(text)) => CallResult::failed_as(text, None),
+            Ok(ChildEnd::Paused(paused)) => return Delegated::Paused(paused),
             Err(error) if error.code == ErrorCode::Abort => CallResult::aborted(error.message),
-            Err(error) => self.subagent_failed(&spec.name, agent_path, error).await,
+            Err(error) => self.subagent_failed(agent_id, agent_path, error).await,
         })
     }
 
