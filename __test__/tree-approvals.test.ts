@@ -6,7 +6,7 @@
 // (nothing runs twice, no child model is asked its first turn again); reject with stop ends only
 // that child; signed tokens bind the call's place in the tree; the paused tree survives the process
 // on SQLite (and PostgreSQL when a server answers).
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -26,7 +26,7 @@ import {
   type StreamEvent,
 } from '../index.js'
 import { fingerprintOf, tokenOf, treeTokenOf } from './helpers/canonical.js'
-import { runScript } from './helpers/child.js'
+import { childEnv, runScript } from './helpers/child.js'
 
 const ran: string[] = []
 beforeEach(() => {
@@ -320,11 +320,12 @@ describe('signed approvals bind the call’s place in the tree (as the relay who
 
 // ---------------------------------------------------------------------------------------------
 // Durable: a paused tree stored by one process, listed, decided and resumed by another.
+const entryPoint = join(__dirname, '..', 'index.js')
 const CHILD = String.raw`
 const { createAgent, resumeAgent, defineTool, scriptedModel } = require(process.env.ENTRY)
 const fs = require('node:fs')
 const emit = (tag, value) => process.stdout.write(tag + ' ' + JSON.stringify(value) + '\n')
-const plan = {
+const plan = process.env.PLAN ? JSON.parse(process.env.PLAN) : {
   root: [[{ id: 'task-1', name: 'Task', input: { subagent_type: 'manager', prompt: 'plan' } }, { id: 'r-read', name: 'Read', input: { file: 'root.txt' } }]],
   'manager:plan': [[{ id: 'm-task', name: 'Task', input: { subagent_type: 'worker', prompt: 'deep' } }]],
   'worker:deep': [[{ id: 'wd-bash', name: 'Bash', input: { command: 'deploy deep' } }, { id: 'wd-read', name: 'Read', input: { file: 'deep.txt' } }]],
@@ -346,6 +347,17 @@ const effect = (name, value) => fs.appendFileSync(process.env.EFFECTS, JSON.stri
 const tools = [
   defineTool({ name: 'Bash', kind: 'execute', execute: ({ command }) => (effect('ran', command), 'ran ' + command) }),
   defineTool({ name: 'Read', kind: 'readonly', execute: ({ file }) => (effect('ran', 'read ' + file), 'read ' + file) }),
+  // Allowed without asking, and not safe to run twice: after a crash its outcome is unknown.
+  defineTool({
+    name: 'Charge',
+    kind: 'readonly',
+    sideEffect: 'non_idempotent',
+    execute: async ({ amount }) => {
+      effect('ran', 'charge ' + amount)
+      if (process.env.HANG) { emit('STARTED', amount); await new Promise(() => setInterval(() => {}, 1 << 30)) }
+      return 'charged ' + amount
+    },
+  }),
 ]
 const options = {
   model,
@@ -353,6 +365,7 @@ const options = {
   advanced: {
     permission: 'default',
     approvalSecret: 'durable-secret',
+    leaseTtlMs: 300,
     store: process.env.PG ? { postgres: process.env.PG } : { sqlite: process.env.DB },
     agents: {
       worker: { description: 'Does the work', systemPrompt: 'You are worker' },
@@ -363,6 +376,7 @@ const options = {
 ;(async () => {
   if (process.env.STEP === 'pause') {
     const agent = await createAgent(options)
+    effect('session', agent.sessionId)
     const result = await (await agent.send('go')).result()
     emit('SESSION', agent.sessionId)
     emit('RESULT', result)
@@ -378,6 +392,24 @@ const options = {
   }
 })().catch((error) => { emit('FAILED', { code: error.code, message: error.message }); process.exitCode = 1 })
 `
+
+/** Runs CHILD and SIGKILLs it once it prints `tag`; whether it was killed there. */
+function killedWhen(tag: string, env: Record<string, string>): Promise<boolean> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, ['-e', CHILD], { env: childEnv({ ...env, ENTRY: entryPoint }), stdio: ['ignore', 'pipe', 'inherit'] })
+    let seen = ''
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+    child.stdout.on('data', (chunk) => {
+      seen += chunk
+      if (seen.split('\n').some((line) => line.startsWith(`${tag} `))) child.kill('SIGKILL')
+    })
+    child.on('exit', (_code, signal) => {
+      clearTimeout(timer)
+      done(signal === 'SIGKILL' && seen.includes(`${tag} `))
+    })
+  })
+}
+const sessionOf = (logged: any[]) => logged.find((line) => line.session)?.session
 
 function lines(stdout: string, tag: string) {
   return stdout
@@ -439,6 +471,45 @@ describe('a paused tree survives the process', () => {
     const dir = tempDir()
     expectTreeResumedOnce(await pauseThenResumeElsewhere({ DB: join(dir, 'tree.db') }, dir))
     expect(existsSync(join(dir, 'tree.db'))).toBe(true)
+  }, 60_000)
+
+  it('a crash inside a sub-agent surfaces the sub-agent’s call as outcome_unknown, never the Task call; its finished turn is not asked again', async () => {
+    const dir = tempDir()
+    const effects = join(dir, 'effects.jsonl')
+    const plan = {
+      root: [[task('task-1', 'worker', 'deep')]],
+      'worker:deep': [[read('w-read', 'deep.txt')], [{ id: 'w-charge', name: 'Charge', input: { amount: 5 } }]],
+    }
+    const env = { DB: join(dir, 'tree.db'), EFFECTS: effects, PLAN: JSON.stringify(plan) }
+    const logged = () => readFileSync(effects, 'utf8').trim().split('\n').map((line) => JSON.parse(line))
+    // Process A: killed while the sub-agent's Charge runs (started, not finished).
+    const killed = await killedWhen('STARTED', { ...env, STEP: 'pause', HANG: '1' })
+    expect(killed, 'the child was killed at STARTED').toBe(true)
+    expect(logged().filter((line) => line.ran).map((line) => line.ran)).toEqual(['read deep.txt', 'charge 5'])
+    await new Promise((done) => setTimeout(done, 400)) // its claim (leaseTtlMs 300) expires
+    const b = await runScript(CHILD, { env: { ...env, STEP: 'resume', SESSION: sessionOf(logged()) }, timeoutMs: 20_000 })
+    expect(b.code, `${b.stdout}\n${b.stderr}`).toBe(0)
+    const [pending] = lines(b.stdout, 'PENDING')
+    const fingerprint = fingerprintOf('Charge', { amount: 5 })
+    expect(pending).toEqual([
+      {
+        toolCallId: 'w-charge',
+        toolName: 'Charge',
+        input: { amount: 5 },
+        fingerprint,
+        reason: 'outcome_unknown',
+        agentPath: ['worker'],
+        parentToolCallId: 'task-1',
+        token: treeTokenOf('durable-secret', sessionOf(logged()), ['worker'], 'w-charge', fingerprint),
+      },
+    ])
+    // Approving it runs it again (the person decided); the Read before it does not run again,
+    // and the sub-agent's first two model turns are not asked again.
+    const [resumed] = lines(b.stdout, 'RESULT')
+    expect(resumed.stopReason).toBe('done')
+    expect(resumed.content).toBe('root saw: task-1=worker:deep saw: w-charge=charged 5')
+    expect(logged().filter((line) => line.ran).map((line) => line.ran)).toEqual(['read deep.txt', 'charge 5', 'charge 5'])
+    expect(logged().filter((line) => line.asked).map((line) => line.asked)).toEqual(['root', 'worker:deep', 'worker:deep', 'worker:deep', 'root'])
   }, 60_000)
 
   describe('PostgreSQL', () => {

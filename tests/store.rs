@@ -159,6 +159,7 @@ fn record(session_id: &str, paused: Option<Value>) -> SessionRecord {
             "allowedEnvVars": ["AUDIT_TOKEN"]
         }}]),
         paused,
+        running: None,
     }
 }
 
@@ -168,6 +169,7 @@ macro_rules! conformance {
         conformance!($backend:
             save_and_load_round_trip,
             save_replaces_pending_calls_wholesale,
+            the_sub_agents_at_work_are_replaced_alone_cleared_by_a_save_and_fenced,
             decide_is_conditional,
             concurrent_decisions_have_one_winner,
             effects_ledger,
@@ -618,6 +620,29 @@ mod checks {
         // The reloaded input still has the fingerprint the call paused with.
         assert_eq!(fingerprint("rm", &loaded_calls[0].input), calls[0].fingerprint);
         assert!(f.store.load("s2").await.unwrap().is_none());
+    }
+
+    pub async fn the_sub_agents_at_work_are_replaced_alone_cleared_by_a_save_and_fenced(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
+        let saved = record("s1", None);
+        f.store.save(&saved, &[], &l).await.unwrap();
+        let running = json!([{ "chain": ["task-1"], "turns": 1, "ratio": 0.1 }]);
+        f.store.save_running("s1", &running, &l).await.unwrap();
+        f.store
+            .save_running("s1", &json!([{ "chain": ["task-1"], "turns": 2 }]), &l)
+            .await
+            .unwrap();
+        let (loaded, _) = f.other.load("s1").await.unwrap().expect("saved session");
+        // Only `running` changed, to the last value written.
+        assert_eq!(loaded.messages, saved.messages);
+        assert_eq!(loaded.running, Some(json!([{ "chain": ["task-1"], "turns": 2 }])));
+        // The session's own save clears it.
+        f.store.save(&saved, &[], &l).await.unwrap();
+        assert_eq!(f.other.load("s1").await.unwrap().unwrap().0.running, None);
+        // Fenced like every write of run state.
+        f.store.release(&l).await.unwrap();
+        lost(f.store.save_running("s1", &running, &l).await.unwrap_err());
+        assert_eq!(f.other.load("s1").await.unwrap().unwrap().0.running, None);
     }
 
     pub async fn save_replaces_pending_calls_wholesale(f: Fixture) {
@@ -1173,7 +1198,7 @@ async fn migrations_are_applied_once_and_data_survives_reopening() {
         .fetch_all(&pool)
         .await
         .unwrap();
-    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
+    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true), (5, true)]);
 }
 
 #[tokio::test]
@@ -1586,7 +1611,7 @@ async fn eight_first_opens(database: &pg::Database, url: &str) -> sqlx::PgPool {
         .fetch_all(&raw)
         .await
         .unwrap();
-    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true)]);
+    assert_eq!(applied, [(1, true), (2, true), (3, true), (4, true), (5, true)]);
     raw
 }
 

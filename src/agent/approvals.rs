@@ -40,6 +40,8 @@ pub struct PausedChild {
     /// Sub-agent names from the root's child down to this one: its calls' `agentPath` (the
     /// last is its `subagent_type`, the key in `advanced.agents`).
     pub agent_path: Vec<String>,
+    /// The `Task` call ids from the root's down to the one that started it.
+    pub chain: Vec<String>,
     /// Its run's id (`subOperationId`), the same once it goes on.
     pub operation_id: String,
     /// Its conversation so far, without its system prompt (kept as the store keeps one).
@@ -57,13 +59,23 @@ pub struct Leaf<'a> {
     pub call: &'a PausedCall,
     /// `[]` for the root's own calls.
     pub agent_path: &'a [String],
-    /// The `Task` call that started the agent making this call (none for the root's).
-    pub parent_tool_call_id: Option<&'a str>,
+    /// The `Task` call ids above the agent making this call (`[]` for the root's).
+    pub chain: &'a [String],
 }
 
-impl Leaf<'_> {
+impl<'a> Leaf<'a> {
+    /// The `Task` call that started the agent making this call (none for the root's).
+    pub fn parent_tool_call_id(&self) -> Option<&'a str> {
+        self.chain.last().map(String::as_str)
+    }
+
+    /// Its key in the effects ledger.
+    pub fn ledger_key(&self) -> String {
+        store::ledger_key(self.chain, &self.call.tool_call_id)
+    }
+
     /// What its approval token binds it to.
-    pub fn place<'a>(&'a self, session_id: &'a str) -> CallPlace<'a> {
+    pub fn place<'b>(&'b self, session_id: &'b str) -> CallPlace<'b> {
         CallPlace {
             session_id,
             agent_path: self.agent_path,
@@ -135,18 +147,18 @@ impl PausedTurn {
     /// each `Task` call whose sub-agent paused replaced by that sub-agent's, recursively.
     pub fn leaves(&self) -> Vec<Leaf<'_>> {
         let mut leaves = Vec::new();
-        self.collect(&[], None, &mut leaves);
+        self.collect(&[], &[], &mut leaves);
         leaves
     }
 
-    fn collect<'a>(&'a self, agent_path: &'a [String], parent: Option<&'a str>, leaves: &mut Vec<Leaf<'a>>) {
+    fn collect<'a>(&'a self, agent_path: &'a [String], chain: &'a [String], leaves: &mut Vec<Leaf<'a>>) {
         for call in &self.pending {
             match &call.child {
-                Some(child) => child.turn.collect(&child.agent_path, Some(&call.tool_call_id), leaves),
+                Some(child) => child.turn.collect(&child.agent_path, &child.chain, leaves),
                 None => leaves.push(Leaf {
                     call,
                     agent_path,
-                    parent_tool_call_id: parent,
+                    chain,
                 }),
             }
         }
@@ -204,7 +216,7 @@ impl PausedTurn {
                         store::approval_token(secret.as_bytes(), leaf.place(session_id), &call.fingerprint)
                     }),
                     agent_path: leaf.agent_path.to_vec(),
-                    parent_tool_call_id: leaf.parent_tool_call_id.map(str::to_string),
+                    parent_tool_call_id: leaf.parent_tool_call_id().map(str::to_string),
                 }
             })
             .collect()
@@ -479,13 +491,16 @@ mod tests {
         }
     }
 
-    /// A `Task` call `id` whose sub-agent `path` paused on `calls`.
-    fn delegated(id: &str, index: usize, path: &[&str], calls: Vec<PausedCall>) -> PausedCall {
+    /// A `Task` call `id` (under the `Task` calls `above`) whose sub-agent `path` paused on `calls`.
+    fn delegated(id: &str, index: usize, path: &[&str], above: &[&str], calls: Vec<PausedCall>) -> PausedCall {
+        let mut chain: Vec<String> = above.iter().map(|id| id.to_string()).collect();
+        chain.push(id.to_string());
         PausedCall {
             tool_name: "Task".into(),
             reason: PendingReason::Subagent,
             child: Some(Box::new(PausedChild {
                 agent_path: path.iter().map(|name| name.to_string()).collect(),
+                chain,
                 operation_id: format!("run-{id}"),
                 messages: vec![Message::User {
                     content: crate::model::UserContent::Text("do it".into()),
@@ -499,10 +514,16 @@ mod tests {
 
     /// root: [task-1 → manager: [m-task → worker: [deep]], task-2 → worker: [near], own]
     fn tree() -> PausedTurn {
-        let deep = delegated("m-task", 0, &["manager", "worker"], vec![waiting("deep", 0)]);
+        let deep = delegated(
+            "m-task",
+            0,
+            &["manager", "worker"],
+            &["task-1"],
+            vec![waiting("deep", 0)],
+        );
         turn_of(vec![
-            delegated("task-1", 0, &["manager"], vec![deep]),
-            delegated("task-2", 1, &["worker"], vec![waiting("near", 0)]),
+            delegated("task-1", 0, &["manager"], &[], vec![deep]),
+            delegated("task-2", 1, &["worker"], &[], vec![waiting("near", 0)]),
             waiting("own", 2),
         ])
     }
@@ -517,7 +538,7 @@ mod tests {
                 (
                     leaf.call.tool_call_id.as_str(),
                     leaf.agent_path.to_vec(),
-                    leaf.parent_tool_call_id,
+                    leaf.parent_tool_call_id(),
                 )
             })
             .collect();

@@ -274,7 +274,7 @@ impl<'a> PendingTool<'a> {
             identifier: name.split_once('/').map_or("", |(identifier, _)| identifier),
             input: &call.input,
             agent_path: leaf.agent_path,
-            parent_tool_call_id: leaf.parent_tool_call_id,
+            parent_tool_call_id: leaf.parent_tool_call_id(),
         }
     }
 }

@@ -36,6 +36,18 @@ pub(super) fn sha256_hex(text: &str) -> String {
     hex(&Sha256::digest(text.as_bytes()))
 }
 
+/// The effects-ledger key of a call made inside a sub-agent (SPEC §8.7): its id and a digest of
+/// the `Task` calls above it (`chain`, from the root's down), so two sub-agents whose models
+/// reuse an id keep two entries, and a deep tree's key stays short. The root's calls are keyed
+/// by their id alone, as before sub-agents were ledgered.
+pub fn ledger_key(chain: &[String], tool_call_id: &str) -> String {
+    if chain.is_empty() {
+        return tool_call_id.to_owned();
+    }
+    let digest = sha256_hex(&canonical_json(&Value::from(chain.to_vec())));
+    format!("{tool_call_id}@{}", &digest[..32])
+}
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// Where a waiting call sits, as its approval token binds it: the session, the sub-agents from
@@ -358,5 +370,16 @@ mod tests {
             READ_FINGERPRINT,
             &token
         ));
+    }
+
+    #[test]
+    fn a_sub_agents_call_has_a_ledger_key_of_its_own_place() {
+        assert_eq!(ledger_key(&[], "call_1"), "call_1");
+        let task = ["task-1".to_string()];
+        // The id and the first 32 hex digits of SHA-256 of `["task-1"]` (computed apart).
+        let key = ledger_key(&task, "call_1");
+        assert_eq!(key, "call_1@e056239c1a5e1cf6ffda57b9cc656cef");
+        assert_ne!(key, ledger_key(&["task-2".to_string()], "call_1"));
+        assert_ne!(key, ledger_key(&["task-1".to_string(), "m".to_string()], "call_1"));
     }
 }

@@ -132,6 +132,16 @@ impl<S: Store> Store for Guarded<S> {
         self.run(operation, &ids, self.inner.save(record, pending, lease)).await
     }
 
+    async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError> {
+        let operation = || format!("save the sub-agents at work in session {}", shown(session_id));
+        self.run(
+            operation,
+            &[("session id", session_id)],
+            self.inner.save_running(session_id, running, lease),
+        )
+        .await
+    }
+
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {
         let operation = || format!("read the pending calls of session {}", shown(session_id));
         self.run(

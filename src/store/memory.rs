@@ -134,6 +134,15 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError> {
+        self.fence(lease, "save the sub-agents at work")?;
+        let mut sessions = self.lock("save the sub-agents at work")?;
+        if let Some((record, _)) = sessions.get_mut(session_id).and_then(|session| session.saved.as_mut()) {
+            record.running = Some(running.clone());
+        }
+        Ok(())
+    }
+
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {
         let sessions = self.lock("read pending calls")?;
         Ok(sessions

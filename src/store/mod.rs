@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 
 use crate::model::{display_url, Message};
 
-pub use canonical::{approval_token, canonical_json, fingerprint, verify_approval_token, CallPlace};
+pub use canonical::{approval_token, canonical_json, fingerprint, ledger_key, verify_approval_token, CallPlace};
 pub use codec::stored_messages;
 pub use edge::{check_id, within, Guarded, DEADLINE, MAX_ID_BYTES};
 pub use lease::{Claim, Lease, LeaseState};
@@ -96,6 +96,10 @@ pub struct SessionRecord {
     /// The run paused for approval, if any (JSON the caller defines: operation id, step index,
     /// usage, the paused turn's finished results...).
     pub paused: Option<Value>,
+    /// The sub-agents at work in the current turn, as of their last turn boundaries (JSON the
+    /// caller defines). A save of the record stores what it is given (`None` clears it);
+    /// [`Store::save_running`] replaces it alone.
+    pub running: Option<Value>,
 }
 
 /// A call waiting for a human (or, for `Deferred`, for `complete_deferred`).
@@ -239,6 +243,10 @@ pub trait Store: Send + Sync {
     /// published result; an `OutcomeUnknown` one turns its `Started` ledger entry `Unknown`.
     /// Fenced by `lease` (see [`Lease`]).
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError>;
+
+    /// Replaces the session's `running` value alone (a sub-agent's turn boundary), fenced by
+    /// `lease`. A session not stored yet is left so (nothing of it to go on with).
+    async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError>;
 
     /// The session's pending calls as saved (decisions included), in saved order; empty when it
     /// has none (or is not stored).

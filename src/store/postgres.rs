@@ -186,12 +186,19 @@ const FINISHED: &str = concat!(
 /// upserted, its pending calls deleted; `live` says whether the lease was.
 const SAVE_UNPAUSED: &str = concat!(
     live!("$1", "$5"),
-    ", saved AS (INSERT INTO sessions (session_id, messages, hooks, paused) SELECT $1, $2, $3, $4 FROM live ",
+    ", saved AS (INSERT INTO sessions (session_id, messages, hooks, paused, running) SELECT $1, $2, $3, $4, $6 FROM live ",
     "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
-    "paused = excluded.paused, updated_at = ",
+    "paused = excluded.paused, running = excluded.running, updated_at = ",
     now_ms!(),
     " RETURNING 1), cleared AS (DELETE FROM pending_calls WHERE session_id = $1 AND EXISTS (SELECT 1 FROM live)) ",
     "SELECT EXISTS (SELECT 1 FROM live) AS live"
+);
+
+/// `save_running`, fenced, in one statement: only the `running` column changes.
+const SAVE_RUNNING: &str = concat!(
+    live!("$1", "$3"),
+    ", saved AS (UPDATE sessions SET running = $2 WHERE session_id = $1 AND EXISTS (SELECT 1 FROM live) ",
+    "RETURNING 1) SELECT EXISTS (SELECT 1 FROM live) AS live"
 );
 
 /// `enqueue`, every row in one statement; fenced when `$13` (the lease's token) is given: `live`
@@ -516,7 +523,7 @@ impl Store for PostgresStore {
             .await?;
         let Some(row) = self
             .dialect
-            .query::<Postgres>("SELECT messages, hooks, paused FROM sessions WHERE session_id = $1")
+            .query::<Postgres>("SELECT messages, hooks, paused, running FROM sessions WHERE session_id = $1")
             .bind(session_id)
             .fetch_optional(&mut *tx)
             .await
@@ -557,6 +564,7 @@ impl Store for PostgresStore {
                 .bind(to_text(&record.hooks))
                 .bind(record.paused.as_ref().map(to_text))
                 .bind(lease.token)
+                .bind(record.running.as_ref().map(to_text))
                 .fetch_one(&mut *conn)
                 .await
                 .map_err(failed(op))?;
@@ -571,15 +579,16 @@ impl Store for PostgresStore {
         sql::fence(&mut *tx, self.dialect, lease, op).await?;
         self.dialect
             .query::<Postgres>(concat!(
-                "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES ($1, $2, $3, $4) ",
+                "INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES ($1, $2, $3, $4, $5) ",
                 "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
-                "paused = excluded.paused, updated_at = ",
+                "paused = excluded.paused, running = excluded.running, updated_at = ",
                 now_ms!()
             ))
             .bind(&record.session_id)
             .bind(messages_to_text(&record.messages))
             .bind(to_text(&record.hooks))
             .bind(record.paused.as_ref().map(to_text))
+            .bind(record.running.as_ref().map(to_text))
             .execute(&mut *tx)
             .await
             .map_err(failed(op))?;
@@ -704,6 +713,25 @@ impl Store for PostgresStore {
             .bind(result.is_error)
             .bind(session_id)
             .bind(tool_call_id)
+            .bind(lease.token)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(failed(&operation))?;
+        conn.done(&operation).await?;
+        match rows::column::<_, bool>(&row, "live", &operation)? {
+            true => Ok(()),
+            false => Err(StoreError::lease_lost(operation, lease)),
+        }
+    }
+
+    async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError> {
+        let operation = format!("save the sub-agents at work in session {session_id}");
+        let mut conn = self.pool.hold(None, &operation).await?;
+        let row = self
+            .dialect
+            .query::<Postgres>(SAVE_RUNNING)
+            .bind(session_id)
+            .bind(to_text(running))
             .bind(lease.token)
             .fetch_one(&mut *conn)
             .await

@@ -28,7 +28,7 @@ where
         .map_err(|e| StoreError::new(operation, format!("stored {name} is unreadable: {e}")))
 }
 
-/// A `sessions` row (`messages`, `hooks`, `paused`).
+/// A `sessions` row (`messages`, `hooks`, `paused`, `running`).
 pub(super) fn session_record<R>(row: &R, session_id: &str, operation: &str) -> Result<SessionRecord, StoreError>
 where
     R: Row,
@@ -37,11 +37,13 @@ where
     for<'r> Option<String>: Decode<'r, R::Database>,
 {
     let paused: Option<String> = column(row, "paused", operation)?;
+    let running: Option<String> = column(row, "running", operation)?;
     Ok(SessionRecord {
         session_id: session_id.to_owned(),
         messages: messages_from_text(&column::<_, String>(row, "messages", operation)?, operation)?,
         hooks: parse(&column::<_, String>(row, "hooks", operation)?, operation, "hooks")?,
         paused: paused.map(|text| parse(&text, operation, "paused")).transpose()?,
+        running: running.map(|text| parse(&text, operation, "running")).transpose()?,
     })
 }
 

@@ -220,7 +220,7 @@ impl Store for SqliteStore {
         let op = operation.as_str();
         // One read transaction: the record and its pending calls from the same snapshot.
         let mut tx = self.pool.begin().await.map_err(failed(op))?;
-        let Some(row) = sqlx::query("SELECT messages, hooks, paused FROM sessions WHERE session_id = ?")
+        let Some(row) = sqlx::query("SELECT messages, hooks, paused, running FROM sessions WHERE session_id = ?")
             .bind(session_id)
             .fetch_optional(&mut *tx)
             .await
@@ -251,15 +251,16 @@ impl Store for SqliteStore {
         let mut tx = self.write(op).await?;
         sql::fence(&mut *tx, &DIALECT, lease, op).await?;
         sqlx::query(concat!(
-            "INSERT INTO sessions (session_id, messages, hooks, paused) VALUES (?, ?, ?, ?) ",
+            "INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES (?, ?, ?, ?, ?) ",
             "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
-            "paused = excluded.paused, updated_at = ",
+            "paused = excluded.paused, running = excluded.running, updated_at = ",
             now_ms!()
         ))
         .bind(&record.session_id)
         .bind(messages_to_text(&record.messages))
         .bind(to_text(&record.hooks))
         .bind(record.paused.as_ref().map(to_text))
+        .bind(record.running.as_ref().map(to_text))
         .execute(&mut *tx)
         .await
         .map_err(failed(op))?;
@@ -306,6 +307,20 @@ impl Store for SqliteStore {
 
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {
         sql::pending_calls(&self.pool, &DIALECT, session_id).await
+    }
+
+    async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError> {
+        let operation = format!("save the sub-agents at work in session {session_id}");
+        let op = operation.as_str();
+        let mut tx = self.write(op).await?;
+        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
+        sqlx::query("UPDATE sessions SET running = ? WHERE session_id = ?")
+            .bind(to_text(running))
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed(op))?;
+        tx.commit().await.map_err(failed(op))
     }
 
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {

@@ -7,6 +7,7 @@
 pub mod deferred;
 mod queue;
 mod recovery;
+pub mod running;
 
 pub use queue::{drain_outbox, Unfenced};
 pub use recovery::{install, load, resumed_turn, Resumed, Stored};
@@ -79,6 +80,9 @@ pub struct Durable {
     environment: Mutex<Environment>,
     /// The store's deliverer, looked up once when the store opens.
     deliverer: std::sync::OnceLock<Arc<delivery::Deliverer>>,
+    /// The sub-agents at work in the current turn, as of their last boundaries; the lock is held
+    /// across each write, so snapshots reach the store in the order they were taken.
+    running: tokio::sync::Mutex<running::Running>,
 }
 
 impl std::fmt::Debug for Durable {
@@ -144,6 +148,7 @@ impl Durable {
             recovered: std::sync::atomic::AtomicBool::new(false),
             environment: Mutex::default(),
             deliverer: std::sync::OnceLock::new(),
+            running: tokio::sync::Mutex::default(),
         }
     }
 
@@ -349,6 +354,8 @@ impl Durable {
     pub async fn save(&self, messages: &[Arc<Message>], hooks: &Value, paused: Option<&PausedTurn>) -> Result<()> {
         let lease = self.lease()?;
         let store = self.store().await?;
+        // Nothing of the tree is at work past a save of the session (a pause holds it whole).
+        self.running.lock().await.clear();
         let record = SessionRecord {
             session_id: self.session_id.clone(),
             messages: messages.iter().map(|message| (**message).clone()).collect(),
@@ -357,6 +364,7 @@ impl Durable {
                 .map(serde_json::to_value)
                 .transpose()
                 .map_err(|error| store_error(StoreError::new("save the paused turn", error)))?,
+            running: None,
         };
         // Every waiting call of the tree, each decided by its own id (a `Task` call waiting for
         // its sub-agent is not one: it is kept inside the paused turn).
@@ -377,6 +385,26 @@ impl Durable {
             store.save(&record, &pending, &lease).await
         })
         .await
+    }
+
+    /// A sub-agent's turn boundary (§8.7): its snapshot replaces its last one, and the tree's
+    /// snapshots are kept in one write, fenced by the root run's claim.
+    pub async fn child_boundary(&self, child: running::RunningChild) -> Result<()> {
+        let lease = self.lease()?;
+        let store = self.store().await?;
+        let mut running = self.running.lock().await;
+        running.update(child);
+        let value = running.to_value();
+        let session_id = self.session_id.clone();
+        self.fenced("save the sub-agents at work", lease.clone(), async move {
+            store.save_running(&session_id, &value, &lease).await
+        })
+        .await
+    }
+
+    /// A sub-agent that ended is no longer at work: its snapshot goes with the next write.
+    pub async fn child_finished(&self, chain: &[String]) {
+        self.running.lock().await.finished(chain);
     }
 
     /// Records a decision if the call waits for one; `false` when it does not (any more).

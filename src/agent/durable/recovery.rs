@@ -14,16 +14,26 @@
 //! | saved `outcome_unknown`, decided | unknown | any | goes on with its decision |
 //! | anything but deferred | finished | any | answered with the ledger's result; does not run |
 //! | deferred | anything | any | waits for its published result |
+//!
+//! Inside a sub-agent (§8.7) the same rows hold for each call, looked up by its place in the
+//! tree (`store::ledger_key`). A `Task` call is never itself `outcome_unknown`: with a result in
+//! the ledger it keeps it; with its sub-agent's snapshot (written at the sub-agent's turn
+//! boundaries, newer than any pause) the sub-agent goes on from there — its interrupted turn's
+//! calls judged by the rows above, or its next turn, or its answer is the call's result; with a
+//! paused sub-agent and no snapshot, that pause is judged; with neither, it runs again (its
+//! sub-agent had not finished a model turn, so nothing of it ran).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::running::{self, RunningChild};
 use super::{on_workers, store_error};
-use crate::agent::approvals::{PausedCall, PausedTurn, TurnCall};
+use crate::agent::approvals::{Leaf, PausedCall, PausedChild, PausedTurn, TurnCall};
 use crate::agent::conversation::Conversation;
 use crate::agent::events::{PendingReason, ToolCallRecord};
+use crate::agent::subagents::TASK_TOOL;
 use crate::agent::tools::{SideEffect, ToolSpec};
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::ids;
@@ -65,9 +75,7 @@ pub(super) async fn read(store: &dyn Store, id: &str) -> std::result::Result<Opt
     let Some((record, pending)) = store.load(id).await? else {
         return Ok(None);
     };
-    // The ledger's word on every call of the last assistant turn (and every pending one).
-    let mut ids: Vec<String> = pending.iter().map(|call| call.tool_call_id.clone()).collect();
-    ids.extend(last_turn_calls(&record.messages).into_iter().map(|call| call.id));
+    let ids = ledger_keys(&record, &pending);
     let mut effects = HashMap::new();
     for call_id in ids {
         if let Some(effect) = store.effect(id, &call_id).await? {
@@ -80,6 +88,31 @@ pub(super) async fn read(store: &dyn Store, id: &str) -> std::result::Result<Opt
         effects,
         lease,
     }))
+}
+
+/// The calls the ledger is asked about (§8.7 keys a sub-agent's calls by their place): every
+/// call of the last assistant turn and every pending one, the paused tree's waiting calls, and
+/// the last turn's calls of every sub-agent at work.
+fn ledger_keys(record: &SessionRecord, pending: &[PendingCall]) -> Vec<String> {
+    let mut keys: Vec<String> = pending.iter().map(|call| call.tool_call_id.clone()).collect();
+    keys.extend(last_turn_calls(&record.messages).into_iter().map(|call| call.id));
+    if let Some(turn) = record
+        .paused
+        .as_ref()
+        .and_then(|paused| serde_json::from_value::<PausedTurn>(paused.clone()).ok())
+    {
+        keys.extend(turn.leaves().iter().map(Leaf::ledger_key));
+    }
+    for child in running::read(record.running.as_ref()) {
+        keys.extend(
+            last_turn_calls(&child.messages)
+                .into_iter()
+                .map(|call| store::ledger_key(&child.chain, &call.id)),
+        );
+    }
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 /// The tool calls of the last assistant message, when it has any.
@@ -144,46 +177,150 @@ pub fn resumed_turn(stored: &Stored, tools: &[ToolSpec], recover: bool) -> Resul
     if !recover {
         return Ok(Some(Resumed { turn, changed }));
     }
-    let replayable = |name: &str| {
-        tools
-            .iter()
-            .find(|tool| tool.schema.name == name)
-            .is_some_and(|tool| matches!(tool.side_effect, SideEffect::Pure | SideEffect::Idempotent))
+    let tree = Tree {
+        stored,
+        tools,
+        running: running::read(stored.record.running.as_ref()),
     };
-    let mut waiting = Vec::with_capacity(turn.pending.len());
-    for mut call in std::mem::take(&mut turn.pending) {
-        // A deferred call started on purpose and waits for its published result; a `Task` call
-        // whose sub-agent paused waits for that sub-agent (its own calls decide what reruns).
-        if matches!(call.reason, PendingReason::Deferred | PendingReason::Subagent) {
-            waiting.push(call);
-            continue;
-        }
-        match stored.effects.get(&call.tool_call_id) {
-            Some(Effect::Finished(result)) => {
-                changed = true;
-                turn.results[call.index] = Some(ToolCallRecord::stored(
-                    &call.tool_call_id,
-                    &call.tool_name,
-                    Value::Object(call.input.clone()),
-                    result.output.clone(),
-                    result.is_error,
-                ));
+    changed |= tree.recover(&mut turn, &[]);
+    Ok(Some(Resumed { turn, changed }))
+}
+
+/// What a crash left of a tree: the ledger's word (keyed by place), the tools, and the
+/// snapshots of the sub-agents that were at work.
+struct Tree<'a> {
+    stored: &'a Stored,
+    tools: &'a [ToolSpec],
+    running: Vec<RunningChild>,
+}
+
+/// A sub-agent rebuilt from its snapshot: it had answered, or it goes on.
+enum Rebuilt {
+    Answered(String),
+    GoesOn(Box<PausedChild>),
+}
+
+impl Tree<'_> {
+    /// A `pure` or `idempotent` tool runs again after a crash; a `Task` call is never itself
+    /// of unknown outcome: its sub-agent's calls are judged one by one (§8.7).
+    fn replayable(&self, name: &str) -> bool {
+        name == TASK_TOOL
+            || self
+                .tools
+                .iter()
+                .find(|tool| tool.schema.name == name)
+                .is_some_and(|tool| matches!(tool.side_effect, SideEffect::Pure | SideEffect::Idempotent))
+    }
+
+    fn snapshot(&self, chain: &[String]) -> Option<&RunningChild> {
+        self.running.iter().find(|child| child.chain == chain)
+    }
+
+    /// Judges the waiting calls of `turn` (made under the `Task` calls `chain`) by the ledger,
+    /// and each sub-agent below by its newest state: its snapshot when it was at work (newer than
+    /// any pause, which every save of the session clears them with), else its paused turn.
+    /// Whether anything changed.
+    fn recover(&self, turn: &mut PausedTurn, chain: &[String]) -> bool {
+        let mut changed = false;
+        let mut waiting = Vec::with_capacity(turn.pending.len());
+        for mut call in std::mem::take(&mut turn.pending) {
+            // A deferred call started on purpose and waits for its published result.
+            if call.reason == PendingReason::Deferred {
+                waiting.push(call);
                 continue;
             }
-            // Found started without a result: its outcome is unknown (a decision taken before
-            // the crash no longer stands). `Unknown`: it was saved so, and its decision stands.
-            Some(Effect::Started) if !replayable(&call.tool_name) => {
-                changed |= call.reason != PendingReason::OutcomeUnknown || call.decision.is_some();
-                call.reason = PendingReason::OutcomeUnknown;
-                call.decision = None;
-                call.rerun = false;
+            let mut below = chain.to_vec();
+            below.push(call.tool_call_id.clone());
+            match self.stored.effects.get(&store::ledger_key(chain, &call.tool_call_id)) {
+                Some(Effect::Finished(result)) => {
+                    changed = true;
+                    turn.results[call.index] = Some(ToolCallRecord::stored(
+                        &call.tool_call_id,
+                        &call.tool_name,
+                        Value::Object(call.input.clone()),
+                        result.output.clone(),
+                        result.is_error,
+                    ));
+                    continue;
+                }
+                // Found started without a result: its outcome is unknown (a decision taken before
+                // the crash no longer stands). `Unknown`: it was saved so, and its decision stands.
+                Some(Effect::Started) if !self.replayable(&call.tool_name) => {
+                    changed |= call.reason != PendingReason::OutcomeUnknown || call.decision.is_some();
+                    call.reason = PendingReason::OutcomeUnknown;
+                    call.decision = None;
+                    call.rerun = false;
+                }
+                _ => {}
             }
-            _ => {}
+            if call.tool_name == TASK_TOOL {
+                if let Some(snapshot) = self.snapshot(&below) {
+                    changed = true;
+                    match self.rebuild(snapshot) {
+                        Rebuilt::Answered(text) => {
+                            turn.results[call.index] = Some(ToolCallRecord::stored(
+                                &call.tool_call_id,
+                                &call.tool_name,
+                                Value::Object(call.input.clone()),
+                                text,
+                                false,
+                            ));
+                            continue;
+                        }
+                        Rebuilt::GoesOn(child) => {
+                            call.reason = PendingReason::Subagent;
+                            call.rerun = false;
+                            call.child = Some(child);
+                        }
+                    }
+                } else if let Some(child) = call.child.as_deref_mut() {
+                    changed |= self.recover(&mut child.turn, &below);
+                }
+            }
+            waiting.push(call);
         }
-        waiting.push(call);
+        turn.pending = waiting;
+        changed
     }
-    turn.pending = waiting;
-    Ok(Some(Resumed { turn, changed }))
+
+    /// A sub-agent at work when the process died, from its last boundary: the turn it was in
+    /// (its calls judged by the ledger), or — its turn done — the next one, or its answer.
+    fn rebuild(&self, snapshot: &RunningChild) -> Rebuilt {
+        let mut messages = snapshot.messages.clone();
+        let turn = match interrupted_turn(&messages) {
+            Some(mut turn) => {
+                turn.operation_id = snapshot.operation_id.clone();
+                self.recover(&mut turn, &snapshot.chain);
+                let ids: Vec<&str> = turn.calls.iter().map(|call| call.id.as_str()).collect();
+                messages.retain(
+                    |message| !matches!(message, Message::Tool { tool_call_id, .. } if ids.contains(&tool_call_id.as_str())),
+                );
+                turn
+            }
+            None => match messages.last() {
+                Some(Message::Assistant { content, tool_calls }) if tool_calls.is_empty() => {
+                    return Rebuilt::Answered(content.clone().unwrap_or_default())
+                }
+                // Its turn's results are in: it goes on with its next model turn.
+                _ => PausedTurn {
+                    operation_id: snapshot.operation_id.clone(),
+                    step_index: snapshot.turns.saturating_sub(1),
+                    text: String::new(),
+                    calls: Vec::new(),
+                    results: Vec::new(),
+                    pending: Vec::new(),
+                },
+            },
+        };
+        Rebuilt::GoesOn(Box::new(PausedChild {
+            agent_path: snapshot.agent_path.clone(),
+            chain: snapshot.chain.clone(),
+            operation_id: snapshot.operation_id.clone(),
+            messages,
+            turns: snapshot.turns,
+            turn,
+        }))
+    }
 }
 
 /// Puts a stored session in `conversation`: its messages (less the tool messages of the turn
@@ -375,6 +512,7 @@ mod tests {
                 messages,
                 hooks: Value::Null,
                 paused,
+                running: None,
             },
             pending,
             effects: effect.into_iter().map(|effect| (CALL.to_string(), effect)).collect(),

@@ -27,6 +27,7 @@ use crate::agent::confirm::Remembered;
 use crate::agent::control::{RunControl, SendOptions};
 use crate::agent::conversation::Conversation;
 use crate::agent::definition::Agent;
+use crate::agent::durable::running::RunningChild;
 use crate::agent::durable::Durable;
 use crate::agent::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
 use crate::agent::inputs::{Inputs, PendingInput};
@@ -167,6 +168,7 @@ impl Run {
             approvals,
             switched,
         } = parts;
+        let tree_durable = durable.clone();
         let span = tracing::info_span!(
             parent: None,
             "agent_run",
@@ -200,7 +202,10 @@ impl Run {
             reported: None,
             first_step: 0,
             span,
-            children: SubRuns(tree),
+            children: SubRuns {
+                tree,
+                durable: tree_durable,
+            },
             nursery: None,
             inputs: None,
             start_context: None,
@@ -362,6 +367,7 @@ impl Run {
             let ended = outcome.map(|(text, _)| match self.conversation.take_paused() {
                 Some(turn) => ChildEnd::Paused(Box::new(PausedChild {
                     agent_path: subagents::lineage(self.settings.child.as_ref()).0.to_vec(),
+                    chain: subagents::chain(self.settings.child.as_ref()).to_vec(),
                     operation_id: self.id.clone(),
                     messages: self
                         .conversation
@@ -720,13 +726,34 @@ impl Run {
     /// Keeps the session as it is now (with its paused turn, if any), in one transaction. A
     /// sub-agent's run keeps nothing of its own: the root's save holds its paused tree.
     async fn save(&self, paused: Option<&PausedTurn>) -> Result<()> {
-        if self.settings.child.is_some() {
-            return Ok(());
+        if let Some(child) = &self.settings.child {
+            return self.child_boundary(child).await;
         }
         let messages = self.conversation.messages();
         self.durable
             .save(&messages, &self.agent.config.stored_hooks, paused)
             .await
+    }
+
+    /// A sub-agent's turn boundary, kept beside the root's session when the store outlives the
+    /// process: after a crash the tree goes on from here (§8.7).
+    async fn child_boundary(&self, child: &subagents::Child) -> Result<()> {
+        if !self.durable.survives() {
+            return Ok(());
+        }
+        let snapshot = RunningChild {
+            chain: child.chain.clone(),
+            agent_path: child.path.clone(),
+            operation_id: self.id.clone(),
+            messages: self
+                .conversation
+                .messages()
+                .iter()
+                .map(|message| (**message).clone())
+                .collect(),
+            turns: self.turns,
+        };
+        self.durable.child_boundary(snapshot).await
     }
 
     /// A turn boundary: kept when the store outlives the process, so a crash loses no turn.

@@ -230,6 +230,19 @@ impl Call<'_> {
         &self.request.name
     }
 
+    /// The call's key in the effects ledger: its id in the root, its id at its place inside a
+    /// sub-agent (§8.7).
+    fn ledger_key(&self) -> String {
+        store::ledger_key(subagents::chain(self.site.settings.child.as_ref()), &self.request.id)
+    }
+
+    /// The `Task` call ids above the sub-agent this call starts.
+    fn child_chain(&self) -> Vec<String> {
+        let mut chain = subagents::chain(self.site.settings.child.as_ref()).to_vec();
+        chain.push(self.request.id.clone());
+        chain
+    }
+
     fn paused(&self, paused: Paused) -> Ended {
         Ended::Paused(PausedCall {
             index: self.index,
@@ -512,14 +525,17 @@ impl Call<'_> {
                 // Recorded as started before it runs: after a crash it is never run again
                 // silently. A ledger that cannot be written fails the call closed.
                 if let Some(ledger) = ledger {
-                    if let Err(error) = ledger.started(&self.request.id, tool, &input).await {
+                    if let Err(error) = ledger.started(&self.ledger_key(), tool, &input).await {
                         return Ok(self.finish(input, CallResult::failed(error.message, None), None).await);
                     }
                 }
                 let mut stops = false;
                 let executed = match tool.execute {
                     Runner::Task => match self.delegate(&input).await {
-                        Delegated::Done(result) => Ok(result),
+                        Delegated::Done(result) => {
+                            self.site.durable.child_finished(&self.child_chain()).await;
+                            Ok(result)
+                        }
                         // Its sub-agent paused: the call waits for it (§8.7).
                         Delegated::Paused(child) => {
                             return Err(Paused {
@@ -553,7 +569,7 @@ impl Call<'_> {
                 };
                 if let Some(ledger) = ledger {
                     if let Err(error) = ledger
-                        .finished(&self.request.id, &result.output, !result.is_success())
+                        .finished(&self.ledger_key(), &result.output, !result.is_success())
                         .await
                     {
                         agent.log().warn(
@@ -757,7 +773,10 @@ impl Call<'_> {
     async fn resume_delegation(&self, paused: &PausedCall, child: Box<PausedChild>) -> Result<Outcome, Paused> {
         let settings = self.delegation_settings();
         let result = match self.delegation(&settings).resume(child).await {
-            Delegated::Done(result) => result,
+            Delegated::Done(result) => {
+                self.site.durable.child_finished(&self.child_chain()).await;
+                result
+            }
             Delegated::Paused(child) => {
                 return Err(Paused {
                     input: paused.input.clone(),
@@ -770,7 +789,7 @@ impl Call<'_> {
             if let Err(error) = self
                 .site
                 .durable
-                .finished(&self.request.id, &result.output, !result.is_success())
+                .finished(&self.ledger_key(), &result.output, !result.is_success())
                 .await
             {
                 self.site.agent.log().warn(

@@ -12,16 +12,20 @@ use crate::agent::subagents::delegate::{ChildEnd, ChildRun, ChildStart, Children
 use crate::agent::tree::Tree;
 use crate::error::{ErrorCode, Result, SdkError};
 use crate::model::{Message, Usage, UserContent};
-use crate::store;
 
 /// Starts sub-agents as runs of the same agent, each a task of the root's tree, with a
-/// conversation of their own kept in memory: a paused sub-agent is kept whole inside its
-/// parent's paused turn, so it goes on with the root and never on its own.
-pub(super) struct SubRuns(pub Arc<Tree>);
+/// conversation of their own: a paused sub-agent is kept whole inside its parent's paused turn,
+/// and one at work at its turn boundaries beside the root's session, so it goes on with the root
+/// and never on its own.
+pub(super) struct SubRuns {
+    pub tree: Arc<Tree>,
+    /// The root's store: the tree's calls are ledgered there, its sub-agents' boundaries kept.
+    pub durable: Arc<Durable>,
+}
 
 impl Children for SubRuns {
     fn claim(&self) -> bool {
-        self.0.claim()
+        self.tree.claim()
     }
 
     fn start(&self, child: ChildRun) -> (String, BoxFuture<'static, (Result<ChildEnd>, Usage)>) {
@@ -46,20 +50,28 @@ impl Children for SubRuns {
             }
         };
         let parts = RunParts {
-            durable: Arc::new(Durable::new(store::StoreConfig::Memory, agent.id.clone(), 1)),
+            durable: self.durable.clone(),
             agent,
             conversation,
             approvals,
             switched: None,
         };
-        let mut run = Run::child(parts, settings, control.clone(), events, scope, context, self.0.clone());
+        let mut run = Run::child(
+            parts,
+            settings,
+            control.clone(),
+            events,
+            scope,
+            context,
+            self.tree.clone(),
+        );
         if let Some(paused) = paused {
             // The same run, going on: its id and the turns it has taken stay its own.
             run.continue_as(&paused.operation_id, paused.turns);
         }
         let id = run.id().to_string();
         // Stopped with its parent's run, or when the `Task` call lets go of it.
-        let joined = self.0.run(run.drive_child(start), control.token().clone());
+        let joined = self.tree.run(run.drive_child(start), control.token().clone());
         let outcome = async move {
             joined
                 .await

@@ -192,13 +192,18 @@ impl Delegation<'_> {
                 .child(value, &format!("advanced.agents.{}.model", spec.name))
                 .map(|choice| choice.build(agent.host.clone()))?,
         };
-        let (agent_path, _) = subagents::lineage(self.settings.child.as_ref());
         let max_depth = agent
             .config
             .subagents
             .as_deref()
             .map_or(0, |subagents| subagents.max_depth);
-        let child = Child::new(spec, agent_path, self.tool_call_id, agent.tools(), max_depth);
+        let child = Child::new(
+            spec,
+            self.settings.child.as_deref(),
+            self.tool_call_id,
+            agent.tools(),
+            max_depth,
+        );
         Ok(RunSettings {
             model,
             max_turns: spec.max_turns.unwrap_or(self.settings.max_turns),

@@ -201,25 +201,29 @@ impl TaskRequest {
 pub struct Child {
     /// Sub-agent names from the root's child down to this one.
     pub path: Vec<String>,
-    /// The `Task` call that started it.
-    pub parent_tool_call_id: String,
+    /// The `Task` call ids from the root's down to the one that started it (its place in the
+    /// tree, as the effects ledger keys its calls).
+    pub chain: Vec<String>,
     pub system_prompt: Option<String>,
     pub tool_schemas: Vec<ToolSchema>,
     offered: HashSet<String>,
 }
 
 impl Child {
-    /// The child `spec` of a run at `parent_path`: the parent's `tools` it is allowed, and
-    /// `Task` while the tree may grow deeper.
+    /// The child `spec` started by the `Task` call `tool_call_id` of a run that is `parent`
+    /// (`None`: the root): the parent's `tools` it is allowed, and `Task` while the tree may grow
+    /// deeper.
     pub fn new(
         spec: &SubagentSpec,
-        parent_path: &[String],
-        parent_tool_call_id: &str,
+        parent: Option<&Child>,
+        tool_call_id: &str,
         tools: &[ToolSpec],
         max_depth: usize,
     ) -> Self {
-        let mut path = parent_path.to_vec();
+        let mut path = parent.map(|parent| parent.path.clone()).unwrap_or_default();
         path.push(spec.name.clone());
+        let mut chain = parent.map(|parent| parent.chain.clone()).unwrap_or_default();
+        chain.push(tool_call_id.to_string());
         let deeper = path.len() < max_depth;
         let tool_schemas: Vec<ToolSchema> = tools
             .iter()
@@ -233,7 +237,7 @@ impl Child {
             .collect();
         Child {
             path,
-            parent_tool_call_id: parent_tool_call_id.into(),
+            chain,
             system_prompt: spec.system_prompt.clone(),
             offered: tool_schemas.iter().map(|schema| schema.name.clone()).collect(),
             tool_schemas,
@@ -274,9 +278,14 @@ pub fn publish(child: Option<&Arc<Child>>, events: &EventSender, event: StreamEv
 /// Where a run sits: its path (`[]` in the root) and the `Task` call that started it.
 pub fn lineage(child: Option<&Arc<Child>>) -> (&[String], Option<&str>) {
     match child {
-        Some(child) => (&child.path, Some(&child.parent_tool_call_id)),
+        Some(child) => (&child.path, child.chain.last().map(String::as_str)),
         None => (&[], None),
     }
+}
+
+/// The `Task` call ids above a run (`[]` in the root).
+pub fn chain(child: Option<&Arc<Child>>) -> &[String] {
+    child.map_or(&[], |child| &child.chain)
 }
 
 #[cfg(test)]
