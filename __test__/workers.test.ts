@@ -268,7 +268,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
 
     // Past the TTL, the next resumeAgent finds the call started without a result: outcome_unknown.
     expect(c.one('OPENING')).toBeGreaterThanOrEqual(AFTER)
-    expect(c.all('PENDING')[0], c.describe()).toEqual([{ toolCallId: 'call_k', toolName: 'Work', input: { who: 'k' }, fingerprint: fingerprintOf('Work', { who: 'k' }), reason: 'outcome_unknown' }])
+    expect(c.all('PENDING')[0], c.describe()).toEqual([{ toolCallId: 'call_k', toolName: 'Work', input: { who: 'k' }, fingerprint: fingerprintOf('Work', { who: 'k' }), reason: 'outcome_unknown', agentPath: [] }])
     expect(c.one('RESUMED'), c.describe()).toMatchObject({ ok: true, stopReason: 'done', result: 'answer k: call_k=done k', toolCalls: [{ id: 'call_k', output: 'done k', isError: false }] })
     const asked = c.all('MODEL')
     expect(asked).toHaveLength(1)
@@ -348,7 +348,7 @@ describe.skipIf(!available)('many workers on one PostgreSQL database (SPEC §8.3
       console.log(`workers: round ${round}: A stopped for ${continuedAt - stoppedAt} ms (leaseTtlMs ${TTL}); B took over ${b.one('OPENED')} ms after the stop and finished at +${b.one('DONE_AFTER_STOP_MS')} ms`)
 
       // B: the dead run's call waited as outcome_unknown; B decided it, then its own turn went through.
-      expect(b.all('PENDING')[0], b.describe()).toEqual([{ toolCallId: 'call_a', toolName: 'Work', input: { who: 'a' }, fingerprint: fingerprintOf('Work', { who: 'a' }), reason: 'outcome_unknown' }])
+      expect(b.all('PENDING')[0], b.describe()).toEqual([{ toolCallId: 'call_a', toolName: 'Work', input: { who: 'a' }, fingerprint: fingerprintOf('Work', { who: 'a' }), reason: 'outcome_unknown', agentPath: [] }])
       expect(b.one('CLEARED'), b.describe()).toMatchObject({ ok: true, stopReason: 'interrupted' })
       expect(b.one('SEND'), b.describe()).toEqual({ ok: true })
       expect(b.one('RESULT'), b.describe()).toMatchObject({ ok: true, stopReason: 'done', result: 'answer b: call_b=done b' })
