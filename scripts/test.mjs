@@ -14,11 +14,43 @@ const broken = []
 
 const notes = []
 
+// CI allows 90 minutes; the run ends itself before that, so a step that hangs is named as
+// timed out in the summary instead of the whole run being cut off without one.
+const startedAt = Date.now()
+const runBudgetMs = Number(process.env.ARH_TEST_BUDGET_MINUTES ?? 85) * 60_000
+
+// The step running now: each runs in its own process group (so a timeout can stop all of it),
+// which a Ctrl-C on this script no longer reaches by itself.
+let current = null
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    try {
+      if (current && process.platform !== 'win32') process.kill(-current.pid, 'SIGKILL')
+    } catch {}
+    process.exit(130)
+  })
+}
+
 // `optional`: a failure is printed (and repeated at the end) but does not fail the run.
-function run(label, command, args, { capture = false, optional = false } = {}) {
+// `minutes`: the step's own cap (never past the run's budget); on expiry its process group is
+// killed and the step fails as timed out.
+function run(label, command, args, { capture = false, optional = false, minutes = 30 } = {}) {
   console.log(`\n=== ${label}: ${command} ${args.join(' ')}`)
+  const allowedMs = Math.max(0, Math.min(minutes * 60_000, runBudgetMs - (Date.now() - startedAt)))
   return new Promise((resolve) => {
-    const child = spawn(command, args, { stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'], shell: process.platform === 'win32' })
+    const child = spawn(command, args, {
+      stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'],
+      shell: process.platform === 'win32',
+      detached: process.platform !== 'win32',
+    })
+    current = child
+    const timer = setTimeout(() => {
+      console.log(`--- ${label}: still running after ${Math.round(allowedMs / 60_000)} min; stopping it`)
+      try {
+        process.kill(process.platform === 'win32' ? child.pid : -child.pid, 'SIGKILL')
+      } catch {}
+      settle(`timed out after ${Math.round(allowedMs / 60_000)} min`)
+    }, allowedMs)
     let output = ''
     child.stdout?.on('data', (chunk) => {
       output += chunk
@@ -28,6 +60,7 @@ function run(label, command, args, { capture = false, optional = false } = {}) {
     const settle = (code) => {
       if (settled) return
       settled = true
+      clearTimeout(timer)
       if (code !== 0) {
         const what = `${label} (${typeof code === 'number' ? `exit ${code}` : code})`
         if (optional) {
@@ -61,16 +94,16 @@ function countJson(label, file) {
 
 const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx'
 
-const build = await run('build', 'npm', ['run', 'build'])
+const build = await run('build', 'npm', ['run', 'build'], { minutes: 25 })
 if (build.code !== 0) {
   console.log('\n0 passed, 1 failed')
   process.exit(1)
 }
 
-await run('cargo fmt', 'cargo', ['fmt', '--check'])
-await run('cargo clippy', 'cargo', ['clippy', '--all-targets', '--quiet', '--', '-D', 'warnings'])
+await run('cargo fmt', 'cargo', ['fmt', '--check'], { minutes: 2 })
+await run('cargo clippy', 'cargo', ['clippy', '--all-targets', '--quiet', '--', '-D', 'warnings'], { minutes: 15 })
 
-const cargo = await run('cargo test', 'cargo', ['test', '--quiet'], { capture: true })
+const cargo = await run('cargo test', 'cargo', ['test', '--quiet'], { capture: true, minutes: 20 })
 let cargoPassed = 0
 let cargoFailed = 0
 for (const match of cargo.output.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
@@ -79,25 +112,25 @@ for (const match of cargo.output.matchAll(/test result: \w+\. (\d+) passed; (\d+
 }
 count('cargo test', cargoPassed, cargoFailed)
 
-await run('tsc', npx, ['tsc', '-p', 'tsconfig.json'])
+await run('tsc', npx, ['tsc', '-p', 'tsconfig.json'], { minutes: 5 })
 // A program in Blade's createSession style, resolved through package.json "exports" as an
 // installed dependency is.
-await run('tsc (Blade session programs)', npx, ['tsc', '-p', '__test__/blade/tsconfig.session.json'])
+await run('tsc (Blade session programs)', npx, ['tsc', '-p', '__test__/blade/tsconfig.session.json'], { minutes: 5 })
 
 // The real model servers of __test__/real-servers/ (a venv in .cache/real-servers); when this
 // fails those tests skip, each file saying why.
-await run('real-servers setup', process.platform === 'win32' ? 'python' : 'python3', ['scripts/real-servers/setup.py'], { optional: true })
+await run('real-servers setup', process.platform === 'win32' ? 'python' : 'python3', ['scripts/real-servers/setup.py'], { optional: true, minutes: 35 })
 
 const forks = join(scratch, 'vitest.json')
-await run('vitest (forks)', npx, ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${forks}`])
+await run('vitest (forks)', npx, ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${forks}`], { minutes: 30 })
 countJson('vitest (forks)', forks)
 
 const threads = join(scratch, 'vitest-threads.json')
-await run('vitest (threads)', npx, ['vitest', 'run', '-c', 'vitest.threads.config.mts', '--reporter=default', '--reporter=json', `--outputFile.json=${threads}`])
+await run('vitest (threads)', npx, ['vitest', 'run', '-c', 'vitest.threads.config.mts', '--reporter=default', '--reporter=json', `--outputFile.json=${threads}`], { minutes: 25 })
 countJson('vitest (threads)', threads)
 
 const jest = join(scratch, 'jest.json')
-await run('jest', npx, ['jest', '--json', `--outputFile=${jest}`])
+await run('jest', npx, ['jest', '--json', `--outputFile=${jest}`], { minutes: 15 })
 countJson('jest', jest)
 
 rmSync(scratch, { recursive: true, force: true })

@@ -2064,7 +2064,7 @@ async fn a_store_gone_silent_inside_a_fenced_write_holds_no_claim_forever() {
     // The statement after the fence in a save with pending calls.
     let proxy = silent::Proxy::start(
         server,
-        b"INSERT INTO sessions (session_id, messages, hooks, paused) VALUES",
+        b"INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES",
     )
     .await;
     let mut through = direct.clone();
@@ -2086,7 +2086,10 @@ async fn a_store_gone_silent_inside_a_fenced_write_holds_no_claim_forever() {
         let saved = writer.save(&record("s1", None), &[call], &lease).await;
         (saved, save_started.elapsed())
     });
-    silenced.await;
+    // Bounded: a save whose statement no longer reads as the trigger fails here, not hangs.
+    tokio::time::timeout(Duration::from_secs(20), silenced)
+        .await
+        .expect("the save sent the statement the proxy silences");
     assert!(proxy.is_silent());
     // The lease expires (no renewal reaches the server), then another worker claims.
     tokio::time::sleep(ttl + Duration::from_millis(100)).await;
