@@ -11,6 +11,7 @@ mod canonical;
 mod codec;
 pub mod delivery;
 mod edge;
+mod group_commit;
 mod lease;
 mod memory;
 mod options;

@@ -12,14 +12,18 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, Transaction};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::Sqlite;
 use tokio::time::Instant;
 
 use super::codec::{messages_to_text, to_text};
 use super::edge::{within, Guarded, DEADLINE};
+use super::group_commit::Writer;
 use super::rows::{self, plain_output};
 use super::shared::OpenStores;
 use super::sql;
@@ -64,13 +68,10 @@ const NOT_IN_MEMORY: &str = "an in-memory SQLite database (\":memory:\", or its 
      sessions kept in memory leave advanced.store out";
 
 pub struct SqliteStore {
+    /// Readers' connections (WAL: they never wait for the writer).
     pool: SqlitePool,
-    /// Connections with `synchronous=NORMAL` (in WAL mode: a commit survives a process crash, not
-    /// a power loss) for the lease and the outbox's claims and reports. A power loss stops every
-    /// process of the machine, so no holder of a lost lease survives it, and a lost claim or report
-    /// of a queued row only sends it again, with the same `Idempotency-Key`. The run state and the
-    /// outbox rows keep `synchronous=FULL`.
-    relaxed: SqlitePool,
+    /// Every write of the process, batched into shared transactions (see `group_commit`).
+    writer: Writer,
     path: PathBuf,
 }
 
@@ -92,9 +93,6 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
-        let relaxed = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect_lazy_with(options.clone().synchronous(SqliteSynchronous::Normal));
         let until = Instant::now() + BUSY_TIMEOUT;
         let pool = connect(options, until)
             .await
@@ -103,8 +101,8 @@ impl SqliteStore {
             .await
             .map_err(|e| StoreError::new(&operation, e))?;
         Ok(SqliteStore {
+            writer: Writer::start(pool.clone()),
             pool,
-            relaxed,
             path: path.to_owned(),
         })
     }
@@ -133,18 +131,17 @@ impl SqliteStore {
     /// Closes the pool, waiting for its connections (tests reopen the file afterwards).
     pub async fn close(&self) {
         self.pool.close().await;
-        self.relaxed.close().await;
     }
 
-    async fn write(&self, operation: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        begin_write(&self.pool, operation).await
+    /// Runs `work` in the writer's next shared transaction (`BEGIN IMMEDIATE`, so the write lock
+    /// is taken up front).
+    async fn write<T, F>(&self, operation: &str, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static,
+    {
+        self.writer.write(operation, Box::new(work)).await
     }
-}
-
-async fn begin_write(pool: &SqlitePool, operation: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
-    pool.begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(|e| StoreError::new(operation, e))
 }
 
 /// Opening waits for the file as a write does, up to `BUSY_TIMEOUT`: a pool's first connection
@@ -247,62 +244,76 @@ impl Store for SqliteStore {
 
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save session {}", record.session_id);
-        let op = operation.as_str();
-        let mut tx = self.write(op).await?;
-        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
-        sqlx::query(concat!(
-            "INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES (?, ?, ?, ?, ?) ",
-            "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
-            "paused = excluded.paused, running = excluded.running, updated_at = ",
-            now_ms!()
-        ))
-        .bind(&record.session_id)
-        .bind(messages_to_text(&record.messages))
-        .bind(to_text(&record.hooks))
-        .bind(record.paused.as_ref().map(to_text))
-        .bind(record.running.as_ref().map(to_text))
-        .execute(&mut *tx)
-        .await
-        .map_err(failed(op))?;
-        sqlx::query("DELETE FROM pending_calls WHERE session_id = ?")
-            .bind(&record.session_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed(op))?;
-        for (ord, call) in pending.iter().enumerate() {
-            let decision = call.decision.as_ref().map(to_text);
-            sqlx::query(concat!(
-                "INSERT INTO pending_calls (session_id, tool_call_id, ord, tool_name, input, fingerprint, reason, ",
-                "decision, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? IS NULL THEN NULL ELSE ",
-                now_ms!(),
-                " END)"
-            ))
-            .bind(&record.session_id)
-            .bind(&call.tool_call_id)
-            .bind(ord as i64)
-            .bind(&call.tool_name)
-            .bind(to_text(&call.input))
-            .bind(&call.fingerprint)
-            .bind(call.reason.as_str())
-            .bind(decision.clone())
-            .bind(decision)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed(op))?;
-            if call.reason == PendingReason::Deferred {
-                sqlx::query(
-                    "INSERT INTO deferred_results (session_id, tool_call_id) VALUES (?, ?) \
-                     ON CONFLICT (session_id, tool_call_id) DO NOTHING",
-                )
-                .bind(&record.session_id)
-                .bind(&call.tool_call_id)
-                .execute(&mut *tx)
+        // Serialized here, on the caller's thread, so the writer only runs statements.
+        let row = (
+            record.session_id.clone(),
+            messages_to_text(&record.messages),
+            to_text(&record.hooks),
+            record.paused.as_ref().map(to_text),
+            record.running.as_ref().map(to_text),
+        );
+        let (pending, lease, op) = (pending.to_vec(), lease.clone(), operation.clone());
+        self.write(&operation, move |conn| {
+            Box::pin(async move {
+                let op = op.as_str();
+                let (session_id, messages, hooks, paused, running) = row;
+                sql::fence(&mut *conn, &DIALECT, &lease, op).await?;
+                sqlx::query(concat!(
+                    "INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES (?, ?, ?, ?, ?) ",
+                    "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
+                    "paused = excluded.paused, running = excluded.running, updated_at = ",
+                    now_ms!()
+                ))
+                .bind(&session_id)
+                .bind(messages)
+                .bind(hooks)
+                .bind(paused)
+                .bind(running)
+                .execute(&mut *conn)
                 .await
                 .map_err(failed(op))?;
-            }
-        }
-        sql::mark_unknown::<Sqlite>(&mut tx, &DIALECT, &record.session_id, pending, op).await?;
-        tx.commit().await.map_err(failed(op))
+                sqlx::query("DELETE FROM pending_calls WHERE session_id = ?")
+                    .bind(&session_id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(failed(op))?;
+                for (ord, call) in pending.iter().enumerate() {
+                    let decision = call.decision.as_ref().map(to_text);
+                    sqlx::query(concat!(
+                        "INSERT INTO pending_calls (session_id, tool_call_id, ord, tool_name, input, fingerprint, ",
+                        "reason, decision, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? IS NULL THEN NULL ",
+                        "ELSE ",
+                        now_ms!(),
+                        " END)"
+                    ))
+                    .bind(&session_id)
+                    .bind(&call.tool_call_id)
+                    .bind(ord as i64)
+                    .bind(&call.tool_name)
+                    .bind(to_text(&call.input))
+                    .bind(&call.fingerprint)
+                    .bind(call.reason.as_str())
+                    .bind(decision.clone())
+                    .bind(decision)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(failed(op))?;
+                    if call.reason == PendingReason::Deferred {
+                        sqlx::query(
+                            "INSERT INTO deferred_results (session_id, tool_call_id) VALUES (?, ?) \
+                             ON CONFLICT (session_id, tool_call_id) DO NOTHING",
+                        )
+                        .bind(&session_id)
+                        .bind(&call.tool_call_id)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(failed(op))?;
+                    }
+                }
+                sql::mark_unknown::<Sqlite>(conn, &DIALECT, &session_id, &pending, op).await
+            })
+        })
+        .await
     }
 
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {
@@ -311,25 +322,35 @@ impl Store for SqliteStore {
 
     async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save the sub-agents at work in session {session_id}");
-        let op = operation.as_str();
-        let mut tx = self.write(op).await?;
-        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
-        sqlx::query("UPDATE sessions SET running = ? WHERE session_id = ?")
-            .bind(to_text(running))
-            .bind(session_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed(op))?;
-        tx.commit().await.map_err(failed(op))
+        let (running, session_id, lease, op) = (
+            to_text(running),
+            session_id.to_owned(),
+            lease.clone(),
+            operation.clone(),
+        );
+        self.write(&operation, move |conn| {
+            Box::pin(async move {
+                sql::fence(&mut *conn, &DIALECT, &lease, &op).await?;
+                sqlx::query("UPDATE sessions SET running = ? WHERE session_id = ?")
+                    .bind(running)
+                    .bind(session_id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(failed(&op))?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     async fn decide(&self, session_id: &str, tool_call_id: &str, decision: &Decision) -> Result<bool, StoreError> {
         let operation = format!("decide call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let mut tx = self.write(op).await?;
-        let decided = sql::decide(&mut *tx, &DIALECT, (session_id, tool_call_id), decision, op).await?;
-        tx.commit().await.map_err(failed(op))?;
-        Ok(decided)
+        let call = (session_id.to_owned(), tool_call_id.to_owned());
+        let (decision, op) = (decision.clone(), operation.clone());
+        self.write(&operation, move |conn| {
+            Box::pin(async move { sql::decide(&mut *conn, &DIALECT, (&call.0, &call.1), &decision, &op).await })
+        })
+        .await
     }
 
     async fn effect_started(
@@ -340,24 +361,41 @@ impl Store for SqliteStore {
         input: &Map<String, Value>,
         side_effect: &str,
     ) -> Result<(), StoreError> {
-        let session_id = lease.session_id.as_str();
-        let operation = format!("record start of call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let mut tx = self.write(op).await?;
-        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
-        let effect = (tool_name, input, side_effect);
-        sql::effect_started(&mut *tx, &DIALECT, (session_id, tool_call_id), effect, op).await?;
-        tx.commit().await.map_err(failed(op))
+        let operation = format!("record start of call {tool_call_id} of session {}", lease.session_id);
+        let (lease, op) = (lease.clone(), operation.clone());
+        let effect = (
+            tool_call_id.to_owned(),
+            tool_name.to_owned(),
+            input.clone(),
+            side_effect.to_owned(),
+        );
+        self.write(&operation, move |conn| {
+            Box::pin(async move {
+                let (tool_call_id, tool_name, input, side_effect) = effect;
+                sql::fence(&mut *conn, &DIALECT, &lease, &op).await?;
+                let call = (lease.session_id.as_str(), tool_call_id.as_str());
+                sql::effect_started(&mut *conn, &DIALECT, call, (&tool_name, &input, &side_effect), &op).await
+            })
+        })
+        .await
     }
 
     async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError> {
-        let session_id = lease.session_id.as_str();
-        let operation = format!("record result of call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let mut tx = self.write(op).await?;
-        sql::fence(&mut *tx, &DIALECT, lease, op).await?;
-        sql::effect_finished(&mut *tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
-        tx.commit().await.map_err(failed(op))
+        let operation = format!("record result of call {tool_call_id} of session {}", lease.session_id);
+        let (lease, tool_call_id, result, op) = (
+            lease.clone(),
+            tool_call_id.to_owned(),
+            result.clone(),
+            operation.clone(),
+        );
+        self.write(&operation, move |conn| {
+            Box::pin(async move {
+                sql::fence(&mut *conn, &DIALECT, &lease, &op).await?;
+                let call = (lease.session_id.as_str(), tool_call_id.as_str());
+                sql::effect_finished(&mut *conn, &DIALECT, call, &result, &op).await
+            })
+        })
+        .await
     }
 
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError> {
@@ -375,11 +413,12 @@ impl Store for SqliteStore {
         result: &ToolResult,
     ) -> Result<DeferredOutcome, StoreError> {
         let operation = format!("complete deferred call {tool_call_id} of session {session_id}");
-        let op = operation.as_str();
-        let mut tx = self.write(op).await?;
-        let outcome = sql::publish::<Sqlite>(&mut tx, &DIALECT, (session_id, tool_call_id), result, op).await?;
-        tx.commit().await.map_err(failed(op))?;
-        Ok(outcome)
+        let call = (session_id.to_owned(), tool_call_id.to_owned());
+        let (result, op) = (result.clone(), operation.clone());
+        self.write(&operation, move |conn| {
+            Box::pin(async move { sql::publish::<Sqlite>(conn, &DIALECT, (&call.0, &call.1), &result, &op).await })
+        })
+        .await
     }
 
     async fn deferred(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Deferred>, StoreError> {
@@ -389,18 +428,29 @@ impl Store for SqliteStore {
 
     async fn claim(&self, session_id: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
         let operation = format!("claim session {session_id}");
-        let mut tx = begin_write(&self.relaxed, &operation).await?;
-        let claim = sql::claim::<Sqlite>(&mut tx, &DIALECT, (session_id, owner), ttl).await?;
-        tx.commit().await.map_err(failed(&operation))?;
-        Ok(claim)
+        let claimant = (session_id.to_owned(), owner.to_owned());
+        self.write(&operation, move |conn| {
+            Box::pin(async move { sql::claim::<Sqlite>(conn, &DIALECT, (&claimant.0, &claimant.1), ttl).await })
+        })
+        .await
     }
 
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError> {
-        sql::renew(&self.relaxed, &DIALECT, lease, ttl).await
+        let operation = format!("renew the lease on session {}", lease.session_id);
+        let lease = lease.clone();
+        self.write(&operation, move |conn| {
+            Box::pin(async move { sql::renew(&mut *conn, &DIALECT, &lease, ttl).await })
+        })
+        .await
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
-        sql::release(&self.relaxed, &DIALECT, lease).await
+        let operation = format!("release the lease on session {}", lease.session_id);
+        let lease = lease.clone();
+        self.write(&operation, move |conn| {
+            Box::pin(async move { sql::release(&mut *conn, &DIALECT, &lease).await })
+        })
+        .await
     }
 
     async fn lease_state(&self, session_id: &str) -> Result<Option<LeaseState>, StoreError> {
@@ -412,13 +462,16 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let operation = super::outbox::enqueue_operation(rows);
-        let op = operation.as_str();
-        let mut tx = self.write(op).await?;
-        if let Some(lease) = lease {
-            sql::fence(&mut *tx, &DIALECT, lease, op).await?;
-        }
-        sql::enqueue::<Sqlite>(&mut tx, &DIALECT, rows, op).await?;
-        tx.commit().await.map_err(failed(op))
+        let (rows, lease, op) = (rows.to_vec(), lease.cloned(), operation.clone());
+        self.write(&operation, move |conn| {
+            Box::pin(async move {
+                if let Some(lease) = &lease {
+                    sql::fence(&mut *conn, &DIALECT, lease, &op).await?;
+                }
+                sql::enqueue::<Sqlite>(conn, &DIALECT, &rows, &op).await
+            })
+        })
+        .await
     }
 
     async fn claim_deliveries(&self, owner: &str, due: Due<'_>, limit: u32) -> Result<Vec<Claimed>, StoreError> {
@@ -432,14 +485,27 @@ impl Store for SqliteStore {
         if any.is_none() {
             return Ok(Vec::new());
         }
-        let mut tx = begin_write(&self.relaxed, op).await?;
-        let claimed = sql::claim_deliveries(&mut *tx, &DIALECT, owner, due, limit).await?;
-        tx.commit().await.map_err(failed(op))?;
-        Ok(claimed)
+        let drain = match due {
+            Due::Now => None,
+            Due::Drain(id) => Some(id.to_owned()),
+        };
+        let owner = owner.to_owned();
+        self.write(op, move |conn| {
+            Box::pin(async move {
+                let due = drain.as_deref().map_or(Due::Now, Due::Drain);
+                sql::claim_deliveries(&mut *conn, &DIALECT, &owner, due, limit).await
+            })
+        })
+        .await
     }
 
     async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError> {
-        sql::report(&self.relaxed, &DIALECT, claimed, attempt).await
+        let operation = "report a webhook delivery attempt";
+        let (claimed, attempt) = (claimed.clone(), attempt.clone());
+        self.write(operation, move |conn| {
+            Box::pin(async move { sql::report(&mut *conn, &DIALECT, &claimed, &attempt).await })
+        })
+        .await
     }
 
     async fn queued(&self) -> Result<u64, StoreError> {
