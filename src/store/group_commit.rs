@@ -42,9 +42,15 @@ impl Writer {
     }
 
     /// Runs `work` in the next batch; answers once that batch has committed (or failed).
-    pub async fn write<T: Send + 'static>(&self, operation: &str, work: Work<T>) -> Result<T, StoreError> {
+    pub async fn write<T: Send + 'static>(
+        &self,
+        operation: &str,
+        durability: Durability,
+        work: Work<T>,
+    ) -> Result<T, StoreError> {
         let (answer, answered) = oneshot::channel();
         let job = Typed {
+            durability,
             work: Some(work),
             outcome: None,
             operation: operation.to_owned(),
@@ -59,8 +65,22 @@ impl Writer {
     }
 }
 
+/// How a write's commit reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Durability {
+    /// `synchronous=NORMAL` (WAL: the commit survives a process crash, not a power loss) for
+    /// leases and the outbox's claims and reports: a power loss stops every process of the
+    /// machine, so no holder of a lost lease survives it, and a lost claim or report only sends a
+    /// row again, with the same `Idempotency-Key`.
+    Normal,
+    /// `synchronous=FULL` (the WAL is synced before COMMIT returns) for run state, decisions, the
+    /// effects ledger and outbox rows. A batch holding one such write is committed this way.
+    Full,
+}
+
 /// A write of any result type, as the writer task sees it.
 trait Job: Send {
+    fn durability(&self) -> Durability;
     /// Runs the write's statements; `false` when it failed (and must be rolled back).
     fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, bool>;
     /// Answers the caller with the write's outcome, or with why its batch was not kept.
@@ -70,6 +90,7 @@ trait Job: Send {
 }
 
 struct Typed<T> {
+    durability: Durability,
     work: Option<Work<T>>,
     outcome: Option<Result<T, StoreError>>,
     operation: String,
@@ -77,6 +98,10 @@ struct Typed<T> {
 }
 
 impl<T: Send + 'static> Job for Typed<T> {
+    fn durability(&self) -> Durability {
+        self.durability
+    }
+
     fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, bool> {
         let work = self.work.take();
         Box::pin(async move {
@@ -129,7 +154,21 @@ async fn serve(pool: SqlitePool, mut jobs: mpsc::UnboundedReceiver<Box<dyn Job>>
 async fn commit(pool: &SqlitePool, batch: &mut [Box<dyn Job>]) -> Result<(), StoreError> {
     let operation = "commit a batch of writes";
     let failed = |e: sqlx::Error| StoreError::new(operation, e);
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let durability = batch
+        .iter()
+        .map(|job| job.durability())
+        .max()
+        .unwrap_or(Durability::Full);
+    let mut conn = pool.acquire().await.map_err(failed)?;
+    // Per connection, and read at COMMIT: set for this batch before it begins.
+    let pragma = match durability {
+        Durability::Normal => "PRAGMA synchronous = NORMAL",
+        Durability::Full => "PRAGMA synchronous = FULL",
+    };
+    sqlx::raw_sql(pragma).execute(&mut *conn).await.map_err(failed)?;
+    let mut tx = sqlx::Connection::begin_with(&mut *conn, "BEGIN IMMEDIATE")
+        .await
+        .map_err(failed)?;
     for job in batch.iter_mut() {
         sqlx::raw_sql("SAVEPOINT write")
             .execute(&mut *tx)
@@ -189,9 +228,9 @@ mod tests {
         let writer = Writer::start(pool.clone());
         // Sent together, so the writer finds them waiting and batches them.
         let (a, b, c) = tokio::join!(
-            writer.write("a", insert(1, false)),
-            writer.write("b", insert(2, true)),
-            writer.write("c", insert(3, false)),
+            writer.write("a", Durability::Full, insert(1, false)),
+            writer.write("b", Durability::Normal, insert(2, true)),
+            writer.write("c", Durability::Full, insert(3, false)),
         );
         assert_eq!(a.unwrap(), 1);
         assert_eq!(b.unwrap_err().cause, "refused");
@@ -222,16 +261,23 @@ mod tests {
             let writer = Writer {
                 queue: writer.queue.clone(),
             };
-            async move { writer.write("first", insert(1, false)).await }
+            async move { writer.write("first", Durability::Full, insert(1, false)).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let gave_up = tokio::time::timeout(Duration::from_millis(20), writer.write("late", insert(2, false))).await;
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(20),
+            writer.write("late", Durability::Full, insert(2, false)),
+        )
+        .await;
         assert!(gave_up.is_err());
         blocker.rollback().await.unwrap();
         assert_eq!(first.await.unwrap().unwrap(), 1);
         // A write after it goes through the same queue: once it is answered, the late one was
         // either dropped or run before it.
-        assert_eq!(writer.write("after", insert(3, false)).await.unwrap(), 3);
+        assert_eq!(
+            writer.write("after", Durability::Full, insert(3, false)).await.unwrap(),
+            3
+        );
         let kept: Vec<i64> = sqlx::query("SELECT v FROM t ORDER BY v")
             .fetch_all(&pool)
             .await

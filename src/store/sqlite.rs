@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::codec::{messages_to_text, to_text};
 use super::edge::{within, Guarded, DEADLINE};
-use super::group_commit::Writer;
+use super::group_commit::{Durability, Writer};
 use super::rows::{self, plain_output};
 use super::shared::OpenStores;
 use super::sql;
@@ -140,7 +140,17 @@ impl SqliteStore {
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static,
     {
-        self.writer.write(operation, Box::new(work)).await
+        self.writer.write(operation, Durability::Full, Box::new(work)).await
+    }
+
+    /// `write` for leases and the outbox's claims and reports, committed at `synchronous=NORMAL`
+    /// when no other write of their batch needs `FULL` (see `group_commit::Durability`).
+    async fn write_relaxed<T, F>(&self, operation: &str, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static,
+    {
+        self.writer.write(operation, Durability::Normal, Box::new(work)).await
     }
 }
 
@@ -429,7 +439,7 @@ impl Store for SqliteStore {
     async fn claim(&self, session_id: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
         let operation = format!("claim session {session_id}");
         let claimant = (session_id.to_owned(), owner.to_owned());
-        self.write(&operation, move |conn| {
+        self.write_relaxed(&operation, move |conn| {
             Box::pin(async move { sql::claim::<Sqlite>(conn, &DIALECT, (&claimant.0, &claimant.1), ttl).await })
         })
         .await
@@ -438,7 +448,7 @@ impl Store for SqliteStore {
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, StoreError> {
         let operation = format!("renew the lease on session {}", lease.session_id);
         let lease = lease.clone();
-        self.write(&operation, move |conn| {
+        self.write_relaxed(&operation, move |conn| {
             Box::pin(async move { sql::renew(&mut *conn, &DIALECT, &lease, ttl).await })
         })
         .await
@@ -447,7 +457,7 @@ impl Store for SqliteStore {
     async fn release(&self, lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("release the lease on session {}", lease.session_id);
         let lease = lease.clone();
-        self.write(&operation, move |conn| {
+        self.write_relaxed(&operation, move |conn| {
             Box::pin(async move { sql::release(&mut *conn, &DIALECT, &lease).await })
         })
         .await
@@ -490,7 +500,7 @@ impl Store for SqliteStore {
             Due::Drain(id) => Some(id.to_owned()),
         };
         let owner = owner.to_owned();
-        self.write(op, move |conn| {
+        self.write_relaxed(op, move |conn| {
             Box::pin(async move {
                 let due = drain.as_deref().map_or(Due::Now, Due::Drain);
                 sql::claim_deliveries(&mut *conn, &DIALECT, &owner, due, limit).await
@@ -502,7 +512,7 @@ impl Store for SqliteStore {
     async fn report(&self, claimed: &Claimed, attempt: &Attempt) -> Result<Settled, StoreError> {
         let operation = "report a webhook delivery attempt";
         let (claimed, attempt) = (claimed.clone(), attempt.clone());
-        self.write(operation, move |conn| {
+        self.write_relaxed(operation, move |conn| {
             Box::pin(async move { sql::report(&mut *conn, &DIALECT, &claimed, &attempt).await })
         })
         .await
