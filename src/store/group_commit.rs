@@ -204,6 +204,11 @@ mod tests {
         pool
     }
 
+    async fn kept(pool: &SqlitePool) -> Vec<i64> {
+        let rows = sqlx::query("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap();
+        rows.iter().map(|row| row.get(0)).collect()
+    }
+
     /// A write inserting `v`; `fail` makes it fail after its insert.
     fn insert(v: i64, fail: bool) -> Work<i64> {
         Box::new(move |conn| {
@@ -235,14 +240,7 @@ mod tests {
         assert_eq!(a.unwrap(), 1);
         assert_eq!(b.unwrap_err().cause, "refused");
         assert_eq!(c.unwrap(), 3);
-        let kept: Vec<i64> = sqlx::query("SELECT v FROM t ORDER BY v")
-            .fetch_all(&pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        assert_eq!(kept, vec![1, 3]);
+        assert_eq!(kept(&pool).await, vec![1, 3]);
     }
 
     #[tokio::test]
@@ -278,13 +276,6 @@ mod tests {
             writer.write("after", Durability::Full, insert(3, false)).await.unwrap(),
             3
         );
-        let kept: Vec<i64> = sqlx::query("SELECT v FROM t ORDER BY v")
-            .fetch_all(&pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        assert_eq!(kept, vec![1, 3]);
+        assert_eq!(kept(&pool).await, vec![1, 3]);
     }
 }
