@@ -188,6 +188,18 @@ fn export_failure(text: &str) -> String {
         let status: String = text[at + 13..].chars().take_while(char::is_ascii_digit).collect();
         return format!("the collector answered HTTP {status}");
     }
+    // A collector (or a proxy) that accepts and drops the connection: hyper reports the request
+    // unsent or its answer cut short, without a `message` to quote.
+    let dropped = [
+        "IncompleteMessage",
+        "ConnectionReset",
+        "ConnectionAborted",
+        "connection closed",
+        "BrokenPipe",
+    ];
+    if dropped.iter().any(|sign| text.contains(sign)) {
+        return "the collector closed the connection".into();
+    }
     if text.contains("TimedOut") || text.contains("timed out") || text.contains("Timeout") {
         return "timed out".into();
     }
@@ -206,7 +218,8 @@ fn export_failure(text: &str) -> String {
         .take_while(|c| !matches!(c, '\\' | '"'))
         .take(200)
         .collect();
-    if phrase.trim().is_empty() {
+    // What is left is still the HTTP stack's `Debug` text: no phrase a person could act on.
+    if phrase.trim().is_empty() || phrase.contains(['{', '(']) {
         "the export failed".into()
     } else {
         phrase.trim().to_string()
@@ -232,6 +245,11 @@ mod tests {
         assert_eq!(export_failure(status), "the collector answered HTTP 503");
         let other = r#"Operation failed: errs: [Err(InternalFailure("x, message: \"Network is unreachable\" })"))]"#;
         assert_eq!(export_failure(other), "Network is unreachable");
+        // A port that accepts and drops every connection (seen under load).
+        let dropped = r#"Operation failed: errs: [Err(InternalFailure("reqwest::Error { kind: Request, url: \"http://127.0.0.1:37001/v1/traces\", source: hyper_util::client::legacy::Error(SendRequest, hyper::Error(IncompleteMessage)) }"))]"#;
+        assert_eq!(export_failure(dropped), "the collector closed the connection");
+        let unknown = r#"Operation failed: errs: [Err(InternalFailure("reqwest::Error { kind: Request, url: \"http://c/v1/traces\", source: Something(New) }"))]"#;
+        assert_eq!(export_failure(unknown), "the export failed");
         assert_eq!(
             export_failure("Operation failed: BatchSpanProcessor is shut down"),
             "Operation failed: BatchSpanProcessor is shut down"
