@@ -50,7 +50,7 @@ static DIALECT: LazyLock<sql::Dialect> =
 
 /// `Ok` when `path` names a file the store can share between its connections; otherwise what is
 /// wrong, phrased to follow the option's name. `:memory:` (and an empty name) opens a database
-/// private to each connection, and the store holds several (its two pools): what one wrote,
+/// private to each connection, and the store holds several (its pool's): what one wrote,
 /// the next would not find (`no such table: leases`).
 pub fn check_sqlite_path(path: &str) -> Result<(), String> {
     let in_memory = path == ":memory:" || path.starts_with("file::memory:") || path.contains("mode=memory");
@@ -141,6 +141,23 @@ impl SqliteStore {
         F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static,
     {
         self.writer.write(operation, Durability::Full, Box::new(work)).await
+    }
+
+    /// `write` of a run's state under its lease: refused (nothing written) once the lease is no
+    /// longer live. `work` gets the connection and the operation's name.
+    async fn write_fenced<T, F>(&self, operation: String, lease: &Lease, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection, &'c str) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static,
+    {
+        let (lease, op) = (lease.clone(), operation.clone());
+        self.write(&operation, move |conn| {
+            Box::pin(async move {
+                sql::fence(&mut *conn, &DIALECT, &lease, &op).await?;
+                work(conn, &op).await
+            })
+        })
+        .await
     }
 
     /// `write` for leases and the outbox's claims and reports, committed at `synchronous=NORMAL`
@@ -262,12 +279,10 @@ impl Store for SqliteStore {
             record.paused.as_ref().map(to_text),
             record.running.as_ref().map(to_text),
         );
-        let (pending, lease, op) = (pending.to_vec(), lease.clone(), operation.clone());
-        self.write(&operation, move |conn| {
+        let pending = pending.to_vec();
+        self.write_fenced(operation, lease, move |conn, op| {
             Box::pin(async move {
-                let op = op.as_str();
                 let (session_id, messages, hooks, paused, running) = row;
-                sql::fence(&mut *conn, &DIALECT, &lease, op).await?;
                 sqlx::query(concat!(
                     "INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES (?, ?, ?, ?, ?) ",
                     "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
@@ -332,21 +347,15 @@ impl Store for SqliteStore {
 
     async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save the sub-agents at work in session {session_id}");
-        let (running, session_id, lease, op) = (
-            to_text(running),
-            session_id.to_owned(),
-            lease.clone(),
-            operation.clone(),
-        );
-        self.write(&operation, move |conn| {
+        let (running, session_id) = (to_text(running), session_id.to_owned());
+        self.write_fenced(operation, lease, move |conn, op| {
             Box::pin(async move {
-                sql::fence(&mut *conn, &DIALECT, &lease, &op).await?;
                 sqlx::query("UPDATE sessions SET running = ? WHERE session_id = ?")
                     .bind(running)
                     .bind(session_id)
-                    .execute(&mut *conn)
+                    .execute(conn)
                     .await
-                    .map_err(failed(&op))?;
+                    .map_err(failed(op))?;
                 Ok(())
             })
         })
@@ -372,19 +381,19 @@ impl Store for SqliteStore {
         side_effect: &str,
     ) -> Result<(), StoreError> {
         let operation = format!("record start of call {tool_call_id} of session {}", lease.session_id);
-        let (lease, op) = (lease.clone(), operation.clone());
-        let effect = (
-            tool_call_id.to_owned(),
-            tool_name.to_owned(),
-            input.clone(),
-            side_effect.to_owned(),
-        );
-        self.write(&operation, move |conn| {
+        let call = (lease.session_id.clone(), tool_call_id.to_owned());
+        let effect = (tool_name.to_owned(), input.clone(), side_effect.to_owned());
+        self.write_fenced(operation, lease, move |conn, op| {
             Box::pin(async move {
-                let (tool_call_id, tool_name, input, side_effect) = effect;
-                sql::fence(&mut *conn, &DIALECT, &lease, &op).await?;
-                let call = (lease.session_id.as_str(), tool_call_id.as_str());
-                sql::effect_started(&mut *conn, &DIALECT, call, (&tool_name, &input, &side_effect), &op).await
+                let (tool_name, input, side_effect) = effect;
+                sql::effect_started(
+                    conn,
+                    &DIALECT,
+                    (&call.0, &call.1),
+                    (&tool_name, &input, &side_effect),
+                    op,
+                )
+                .await
             })
         })
         .await
@@ -392,18 +401,9 @@ impl Store for SqliteStore {
 
     async fn effect_finished(&self, lease: &Lease, tool_call_id: &str, result: &ToolResult) -> Result<(), StoreError> {
         let operation = format!("record result of call {tool_call_id} of session {}", lease.session_id);
-        let (lease, tool_call_id, result, op) = (
-            lease.clone(),
-            tool_call_id.to_owned(),
-            result.clone(),
-            operation.clone(),
-        );
-        self.write(&operation, move |conn| {
-            Box::pin(async move {
-                sql::fence(&mut *conn, &DIALECT, &lease, &op).await?;
-                let call = (lease.session_id.as_str(), tool_call_id.as_str());
-                sql::effect_finished(&mut *conn, &DIALECT, call, &result, &op).await
-            })
+        let (call, result) = ((lease.session_id.clone(), tool_call_id.to_owned()), result.clone());
+        self.write_fenced(operation, lease, move |conn, op| {
+            Box::pin(async move { sql::effect_finished(conn, &DIALECT, (&call.0, &call.1), &result, op).await })
         })
         .await
     }
