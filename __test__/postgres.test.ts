@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process'
 import { createServer, connect, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAgent, defineTool, resumeAgent, scriptedModel, SdkError, type AgentOptions } from '../index.js'
+import { createAgent, defineTool, resumeAgent, scriptedModel, SdkError, type AgentOptions, type HookObject } from '../index.js'
 
 const admin = new URL(process.env.ARH_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
 const database = `arh_js_${process.pid}_${Date.now()}`
@@ -68,6 +68,55 @@ describe('PostgreSQL store', () => {
     expect(error).toBeInstanceOf(SdkError)
     expect(error.message).toContain('advanced.store.postgres')
     expect(error.message).not.toContain('hunter2')
+  })
+
+  it("a run's last save goes with its release: a claim lost before the final answer is kept fails the run with SESSION_LEASED and keeps nothing of it", async (context) => {
+    if (!available) return context.skip()
+    const held = (id: string) => psql(`SELECT released FROM agent_runtime_hooks.leases WHERE session_id = '${id}'`, url()).trim()
+    let id = ''
+    const agent = await createAgent({
+      model: scriptedModel(() => {
+        // Taken over while the model answers: the claim is gone before the answer is kept.
+        expect(held(id)).toBe('f')
+        psql(`UPDATE agent_runtime_hooks.leases SET released = TRUE, token = token + 1, owner = 'another' WHERE session_id = '${id}'`, url())
+        return { text: 'the answer' }
+      }),
+      advanced: { store: { postgres: url() } },
+    })
+    id = agent.sessionId
+    const failure = await (await agent.send('question')).result().catch((error) => error)
+    expect(failure).toBeInstanceOf(SdkError)
+    expect(failure.code).toBe('SESSION_LEASED')
+    expect(psql(`SELECT count(*) FROM agent_runtime_hooks.sessions WHERE session_id = '${id}'`, url()).trim()).toBe('0')
+    // The other holder's claim is left as it was.
+    expect(psql(`SELECT token, owner, released FROM agent_runtime_hooks.leases WHERE session_id = '${id}'`, url()).trim()).toBe('2|another|t')
+    await agent.close()
+  })
+
+  it('a pause is kept before HumanInterventionRequest sees it, and with the release when no such hook is registered', async (context) => {
+    if (!available) return context.skip()
+    const stored = (id: string) =>
+      psql(`SELECT s.paused IS NOT NULL, l.released FROM agent_runtime_hooks.sessions s JOIN agent_runtime_hooks.leases l USING (session_id) WHERE session_id = '${id}'`, url()).trim()
+    const deploy = defineTool({ name: 'deploy', kind: 'execute', execute: () => 'deployed' })
+    const options = (hooks: HookObject<'beforeHumanIntervention'>[]): AgentOptions => ({
+      model: scriptedModel([{ toolCalls: [{ id: 'd1', name: 'deploy', input: {} }] }]),
+      tools: [deploy],
+      advanced: { permission: 'default', hooks, store: { postgres: url() } },
+    })
+    const seen: string[] = []
+    let id = ''
+    const announced = await createAgent(options([{ id: 'request', type: 'beforeHumanIntervention', handler: () => void seen.push(stored(id)) }]))
+    id = announced.sessionId
+    expect((await (await announced.send('ship it')).result()).stopReason).toBe('interrupted')
+    // Seen kept (the claim still held while the hook ran), then released.
+    expect(seen).toEqual(['t|f'])
+    expect(stored(id)).toBe('t|t')
+    await announced.close()
+
+    const quiet = await createAgent(options([]))
+    expect((await (await quiet.send('ship it')).result()).pendingApprovals?.map((approval) => approval.toolCallId)).toEqual(['d1'])
+    expect(stored(quiet.sessionId)).toBe('t|t')
+    await quiet.close()
   })
 
   it("an agent's own release lost by a database crash is not another agent's claim: its next send is served", async (context) => {

@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use agent_runtime_hooks::model::{AssistantToolCall, ContentPart, Message, UserContent};
 use agent_runtime_hooks::store::{
-    self, fingerprint, Claim, Decision, Deferred, DeferredOutcome, Effect, Guarded, Lease, MemoryStore, PendingCall,
-    PendingReason, PostgresStore, SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig, StoreError,
-    StoreErrorKind, ToolResult,
+    self, fingerprint, Claim, Decision, Deferred, DeferredOutcome, Effect, Guarded, Lease, LeaseState, MemoryStore,
+    PendingCall, PendingReason, PostgresStore, SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig,
+    StoreError, StoreErrorKind, ToolResult,
 };
 use serde_json::{json, Map, Value};
 use sqlx::sqlite::SqlitePool;
@@ -186,7 +186,10 @@ macro_rules! conformance {
             concurrent_deliverers_never_claim_one_row_twice,
             one_key_names_one_body,
             a_run_that_lost_its_lease_queues_nothing,
-            ids_are_kept_or_refused_by_one_rule_on_every_back_end
+            ids_are_kept_or_refused_by_one_rule_on_every_back_end,
+            the_last_save_releases_the_lease_in_the_same_write,
+            a_session_is_read_with_its_lease,
+            the_ledger_is_read_for_many_calls_at_once
         );
     };
     ($backend:ident: $($check:ident),+) => {
@@ -736,6 +739,115 @@ mod checks {
             assert!(first ^ second, "{id}: exactly one decision wins ({first}, {second})");
             assert_eq!(matches!(call.decision, Some(Decision::Approve { .. })), first);
         }
+    }
+
+    /// `save_and_release`: the record, its pending calls (a deferred one's placeholder, an
+    /// `outcome_unknown` one's ledger entry marked) and the release land together; a lost lease
+    /// writes nothing and leaves its new holder's claim alone.
+    pub async fn the_last_save_releases_the_lease_in_the_same_write(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
+        f.store
+            .effect_started(&l, "c3", "deploy", &Map::new(), "non_idempotent")
+            .await
+            .unwrap();
+        let calls = vec![
+            pending("c2", "rm", json!({ "path": "/tmp/x" }), PendingReason::Ask, None),
+            pending("c3", "deploy", json!({}), PendingReason::OutcomeUnknown, None),
+            pending("c4", "mail", json!({}), PendingReason::Deferred, None),
+        ];
+        let saved = record("s1", Some(json!({ "operationId": "op_1" })));
+        f.store.save_and_release(&saved, &calls, &l).await.unwrap();
+        assert_eq!(f.other.load("s1").await.unwrap(), Some((saved.clone(), calls.clone())));
+        // Released (the memory store forgets a released lease).
+        let state = f.other.lease_state("s1").await.unwrap();
+        assert!(state.is_none_or(|state| !state.live), "{state:?}");
+        assert_eq!(f.other.effect("s1", "c3").await.unwrap(), Some(Effect::Unknown));
+        assert_eq!(f.other.deferred("s1", "c4").await.unwrap(), Some(Deferred::Waiting));
+        // Released: the next claim is granted at once, and the old lease writes nothing more.
+        let next = claim(&*f.other, "s1").await;
+        assert_eq!(next.token, l.token + 1);
+        let error = f
+            .store
+            .save_and_release(&record("s1", None), &[], &l)
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind, StoreErrorKind::LeaseLost, "{error}");
+        assert_eq!(f.other.load("s1").await.unwrap(), Some((saved, calls)));
+        assert_eq!(
+            f.other.lease_state("s1").await.unwrap(),
+            Some(LeaseState {
+                token: next.token,
+                live: true
+            })
+        );
+    }
+
+    /// `load_with_lease`: nothing for a session never saved; else the record, its pending calls
+    /// in saved order and its last claim as `lease_state` tells it.
+    pub async fn a_session_is_read_with_its_lease(f: Fixture) {
+        assert_eq!(f.store.load_with_lease("s1").await.unwrap(), None);
+        let l = claim(&*f.store, "s1").await;
+        assert_eq!(f.store.load_with_lease("s1").await.unwrap(), None);
+        let calls = vec![
+            pending("c9", "rm", json!({}), PendingReason::Ask, None),
+            pending(
+                "c1",
+                "ls",
+                json!({}),
+                PendingReason::Ask,
+                Some(Decision::Approve {
+                    updated_input: None,
+                    token: None,
+                }),
+            ),
+        ];
+        let saved = record("s1", Some(json!({})));
+        f.store.save(&saved, &calls, &l).await.unwrap();
+        let live = Some(LeaseState {
+            token: l.token,
+            live: true,
+        });
+        assert_eq!(
+            f.other.load_with_lease("s1").await.unwrap(),
+            Some((saved.clone(), calls, live))
+        );
+        f.store.save(&record("s1", None), &[], &l).await.unwrap();
+        f.store.release(&l).await.unwrap();
+        // As `lease_state` tells it (the memory store forgets a released lease).
+        let released = f.other.lease_state("s1").await.unwrap();
+        assert!(released.is_none_or(|state| !state.live), "{released:?}");
+        assert_eq!(
+            f.other.load_with_lease("s1").await.unwrap(),
+            Some((record("s1", None), vec![], released))
+        );
+    }
+
+    /// `effects`: every asked call that was ever started, as `effect` tells it; none asked, none
+    /// given.
+    pub async fn the_ledger_is_read_for_many_calls_at_once(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
+        for id in ["c1", "c2"] {
+            f.store
+                .effect_started(&l, id, "rm", &Map::new(), "destructive")
+                .await
+                .unwrap();
+        }
+        f.store
+            .effect_finished(&l, "c2", &ToolResult::new("gone\0", true))
+            .await
+            .unwrap();
+        let asked: Vec<String> = ["c1", "c2", "c3"].map(String::from).to_vec();
+        let mut found = f.other.effects("s1", &asked).await.unwrap();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            found,
+            vec![
+                ("c1".to_string(), Effect::Started),
+                ("c2".to_string(), Effect::Finished(ToolResult::new("gone\0", true)))
+            ]
+        );
+        assert_eq!(f.other.effects("s1", &[]).await.unwrap(), vec![]);
+        assert_eq!(f.other.effects("s2", &asked).await.unwrap(), vec![]);
     }
 
     pub async fn effects_ledger(f: Fixture) {
@@ -2050,10 +2162,10 @@ mod silent {
     }
 }
 
-/// A fenced write whose connection goes silent after its `BEGIN` and fence (the lease row held
-/// `FOR SHARE` on the server): the server ends that session (idle in transaction), so another
+/// A fenced write whose connection goes silent as it is sent (every fenced write on PostgreSQL
+/// is one statement, its fence a CTE): nothing of it holds the session on the server, so another
 /// worker's claim, once the lease has expired, is granted within seconds instead of waiting for
-/// the lock forever; the silent write itself fails at the store's deadline.
+/// a lock; the silent write itself fails at the store's deadline and lands nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_gone_silent_inside_a_fenced_write_holds_no_claim_forever() {
     let Some(database) = pg::Database::create().await else {
@@ -2061,10 +2173,10 @@ async fn a_store_gone_silent_inside_a_fenced_write_holds_no_claim_forever() {
     };
     let direct = reqwest::Url::parse(&database.url).unwrap();
     let server = format!("{}:{}", direct.host_str().unwrap(), direct.port().unwrap_or(5432));
-    // The statement after the fence in a save with pending calls.
+    // A save's statement, past its fence.
     let proxy = silent::Proxy::start(
         server,
-        b"INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES",
+        b", saved AS (INSERT INTO sessions (session_id, messages, hooks, paused, running) SELECT",
     )
     .await;
     let mut through = direct.clone();
@@ -2304,8 +2416,10 @@ async fn each_operation_costs_the_exchanges_its_statements_need() {
         ("renew", 1, 3, 6),
         ("save, no pending calls", 1, 3, 6),
         ("effect_started", 1, 3, 6),
-        ("save, one pending call", 4, 8, 12),
+        ("save, one pending call", 1, 3, 6),
         ("load", 2, 6, 8),
+        ("load with its lease", 1, 3, 6),
+        ("save and release", 1, 3, 6),
         ("release", 1, 3, 6),
     ];
     let mut measured = Vec::new();
@@ -2323,7 +2437,7 @@ async fn each_operation_costs_the_exchanges_its_statements_need() {
         };
         // The fewest of three rounds: the first connects the pools and prepares the statements
         // (in session pooling they are kept prepared on the connection that ran them).
-        let mut fewest = [usize::MAX; 7];
+        let mut fewest = [usize::MAX; 9];
         for round in 0..3 {
             let session = format!("{route}-{round}");
             counted().await;
@@ -2346,6 +2460,10 @@ async fn each_operation_costs_the_exchanges_its_statements_need() {
             costs.push(counted().await);
             store.load(&session).await.unwrap().unwrap();
             costs.push(counted().await);
+            store.load_with_lease(&session).await.unwrap().unwrap();
+            costs.push(counted().await);
+            store.save_and_release(&record(&session, None), &[], &l).await.unwrap();
+            costs.push(counted().await);
             store.release(&l).await.unwrap();
             costs.push(counted().await);
             for (fewest, cost) in fewest.iter_mut().zip(costs) {
@@ -2358,7 +2476,7 @@ async fn each_operation_costs_the_exchanges_its_statements_need() {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!(
-            "exchanges per operation (claim, renew, save, effect_started, save paused, load, release): {measured:?}\n"
+            "exchanges per operation (claim, renew, save, effect_started, save paused, load, load with lease, save and release, release): {measured:?}\n"
         )
         .as_bytes(),
     );

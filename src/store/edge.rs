@@ -132,6 +132,40 @@ impl<S: Store> Store for Guarded<S> {
         self.run(operation, &ids, self.inner.save(record, pending, lease)).await
     }
 
+    async fn save_and_release(
+        &self,
+        record: &SessionRecord,
+        pending: &[PendingCall],
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        let operation = || format!("save session {} and release its lease", shown(&record.session_id));
+        let mut ids = vec![("session id", record.session_id.as_str())];
+        ids.extend(pending.iter().map(|call| ("tool call id", call.tool_call_id.as_str())));
+        self.run(operation, &ids, self.inner.save_and_release(record, pending, lease))
+            .await
+    }
+
+    async fn load_with_lease(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<(SessionRecord, Vec<PendingCall>, Option<LeaseState>)>, StoreError> {
+        let operation = || format!("load session {}", shown(session_id));
+        self.run(
+            operation,
+            &[("session id", session_id)],
+            self.inner.load_with_lease(session_id),
+        )
+        .await
+    }
+
+    async fn effects(&self, session_id: &str, tool_call_ids: &[String]) -> Result<Vec<(String, Effect)>, StoreError> {
+        let operation = || format!("read the effects ledger of session {}", shown(session_id));
+        let mut ids = vec![("session id", session_id)];
+        ids.extend(tool_call_ids.iter().map(|id| ("tool call id", id.as_str())));
+        self.run(operation, &ids, self.inner.effects(session_id, tool_call_ids))
+            .await
+    }
+
     async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError> {
         let operation = || format!("save the sub-agents at work in session {}", shown(session_id));
         self.run(

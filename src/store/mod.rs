@@ -245,9 +245,35 @@ pub trait Store: Send + Sync {
     /// Fenced by `lease` (see [`Lease`]).
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError>;
 
+    /// `save`, then `release`, as one write: a run's last save ends its claim with it. Refused
+    /// whole (nothing saved, the lease kept) when the lease is no longer live.
+    async fn save_and_release(
+        &self,
+        record: &SessionRecord,
+        pending: &[PendingCall],
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        self.save(record, pending, lease).await?;
+        self.release(lease).await
+    }
+
     /// Replaces the session's `running` value alone (a sub-agent's turn boundary), fenced by
     /// `lease`. A session not stored yet is left so (nothing of it to go on with).
     async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError>;
+
+    /// The session's last claim, then the session and its pending calls (`load`): a claim made
+    /// after the lease was read shows as a newer token, so the record is never taken for newer
+    /// than it is. A SQL store reads all three at once.
+    async fn load_with_lease(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<(SessionRecord, Vec<PendingCall>, Option<LeaseState>)>, StoreError> {
+        let lease = self.lease_state(session_id).await?;
+        Ok(self
+            .load(session_id)
+            .await?
+            .map(|(record, pending)| (record, pending, lease)))
+    }
 
     /// The session's pending calls as saved (decisions included), in saved order; empty when it
     /// has none (or is not stored).
@@ -274,6 +300,17 @@ pub trait Store: Send + Sync {
 
     /// The call's ledger entry, if it was ever started (for "did this already run?" on resume).
     async fn effect(&self, session_id: &str, tool_call_id: &str) -> Result<Option<Effect>, StoreError>;
+
+    /// The ledger entries of `tool_call_ids` that were ever started (one read on a SQL store).
+    async fn effects(&self, session_id: &str, tool_call_ids: &[String]) -> Result<Vec<(String, Effect)>, StoreError> {
+        let mut found = Vec::new();
+        for id in tool_call_ids {
+            if let Some(effect) = self.effect(session_id, id).await? {
+                found.push((id.clone(), effect));
+            }
+        }
+        Ok(found)
+    }
 
     /// Calls started without a result, in start order: a crash between start and finish. A
     /// deferred call is not one of them (its result comes through `complete_deferred`).

@@ -137,8 +137,13 @@ fn dialect() -> sql::Dialect {
         "e.seq",
         (" FOR SHARE", " FOR UPDATE SKIP LOCKED"),
         to_text::<str>,
-        |text, operation| parse(&text, operation, "output"),
+        decode_output,
     )
+}
+
+/// A result's text from its `output` column, which keeps it as a JSON string.
+fn decode_output(text: String, operation: &str) -> Result<String, StoreError> {
+    parse(&text, operation, "output")
 }
 static DIALECT: LazyLock<sql::Dialect> = LazyLock::new(dialect);
 /// In transaction pooling: no statement kept prepared (see `Pooling`).
@@ -182,17 +187,57 @@ const FINISHED: &str = concat!(
     "SELECT EXISTS (SELECT 1 FROM live) AS live"
 );
 
-/// `save` with no pending calls (a turn boundary), fenced, in one statement: the session
-/// upserted, its pending calls deleted; `live` says whether the lease was.
-const SAVE_UNPAUSED: &str = concat!(
+/// `save`, fenced, in one statement (one round trip, one commit): the session upserted; its
+/// pending calls not among `$7` deleted and those upserted in place (a decision racing this save
+/// waits for it, then sees the saved row; a deleted and reinserted row would make it miss a
+/// pending call); deferred calls' placeholders (`$13`) written once; the `Started` ledger entries
+/// of calls kept as `outcome_unknown` (`$14`) marked `unknown`; with `$15`, the lease released
+/// too. `live` says whether the lease was (nothing is written when it was not).
+const SAVE: &str = concat!(
     live!("$1", "$5"),
     ", saved AS (INSERT INTO sessions (session_id, messages, hooks, paused, running) SELECT $1, $2, $3, $4, $6 FROM live ",
     "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
     "paused = excluded.paused, running = excluded.running, updated_at = ",
     now_ms!(),
-    " RETURNING 1), cleared AS (DELETE FROM pending_calls WHERE session_id = $1 AND EXISTS (SELECT 1 FROM live)) ",
+    " RETURNING 1), cleared AS (DELETE FROM pending_calls WHERE session_id = $1 AND NOT (tool_call_id = ANY($7::TEXT[])) ",
+    "AND EXISTS (SELECT 1 FROM live)), ",
+    "calls AS (INSERT INTO pending_calls AS p (session_id, tool_call_id, ord, tool_name, input, ",
+    "fingerprint, reason, decision, decided_at) ",
+    "SELECT $1, c.id, c.ord - 1, c.tool, c.input, c.fingerprint, c.reason, c.decision, ",
+    "CASE WHEN c.decision IS NULL THEN NULL ELSE ",
+    now_ms!(),
+    " END FROM UNNEST($7::TEXT[], $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[], $12::TEXT[]) ",
+    "WITH ORDINALITY AS c (id, tool, input, fingerprint, reason, decision, ord) WHERE EXISTS (SELECT 1 FROM live) ",
+    "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET ord = excluded.ord, tool_name = excluded.tool_name, ",
+    "input = excluded.input, fingerprint = excluded.fingerprint, reason = excluded.reason, ",
+    "decision = excluded.decision, decided_at = CASE WHEN excluded.decision IS NOT DISTINCT FROM p.decision ",
+    "THEN p.decided_at ELSE excluded.decided_at END), ",
+    "placeholders AS (INSERT INTO deferred_results (session_id, tool_call_id) SELECT $1, d.id ",
+    "FROM UNNEST($13::TEXT[]) AS d (id) WHERE EXISTS (SELECT 1 FROM live) ",
+    "ON CONFLICT (session_id, tool_call_id) DO NOTHING), ",
+    "unknown AS (UPDATE effects SET status = 'unknown' WHERE session_id = $1 AND tool_call_id = ANY($14::TEXT[]) ",
+    "AND status = 'started' AND EXISTS (SELECT 1 FROM live)), ",
+    "freed AS (UPDATE leases SET released = TRUE WHERE session_id = $1 AND token = $5 AND $15 ",
+    "AND EXISTS (SELECT 1 FROM live)) ",
     "SELECT EXISTS (SELECT 1 FROM live) AS live"
 );
+
+/// `load_with_lease` in one statement, one snapshot: the session, its lease (`lease_token`
+/// NULL when never claimed) and its pending calls, one row per call in saved order (one row
+/// with a NULL `tool_call_id` when it has none).
+const LOAD_WITH_LEASE: &str = concat!(
+    "SELECT s.messages, s.hooks, s.paused, s.running, l.token AS lease_token, ",
+    "CASE WHEN NOT l.released AND l.expires_at > ",
+    now_ms!(),
+    " THEN 1 ELSE 0 END AS lease_live, ",
+    "p.tool_call_id, p.tool_name, p.input, p.fingerprint, p.reason, p.decision ",
+    "FROM sessions s LEFT JOIN leases l ON l.session_id = s.session_id ",
+    "LEFT JOIN pending_calls p ON p.session_id = s.session_id WHERE s.session_id = $1 ORDER BY p.ord"
+);
+
+/// `effects`: the ledger entries of the calls `$2` of session `$1`, in one statement.
+const EFFECTS: &str =
+    "SELECT tool_call_id, status, output, is_error FROM effects WHERE session_id = $1 AND tool_call_id = ANY($2)";
 
 /// `save_running`, fenced, in one statement: only the `running` column changes.
 const SAVE_RUNNING: &str = concat!(
@@ -507,6 +552,54 @@ impl PostgresStore {
 }
 
 /// A failed statement, with the fix named when a connection pooler refused it.
+impl PostgresStore {
+    /// `save` (and with `release`, the lease's release) in one statement (see `SAVE`).
+    async fn save_with(
+        &self,
+        record: &SessionRecord,
+        pending: &[PendingCall],
+        lease: &Lease,
+        release: bool,
+        op: &str,
+    ) -> Result<(), StoreError> {
+        let ids = |keep: fn(&PendingCall) -> bool| -> Vec<&str> {
+            pending
+                .iter()
+                .filter(|call| keep(call))
+                .map(|call| call.tool_call_id.as_str())
+                .collect()
+        };
+        let decisions: Vec<Option<String>> = pending.iter().map(|call| call.decision.as_ref().map(to_text)).collect();
+        let mut conn = self.pool.hold(None, op).await?;
+        let row = self
+            .dialect
+            .query::<Postgres>(SAVE)
+            .bind(&record.session_id)
+            .bind(messages_to_text(&record.messages))
+            .bind(to_text(&record.hooks))
+            .bind(record.paused.as_ref().map(to_text))
+            .bind(lease.token)
+            .bind(record.running.as_ref().map(to_text))
+            .bind(ids(|_| true))
+            .bind(pending.iter().map(|call| call.tool_name.as_str()).collect::<Vec<_>>())
+            .bind(pending.iter().map(|call| to_text(&call.input)).collect::<Vec<_>>())
+            .bind(pending.iter().map(|call| call.fingerprint.as_str()).collect::<Vec<_>>())
+            .bind(pending.iter().map(|call| call.reason.as_str()).collect::<Vec<_>>())
+            .bind(decisions)
+            .bind(ids(|call| call.reason == PendingReason::Deferred))
+            .bind(ids(|call| call.reason == PendingReason::OutcomeUnknown))
+            .bind(release)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(failed(op))?;
+        conn.done(op).await?;
+        match rows::column::<_, bool>(&row, "live", op)? {
+            true => Ok(()),
+            false => Err(StoreError::lease_lost(op, lease)),
+        }
+    }
+}
+
 fn failed(operation: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
     move |e| StoreError::new(operation, pooler::explain(e.to_string()))
 }
@@ -552,101 +645,76 @@ impl Store for PostgresStore {
 
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save session {}", record.session_id);
+        self.save_with(record, pending, lease, false, &operation).await
+    }
+
+    async fn save_and_release(
+        &self,
+        record: &SessionRecord,
+        pending: &[PendingCall],
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        let operation = format!("save session {} and release its lease", record.session_id);
+        self.save_with(record, pending, lease, true, &operation).await
+    }
+
+    async fn load_with_lease(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<(SessionRecord, Vec<PendingCall>, Option<LeaseState>)>, StoreError> {
+        let operation = format!("load session {session_id}");
         let op = operation.as_str();
-        if pending.is_empty() {
-            // A turn boundary: one statement.
-            let mut conn = self.pool.hold(None, op).await?;
-            let row = self
-                .dialect
-                .query::<Postgres>(SAVE_UNPAUSED)
-                .bind(&record.session_id)
-                .bind(messages_to_text(&record.messages))
-                .bind(to_text(&record.hooks))
-                .bind(record.paused.as_ref().map(to_text))
-                .bind(lease.token)
-                .bind(record.running.as_ref().map(to_text))
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(failed(op))?;
-            conn.done(op).await?;
-            return match rows::column::<_, bool>(&row, "live", op)? {
-                true => Ok(()),
-                false => Err(StoreError::lease_lost(operation, lease)),
-            };
-        }
-        let ids: Vec<&str> = pending.iter().map(|call| call.tool_call_id.as_str()).collect();
-        let mut tx = self.pool.hold(Some("BEGIN"), op).await?;
-        sql::fence(&mut *tx, self.dialect, lease, op).await?;
-        self.dialect
-            .query::<Postgres>(concat!(
-                "INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES ($1, $2, $3, $4, $5) ",
-                "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
-                "paused = excluded.paused, running = excluded.running, updated_at = ",
-                now_ms!()
-            ))
-            .bind(&record.session_id)
-            .bind(messages_to_text(&record.messages))
-            .bind(to_text(&record.hooks))
-            .bind(record.paused.as_ref().map(to_text))
-            .bind(record.running.as_ref().map(to_text))
-            .execute(&mut *tx)
+        let mut conn = self.pool.hold(None, op).await?;
+        let found = self
+            .dialect
+            .query::<Postgres>(LOAD_WITH_LEASE)
+            .bind(session_id)
+            .fetch_all(&mut *conn)
             .await
             .map_err(failed(op))?;
-        self.dialect
-            .query::<Postgres>("DELETE FROM pending_calls WHERE session_id = $1 AND NOT (tool_call_id = ANY($2))")
-            .bind(&record.session_id)
-            .bind(&ids)
-            .execute(&mut *tx)
+        conn.done(op).await?;
+        let Some(first) = found.first() else {
+            return Ok(None);
+        };
+        let record = rows::session_record(first, session_id, op)?;
+        let lease = rows::column::<_, Option<i64>>(first, "lease_token", op)?
+            .map(|token| {
+                Ok(LeaseState {
+                    token,
+                    live: rows::column::<_, i32>(first, "lease_live", op)? == 1,
+                })
+            })
+            .transpose()?;
+        let mut pending = Vec::with_capacity(found.len());
+        for row in &found {
+            if rows::column::<_, Option<String>>(row, "tool_call_id", op)?.is_some() {
+                pending.push(rows::pending_call(row, op)?);
+            }
+        }
+        Ok(Some((record, pending, lease)))
+    }
+
+    async fn effects(&self, session_id: &str, tool_call_ids: &[String]) -> Result<Vec<(String, Effect)>, StoreError> {
+        let operation = format!("read the effects ledger of session {session_id}");
+        let op = operation.as_str();
+        let mut conn = self.pool.hold(None, op).await?;
+        let found = self
+            .dialect
+            .query::<Postgres>(EFFECTS)
+            .bind(session_id)
+            .bind(tool_call_ids)
+            .fetch_all(&mut *conn)
             .await
             .map_err(failed(op))?;
-        if !pending.is_empty() {
-            // Upserted in place: a decision racing this save waits for it, then sees the saved
-            // row (a deleted and reinserted row would make it miss a pending call).
-            let decisions: Vec<Option<String>> =
-                pending.iter().map(|call| call.decision.as_ref().map(to_text)).collect();
-            self.dialect.query::<Postgres>(concat!(
-                "INSERT INTO pending_calls AS p (session_id, tool_call_id, ord, tool_name, input, ",
-                "fingerprint, reason, decision, decided_at) ",
-                "SELECT $1, c.id, c.ord - 1, c.tool, c.input, c.fingerprint, c.reason, c.decision, ",
-                "CASE WHEN c.decision IS NULL THEN NULL ELSE ",
-                now_ms!(),
-                " END FROM UNNEST($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[]) ",
-                "WITH ORDINALITY AS c (id, tool, input, fingerprint, reason, decision, ord) ",
-                "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET ord = excluded.ord, tool_name = excluded.tool_name, ",
-                "input = excluded.input, fingerprint = excluded.fingerprint, reason = excluded.reason, ",
-                "decision = excluded.decision, decided_at = CASE WHEN excluded.decision IS NOT DISTINCT FROM p.decision ",
-                "THEN p.decided_at ELSE excluded.decided_at END"
-            ))
-            .bind(&record.session_id)
-            .bind(&ids)
-            .bind(pending.iter().map(|call| call.tool_name.as_str()).collect::<Vec<_>>())
-            .bind(pending.iter().map(|call| to_text(&call.input)).collect::<Vec<_>>())
-            .bind(pending.iter().map(|call| call.fingerprint.as_str()).collect::<Vec<_>>())
-            .bind(pending.iter().map(|call| call.reason.as_str()).collect::<Vec<_>>())
-            .bind(decisions)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed(op))?;
+        conn.done(op).await?;
+        let mut effects = Vec::with_capacity(found.len());
+        for row in found {
+            let id: String = rows::column(&row, "tool_call_id", op)?;
+            if let Some(effect) = rows::effect(Some(row), op, decode_output)? {
+                effects.push((id, effect));
+            }
         }
-        let deferred: Vec<&str> = pending
-            .iter()
-            .filter(|call| call.reason == PendingReason::Deferred)
-            .map(|call| call.tool_call_id.as_str())
-            .collect();
-        if !deferred.is_empty() {
-            self.dialect
-                .query::<Postgres>(
-                    "INSERT INTO deferred_results (session_id, tool_call_id) \
-                 SELECT $1, UNNEST($2::TEXT[]) ON CONFLICT (session_id, tool_call_id) DO NOTHING",
-                )
-                .bind(&record.session_id)
-                .bind(&deferred)
-                .execute(&mut *tx)
-                .await
-                .map_err(failed(op))?;
-        }
-        sql::mark_unknown::<Postgres>(&mut tx, self.dialect, &record.session_id, pending, op).await?;
-        tx.done(op).await
+        Ok(effects)
     }
 
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {

@@ -143,6 +143,89 @@ impl SqliteStore {
         self.writer.write(operation, Durability::Full, Box::new(work)).await
     }
 
+    /// `save`, and with `release` the lease's release, in one write.
+    async fn save_with(
+        &self,
+        record: &SessionRecord,
+        pending: &[PendingCall],
+        lease: &Lease,
+        release: bool,
+        operation: String,
+    ) -> Result<(), StoreError> {
+        // Serialized here, on the caller's thread, so the writer only runs statements.
+        let row = (
+            record.session_id.clone(),
+            messages_to_text(&record.messages),
+            to_text(&record.hooks),
+            record.paused.as_ref().map(to_text),
+            record.running.as_ref().map(to_text),
+        );
+        let (pending, lease) = (pending.to_vec(), lease.clone());
+        self.write_fenced(operation, &lease.clone(), move |conn, op| {
+            Box::pin(async move {
+                let (session_id, messages, hooks, paused, running) = row;
+                sqlx::query(concat!(
+                    "INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES (?, ?, ?, ?, ?) ",
+                    "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
+                    "paused = excluded.paused, running = excluded.running, updated_at = ",
+                    now_ms!()
+                ))
+                .bind(&session_id)
+                .bind(messages)
+                .bind(hooks)
+                .bind(paused)
+                .bind(running)
+                .execute(&mut *conn)
+                .await
+                .map_err(failed(op))?;
+                sqlx::query("DELETE FROM pending_calls WHERE session_id = ?")
+                    .bind(&session_id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(failed(op))?;
+                for (ord, call) in pending.iter().enumerate() {
+                    let decision = call.decision.as_ref().map(to_text);
+                    sqlx::query(concat!(
+                        "INSERT INTO pending_calls (session_id, tool_call_id, ord, tool_name, input, fingerprint, ",
+                        "reason, decision, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? IS NULL THEN NULL ",
+                        "ELSE ",
+                        now_ms!(),
+                        " END)"
+                    ))
+                    .bind(&session_id)
+                    .bind(&call.tool_call_id)
+                    .bind(ord as i64)
+                    .bind(&call.tool_name)
+                    .bind(to_text(&call.input))
+                    .bind(&call.fingerprint)
+                    .bind(call.reason.as_str())
+                    .bind(decision.clone())
+                    .bind(decision)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(failed(op))?;
+                    if call.reason == PendingReason::Deferred {
+                        sqlx::query(
+                            "INSERT INTO deferred_results (session_id, tool_call_id) VALUES (?, ?) \
+                             ON CONFLICT (session_id, tool_call_id) DO NOTHING",
+                        )
+                        .bind(&session_id)
+                        .bind(&call.tool_call_id)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(failed(op))?;
+                    }
+                }
+                sql::mark_unknown::<Sqlite>(&mut *conn, &DIALECT, &session_id, &pending, op).await?;
+                match release {
+                    true => sql::release(&mut *conn, &DIALECT, &lease).await,
+                    false => Ok(()),
+                }
+            })
+        })
+        .await
+    }
+
     /// `write` of a run's state under its lease: refused (nothing written) once the lease is no
     /// longer live. `work` gets the connection and the operation's name.
     async fn write_fenced<T, F>(&self, operation: String, lease: &Lease, work: F) -> Result<T, StoreError>
@@ -271,74 +354,17 @@ impl Store for SqliteStore {
 
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save session {}", record.session_id);
-        // Serialized here, on the caller's thread, so the writer only runs statements.
-        let row = (
-            record.session_id.clone(),
-            messages_to_text(&record.messages),
-            to_text(&record.hooks),
-            record.paused.as_ref().map(to_text),
-            record.running.as_ref().map(to_text),
-        );
-        let pending = pending.to_vec();
-        self.write_fenced(operation, lease, move |conn, op| {
-            Box::pin(async move {
-                let (session_id, messages, hooks, paused, running) = row;
-                sqlx::query(concat!(
-                    "INSERT INTO sessions (session_id, messages, hooks, paused, running) VALUES (?, ?, ?, ?, ?) ",
-                    "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
-                    "paused = excluded.paused, running = excluded.running, updated_at = ",
-                    now_ms!()
-                ))
-                .bind(&session_id)
-                .bind(messages)
-                .bind(hooks)
-                .bind(paused)
-                .bind(running)
-                .execute(&mut *conn)
-                .await
-                .map_err(failed(op))?;
-                sqlx::query("DELETE FROM pending_calls WHERE session_id = ?")
-                    .bind(&session_id)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(failed(op))?;
-                for (ord, call) in pending.iter().enumerate() {
-                    let decision = call.decision.as_ref().map(to_text);
-                    sqlx::query(concat!(
-                        "INSERT INTO pending_calls (session_id, tool_call_id, ord, tool_name, input, fingerprint, ",
-                        "reason, decision, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? IS NULL THEN NULL ",
-                        "ELSE ",
-                        now_ms!(),
-                        " END)"
-                    ))
-                    .bind(&session_id)
-                    .bind(&call.tool_call_id)
-                    .bind(ord as i64)
-                    .bind(&call.tool_name)
-                    .bind(to_text(&call.input))
-                    .bind(&call.fingerprint)
-                    .bind(call.reason.as_str())
-                    .bind(decision.clone())
-                    .bind(decision)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(failed(op))?;
-                    if call.reason == PendingReason::Deferred {
-                        sqlx::query(
-                            "INSERT INTO deferred_results (session_id, tool_call_id) VALUES (?, ?) \
-                             ON CONFLICT (session_id, tool_call_id) DO NOTHING",
-                        )
-                        .bind(&session_id)
-                        .bind(&call.tool_call_id)
-                        .execute(&mut *conn)
-                        .await
-                        .map_err(failed(op))?;
-                    }
-                }
-                sql::mark_unknown::<Sqlite>(conn, &DIALECT, &session_id, &pending, op).await
-            })
-        })
-        .await
+        self.save_with(record, pending, lease, false, operation).await
+    }
+
+    async fn save_and_release(
+        &self,
+        record: &SessionRecord,
+        pending: &[PendingCall],
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        let operation = format!("save session {} and release its lease", record.session_id);
+        self.save_with(record, pending, lease, true, operation).await
     }
 
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {

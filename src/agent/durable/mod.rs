@@ -354,6 +354,44 @@ impl Durable {
     pub async fn save(&self, messages: &[Arc<Message>], hooks: &Value, paused: Option<&PausedTurn>) -> Result<()> {
         let lease = self.lease()?;
         let store = self.store().await?;
+        let (record, pending) = self.record(messages, hooks, paused).await?;
+        self.fenced("save the session", lease.clone(), async move {
+            store.save(&record, &pending, &lease).await
+        })
+        .await
+    }
+
+    /// A run's last save and the release of its claim, in one write. Once it is written the
+    /// claim is this agent's no more; when it fails the claim is still held (`release` lets it
+    /// go), unless the failure was its loss.
+    pub async fn save_and_release(
+        &self,
+        messages: &[Arc<Message>],
+        hooks: &Value,
+        paused: Option<&PausedTurn>,
+    ) -> Result<()> {
+        let lease = self.lease()?;
+        let store = self.store().await?;
+        let (record, pending) = self.record(messages, hooks, paused).await?;
+        let written = lease.clone();
+        self.fenced("save the session", lease.clone(), async move {
+            store.save_and_release(&record, &pending, &written).await
+        })
+        .await?;
+        let mut held = lock(&self.lease);
+        if held.as_ref().is_some_and(|held| held.token == lease.token) {
+            held.take();
+        }
+        Ok(())
+    }
+
+    /// What a save writes: the record, and every waiting call of the tree.
+    async fn record(
+        &self,
+        messages: &[Arc<Message>],
+        hooks: &Value,
+        paused: Option<&PausedTurn>,
+    ) -> Result<(SessionRecord, Vec<PendingCall>)> {
         // Nothing of the tree is at work past a save of the session (a pause holds it whole).
         self.running.lock().await.clear();
         let record = SessionRecord {
@@ -381,10 +419,7 @@ impl Durable {
                 decision: call.decision.clone(),
             })
             .collect();
-        self.fenced("save the session", lease.clone(), async move {
-            store.save(&record, &pending, &lease).await
-        })
-        .await
+        Ok((record, pending))
     }
 
     /// A sub-agent's turn boundary (§8.7): its snapshot replaces its last one, and the tree's

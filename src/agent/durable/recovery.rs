@@ -68,20 +68,17 @@ pub async fn load(config: &StoreConfig, session_id: &str) -> Result<Stored> {
     })
 }
 
-/// The lease first: a claim made after it was read shows as a newer token, so the record read
-/// next is never taken for newer than it is.
+/// The session with its lease (never taken for newer than the lease read with it), then what
+/// the ledger says of the calls it names.
 pub(super) async fn read(store: &dyn Store, id: &str) -> std::result::Result<Option<Stored>, StoreError> {
-    let lease = store.lease_state(id).await?;
-    let Some((record, pending)) = store.load(id).await? else {
+    let Some((record, pending, lease)) = store.load_with_lease(id).await? else {
         return Ok(None);
     };
     let ids = ledger_keys(&record, &pending);
-    let mut effects = HashMap::new();
-    for call_id in ids {
-        if let Some(effect) = store.effect(id, &call_id).await? {
-            effects.insert(call_id, effect);
-        }
-    }
+    let effects: HashMap<String, Effect> = match ids.is_empty() {
+        true => HashMap::new(),
+        false => store.effects(id, &ids).await?.into_iter().collect(),
+    };
     Ok(Some(Stored {
         record,
         pending,

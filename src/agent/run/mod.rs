@@ -105,6 +105,9 @@ pub(crate) struct Run {
     /// A person's `reject` with `stop` ended this run: a sub-agent's `Task` call then fails
     /// with the stop text.
     stopped_by_person: bool,
+    /// The run's last state is not kept yet: its last save waits for the run's end, to go with
+    /// the release in one write (see `quiet_end`).
+    unsaved: bool,
 }
 
 type Finish = Result<(String, StopReason)>;
@@ -193,6 +196,7 @@ impl Run {
             turns: 0,
             tool_choice: None,
             called_a_tool: false,
+            unsaved: false,
             usage: Usage::default(),
             tool_calls: Vec::new(),
             context,
@@ -318,19 +322,16 @@ impl Run {
         // An aborted run's open calls were answered in memory (§2); kept (unless the claim is
         // lost), so the next agent to claim the session finds the conversation as this one does.
         let lost = matches!(&outcome, Err(error) if error.code == ErrorCode::SessionLeased);
-        if aborted && !lost && self.durable.survives() && self.conversation.paused().is_none() {
-            if let Err(error) = self.save(None).await {
-                self.agent.log().warn(
-                    "The aborted run's conversation could not be kept",
-                    json!({"sessionId": self.agent.id, "error": error.message}),
-                );
-            }
-        }
+        let keep_aborted = aborted && self.durable.survives() && self.conversation.paused().is_none();
         // Released before the result is published: whoever sees it may claim the session. A
         // lost claim is no longer this run's to release (and a silent store would hold the
         // result back for the release's deadline).
         if lost {
             self.durable.forget_lease();
+        } else if self.unsaved || keep_aborted {
+            if let Err(error) = self.save_and_release().await {
+                self.last_save_failed(error, &mut outcome).await;
+            }
         } else if let Err(error) = self.durable.release().await {
             self.release_failed(&error);
         }
@@ -521,11 +522,19 @@ impl Run {
                     .collect(),
             });
             self.last_text = text.clone();
-            self.boundary().await?;
+            let quiet = tool_calls.is_empty() && self.quiet_end(false);
+            if !quiet {
+                self.boundary().await?;
+            }
             if tool_calls.is_empty() {
                 // Inputs that came meanwhile are answered in this request; with none, it is
                 // sealed and later ones wait for the next.
                 let steered = self.safe_point(true).await?;
+                match (quiet, steered) {
+                    (true, true) => self.boundary().await?,
+                    (true, false) => self.unsaved = true,
+                    (false, _) => {}
+                }
                 self.emit(StreamEvent::TurnEnd {
                     turn: self.turns,
                     finish_reason,
@@ -754,6 +763,53 @@ impl Run {
             turns: self.turns,
         };
         self.durable.child_boundary(snapshot).await
+    }
+
+    /// The run's last save with the release of its claim, in one write.
+    async fn save_and_release(&self) -> Result<()> {
+        let messages = self.conversation.messages();
+        let paused = self.conversation.paused();
+        self.durable
+            .save_and_release(&messages, &self.agent.config.stored_hooks, paused.as_ref())
+            .await
+    }
+
+    /// The run's last save failed: a run that had succeeded fails with it (its pause, never
+    /// kept, is dropped), an aborted run's conversation is only not kept; the claim is let go.
+    async fn last_save_failed(&mut self, error: SdkError, outcome: &mut Finish) {
+        if self.unsaved && outcome.is_ok() {
+            if outcome.as_ref().is_ok_and(|(_, stop)| *stop == StopReason::Interrupted) {
+                self.conversation.take_paused();
+                self.paused = None;
+            }
+            *outcome = Err(error.clone());
+        } else {
+            self.agent.log().warn(
+                "The aborted run's conversation could not be kept",
+                json!({"sessionId": self.agent.id, "error": error.message}),
+            );
+        }
+        if error.code == ErrorCode::SessionLeased {
+            self.durable.forget_lease();
+        } else if let Err(error) = self.durable.release().await {
+            self.release_failed(&error);
+        }
+    }
+
+    /// Whether nothing but bookkeeping may stand between here and the run's end, so its last
+    /// save may wait for the end and go with the release in one write: a root run (a
+    /// sub-agent's boundaries are its root's) on which no hook can fire after this point
+    /// (StepEnd, TaskCompleted, StopFailure; for a pause HumanInterventionRequest, which must see
+    /// the pause kept; for an answer UserPromptSubmit, which a steering input applied at the
+    /// request's last safe point would go through). A crash in between is then a crash before
+    /// the save: the result is published only once it is written.
+    fn quiet_end(&self, pausing: bool) -> bool {
+        let after = [HookEvent::StepEnd, HookEvent::TaskCompleted, HookEvent::StopFailure];
+        let last = match pausing {
+            true => HookEvent::HumanInterventionRequest,
+            false => HookEvent::UserPromptSubmit,
+        };
+        self.settings.child.is_none() && !after.into_iter().chain([last]).any(|event| self.has(event))
     }
 
     /// A turn boundary: kept when the store outlives the process, so a crash loses no turn.

@@ -56,8 +56,13 @@ impl Run {
             self.conversation.pause(turn);
             return Ok((text, StopReason::Interrupted));
         }
-        // Kept before anything is announced: a person may answer from another process.
-        self.save(Some(&turn)).await?;
+        // Kept before anything is announced: a person may answer from another process. With
+        // nothing to announce it to, it is kept with the run's end, in the release's write.
+        if self.quiet_end(true) {
+            self.unsaved = true;
+        } else {
+            self.save(Some(&turn)).await?;
+        }
         self.conversation.pause(turn.clone());
         self.paused = Some(turn.approvals(&self.agent.id, self.agent.config.approval_secret.as_deref()));
         if self.has(HookEvent::HumanInterventionRequest) {
