@@ -73,6 +73,9 @@ const RELAXED_CONNECTIONS: u32 = 2;
 /// How long an operation waits for a connection (a server restarting, a full pool) before it
 /// fails with `STORE_ERROR`.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection idle this long is tested before an operation gets it (a server restarted
+/// meanwhile): it was tested as it went back to the pool, and a fresher one is taken as it is.
+const TEST_WHEN_IDLE: Duration = Duration::from_secs(1);
 /// An idle connection is closed after this long (a process that stopped working holds none).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -429,11 +432,23 @@ impl Hold {
 
 impl Pool {
     fn new(options: &PgConnectOptions, pooling: Pooling, connections: u32, settings: Settings) -> Pool {
+        // A connection is tested (one exchange) as it goes back to the pool, always; tested again
+        // as it is handed out only when it has been idle a while since: a busy store's operations
+        // then cost their statements and one test, not two.
         let pool = PgPoolOptions::new()
             .max_connections(connections)
             .min_connections(0)
             .acquire_timeout(ACQUIRE_TIMEOUT)
-            .idle_timeout(IDLE_TIMEOUT);
+            .idle_timeout(IDLE_TIMEOUT)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= TEST_WHEN_IDLE {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            });
         // In transaction pooling a session setting would stay on whichever server connection ran
         // it, for other clients (`synchronous_commit = off` under durable writes), and be missing
         // from the next: settings are made in each transaction instead.
