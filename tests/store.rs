@@ -189,7 +189,8 @@ macro_rules! conformance {
             ids_are_kept_or_refused_by_one_rule_on_every_back_end,
             the_last_save_releases_the_lease_in_the_same_write,
             a_session_is_read_with_its_lease,
-            the_ledger_is_read_for_many_calls_at_once
+            the_ledger_is_read_for_many_calls_at_once,
+            a_turn_and_its_first_call_start_are_kept_together
         );
     };
     ($backend:ident: $($check:ident),+) => {
@@ -780,6 +781,43 @@ mod checks {
                 live: true
             })
         );
+    }
+
+    /// `save_and_start`: the turn and its call's start land together (the pending calls cleared,
+    /// as a turn boundary clears them); a lost lease writes neither.
+    pub async fn a_turn_and_its_first_call_start_are_kept_together(f: Fixture) {
+        let l = claim(&*f.store, "s1").await;
+        let paused = vec![pending("c9", "rm", json!({}), PendingReason::Ask, None)];
+        f.store.save(&record("s1", Some(json!({}))), &paused, &l).await.unwrap();
+        let turn = record("s1", None);
+        let input = object(json!({ "path": "/tmp/x" }));
+        f.store
+            .save_and_start(&turn, &l, ("c2", "rm", &input), "destructive")
+            .await
+            .unwrap();
+        assert_eq!(f.other.load("s1").await.unwrap(), Some((turn.clone(), vec![])));
+        assert_eq!(f.other.effect("s1", "c2").await.unwrap(), Some(Effect::Started));
+        let open = f.other.open_effects("s1").await.unwrap();
+        assert_eq!(
+            open.iter()
+                .map(|e| (e.tool_call_id.as_str(), e.side_effect.as_str()))
+                .collect::<Vec<_>>(),
+            [("c2", "destructive")]
+        );
+        // Taken over: neither the next turn nor its call's start is written.
+        f.store.release(&l).await.unwrap();
+        let next = claim(&*f.other, "s1").await;
+        let mut later = turn.clone();
+        later.messages.truncate(1);
+        let error = f
+            .store
+            .save_and_start(&later, &l, ("c3", "ls", &Map::new()), "pure")
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind, StoreErrorKind::LeaseLost, "{error}");
+        assert_eq!(f.other.load("s1").await.unwrap(), Some((turn, vec![])));
+        assert_eq!(f.other.effect("s1", "c3").await.unwrap(), None);
+        f.other.release(&next).await.unwrap();
     }
 
     /// `load_with_lease`: nothing for a session never saved; else the record, its pending calls

@@ -145,6 +145,29 @@ impl<S: Store> Store for Guarded<S> {
             .await
     }
 
+    async fn save_and_start(
+        &self,
+        record: &SessionRecord,
+        lease: &Lease,
+        call: (&str, &str, &Map<String, Value>),
+        side_effect: &str,
+    ) -> Result<(), StoreError> {
+        let operation = || {
+            format!(
+                "save session {} and record the start of call {}",
+                shown(&record.session_id),
+                shown(call.0)
+            )
+        };
+        let ids = [("session id", record.session_id.as_str()), ("tool call id", call.0)];
+        self.run(
+            operation,
+            &ids,
+            self.inner.save_and_start(record, lease, call, side_effect),
+        )
+        .await
+    }
+
     async fn load_with_lease(
         &self,
         session_id: &str,

@@ -257,6 +257,20 @@ pub trait Store: Send + Sync {
         self.release(lease).await
     }
 
+    /// `save` with no pending calls (a turn boundary), then `effect_started`, as one write: a
+    /// turn's first call is recorded as started with the turn itself. Refused whole (nothing
+    /// written) when the lease is no longer live.
+    async fn save_and_start(
+        &self,
+        record: &SessionRecord,
+        lease: &Lease,
+        call: (&str, &str, &Map<String, Value>),
+        side_effect: &str,
+    ) -> Result<(), StoreError> {
+        self.save(record, &[], lease).await?;
+        self.effect_started(lease, call.0, call.1, call.2, side_effect).await
+    }
+
     /// Replaces the session's `running` value alone (a sub-agent's turn boundary), fenced by
     /// `lease`. A session not stored yet is left so (nothing of it to go on with).
     async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError>;

@@ -196,7 +196,8 @@ const FINISHED: &str = concat!(
 /// pending call); deferred calls' placeholders (`$13`) written once; the `Started` ledger entries
 /// of calls kept as `outcome_unknown` (`$14`) marked `unknown`; with `$15`, the lease released
 /// too. `live` says whether the lease was (nothing is written when it was not).
-const SAVE: &str = concat!(
+macro_rules! save_ctes {
+    () => { concat!(
     live!("$1", "$5"),
     ", saved AS (INSERT INTO sessions (session_id, messages, hooks, paused, running) SELECT $1, $2, $3, $4, $6 FROM live ",
     "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, hooks = excluded.hooks, ",
@@ -221,7 +222,21 @@ const SAVE: &str = concat!(
     "unknown AS (UPDATE effects SET status = 'unknown' WHERE session_id = $1 AND tool_call_id = ANY($14::TEXT[]) ",
     "AND status = 'started' AND EXISTS (SELECT 1 FROM live)), ",
     "freed AS (UPDATE leases SET released = TRUE WHERE session_id = $1 AND token = $5 AND $15 ",
-    "AND EXISTS (SELECT 1 FROM live)) ",
+    "AND EXISTS (SELECT 1 FROM live)) "
+    ) };
+}
+const SAVE: &str = concat!(save_ctes!(), "SELECT EXISTS (SELECT 1 FROM live) AS live");
+
+/// `save_and_start`: `SAVE`, and the call (`$16`, its tool `$17`, input `$18`, side effect `$19`)
+/// recorded as started, as `STARTED` records it.
+const SAVE_AND_START: &str = concat!(
+    save_ctes!(),
+    ", started AS (INSERT INTO effects (session_id, tool_call_id, tool_name, input, side_effect, status, started_at) ",
+    "SELECT $1, $16, $17, $18, $19, 'started', ",
+    now_ms!(),
+    " FROM live ON CONFLICT (session_id, tool_call_id) DO UPDATE ",
+    "SET tool_name = excluded.tool_name, input = excluded.input, side_effect = excluded.side_effect, ",
+    "status = 'started', output = NULL, is_error = NULL, started_at = excluded.started_at, finished_at = NULL) ",
     "SELECT EXISTS (SELECT 1 FROM live) AS live"
 );
 
@@ -567,14 +582,18 @@ impl PostgresStore {
 }
 
 /// A failed statement, with the fix named when a connection pooler refused it.
+/// A call recorded as started with a save: (id, tool, input), side effect.
+type Starting<'a> = ((&'a str, &'a str, &'a Map<String, Value>), &'a str);
+
 impl PostgresStore {
-    /// `save` (and with `release`, the lease's release) in one statement (see `SAVE`).
+    /// `save` (with `release`, the lease's release; with `start`, a call's start) in one
+    /// statement (see `SAVE`, `SAVE_AND_START`).
     async fn save_with(
         &self,
         record: &SessionRecord,
         pending: &[PendingCall],
         lease: &Lease,
-        release: bool,
+        (release, start): (bool, Option<Starting<'_>>),
         op: &str,
     ) -> Result<(), StoreError> {
         let ids = |keep: fn(&PendingCall) -> bool| -> Vec<&str> {
@@ -586,9 +605,13 @@ impl PostgresStore {
         };
         let decisions: Vec<Option<String>> = pending.iter().map(|call| call.decision.as_ref().map(to_text)).collect();
         let mut conn = self.pool.hold(None, op).await?;
-        let row = self
+        let statement = match start {
+            Some(_) => SAVE_AND_START,
+            None => SAVE,
+        };
+        let query = self
             .dialect
-            .query::<Postgres>(SAVE)
+            .query::<Postgres>(statement)
             .bind(&record.session_id)
             .bind(messages_to_text(&record.messages))
             .bind(to_text(&record.hooks))
@@ -603,10 +626,16 @@ impl PostgresStore {
             .bind(decisions)
             .bind(ids(|call| call.reason == PendingReason::Deferred))
             .bind(ids(|call| call.reason == PendingReason::OutcomeUnknown))
-            .bind(release)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(failed(op))?;
+            .bind(release);
+        let query = match start {
+            Some(((tool_call_id, tool_name, input), side_effect)) => query
+                .bind(tool_call_id)
+                .bind(tool_name)
+                .bind(to_text(input))
+                .bind(side_effect),
+            None => query,
+        };
+        let row = query.fetch_one(&mut *conn).await.map_err(failed(op))?;
         conn.done(op).await?;
         match rows::column::<_, bool>(&row, "live", op)? {
             true => Ok(()),
@@ -660,7 +689,7 @@ impl Store for PostgresStore {
 
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save session {}", record.session_id);
-        self.save_with(record, pending, lease, false, &operation).await
+        self.save_with(record, pending, lease, (false, None), &operation).await
     }
 
     async fn save_and_release(
@@ -670,7 +699,22 @@ impl Store for PostgresStore {
         lease: &Lease,
     ) -> Result<(), StoreError> {
         let operation = format!("save session {} and release its lease", record.session_id);
-        self.save_with(record, pending, lease, true, &operation).await
+        self.save_with(record, pending, lease, (true, None), &operation).await
+    }
+
+    async fn save_and_start(
+        &self,
+        record: &SessionRecord,
+        lease: &Lease,
+        call: (&str, &str, &Map<String, Value>),
+        side_effect: &str,
+    ) -> Result<(), StoreError> {
+        let operation = format!(
+            "save session {} and record the start of call {}",
+            record.session_id, call.0
+        );
+        self.save_with(record, &[], lease, (false, Some((call, side_effect))), &operation)
+            .await
     }
 
     async fn load_with_lease(

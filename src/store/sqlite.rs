@@ -75,6 +75,9 @@ pub struct SqliteStore {
     path: PathBuf,
 }
 
+/// A call recorded as started with a save: id, tool, input, side effect.
+type Started = (String, String, Map<String, Value>, String);
+
 impl SqliteStore {
     /// Opens (creating the file and its directory on first use) and migrates a SQLite store with
     /// its own connection pool.
@@ -143,13 +146,13 @@ impl SqliteStore {
         self.writer.write(operation, Durability::Full, Box::new(work)).await
     }
 
-    /// `save`, and with `release` the lease's release, in one write.
+    /// `save` (with `release`, the lease's release; with `start`, a call's start) in one write.
     async fn save_with(
         &self,
         record: &SessionRecord,
         pending: &[PendingCall],
         lease: &Lease,
-        release: bool,
+        (release, start): (bool, Option<Started>),
         operation: String,
     ) -> Result<(), StoreError> {
         // Serialized here, on the caller's thread, so the writer only runs statements.
@@ -217,6 +220,10 @@ impl SqliteStore {
                     }
                 }
                 sql::mark_unknown::<Sqlite>(&mut *conn, &DIALECT, &session_id, &pending, op).await?;
+                if let Some((tool_call_id, tool_name, input, side_effect)) = &start {
+                    let effect = (tool_name.as_str(), input, side_effect.as_str());
+                    sql::effect_started(&mut *conn, &DIALECT, (&session_id, tool_call_id), effect, op).await?;
+                }
                 match release {
                     true => sql::release(&mut *conn, &DIALECT, &lease).await,
                     false => Ok(()),
@@ -354,7 +361,7 @@ impl Store for SqliteStore {
 
     async fn save(&self, record: &SessionRecord, pending: &[PendingCall], lease: &Lease) -> Result<(), StoreError> {
         let operation = format!("save session {}", record.session_id);
-        self.save_with(record, pending, lease, false, operation).await
+        self.save_with(record, pending, lease, (false, None), operation).await
     }
 
     async fn save_and_release(
@@ -364,7 +371,28 @@ impl Store for SqliteStore {
         lease: &Lease,
     ) -> Result<(), StoreError> {
         let operation = format!("save session {} and release its lease", record.session_id);
-        self.save_with(record, pending, lease, true, operation).await
+        self.save_with(record, pending, lease, (true, None), operation).await
+    }
+
+    async fn save_and_start(
+        &self,
+        record: &SessionRecord,
+        lease: &Lease,
+        (tool_call_id, tool_name, input): (&str, &str, &Map<String, Value>),
+        side_effect: &str,
+    ) -> Result<(), StoreError> {
+        let operation = format!(
+            "save session {} and record the start of call {tool_call_id}",
+            record.session_id
+        );
+        let start = (
+            tool_call_id.to_owned(),
+            tool_name.to_owned(),
+            input.clone(),
+            side_effect.to_owned(),
+        );
+        self.save_with(record, &[], lease, (false, Some(start)), operation)
+            .await
     }
 
     async fn pending_calls(&self, session_id: &str) -> Result<Vec<PendingCall>, StoreError> {

@@ -83,6 +83,15 @@ pub struct Durable {
     /// The sub-agents at work in the current turn, as of their last boundaries; the lock is held
     /// across each write, so snapshots reach the store in the order they were taken.
     running: tokio::sync::Mutex<running::Running>,
+    /// A turn boundary not written yet: it goes with the turn's first write (a call's start, or
+    /// a save). Held across that write, so no call's start is kept before its turn.
+    boundary: tokio::sync::Mutex<Option<Boundary>>,
+}
+
+/// A turn's conversation, to be kept with the turn's first write.
+struct Boundary {
+    messages: Arc<Vec<Arc<Message>>>,
+    hooks: Value,
 }
 
 impl std::fmt::Debug for Durable {
@@ -149,6 +158,7 @@ impl Durable {
             environment: Mutex::default(),
             deliverer: std::sync::OnceLock::new(),
             running: tokio::sync::Mutex::default(),
+            boundary: tokio::sync::Mutex::default(),
         }
     }
 
@@ -354,6 +364,8 @@ impl Durable {
     pub async fn save(&self, messages: &[Arc<Message>], hooks: &Value, paused: Option<&PausedTurn>) -> Result<()> {
         let lease = self.lease()?;
         let store = self.store().await?;
+        // The whole conversation: a turn boundary waiting is kept with it.
+        self.boundary.lock().await.take();
         let (record, pending) = self.record(messages, hooks, paused).await?;
         self.fenced("save the session", lease.clone(), async move {
             store.save(&record, &pending, &lease).await
@@ -372,6 +384,7 @@ impl Durable {
     ) -> Result<()> {
         let lease = self.lease()?;
         let store = self.store().await?;
+        self.boundary.lock().await.take();
         let (record, pending) = self.record(messages, hooks, paused).await?;
         let written = lease.clone();
         self.fenced("save the session", lease.clone(), async move {
@@ -453,18 +466,43 @@ impl Durable {
         .await
     }
 
-    /// The effects ledger: a call is recorded as started before its tool executes.
+    /// A turn boundary kept with the turn's first write rather than on its own (see `boundary`).
+    pub async fn defer_boundary(&self, messages: Arc<Vec<Arc<Message>>>, hooks: &Value) {
+        *self.boundary.lock().await = Some(Boundary {
+            messages,
+            hooks: hooks.clone(),
+        });
+    }
+
+    /// The effects ledger: a call is recorded as started before its tool executes; the first
+    /// of its turn with the turn's boundary, when that waits (a failed write leaves it waiting).
     pub async fn started(&self, tool_call_id: &str, tool: &ToolSpec, input: &Map<String, Value>) -> Result<()> {
         let lease = self.lease()?;
         let store = self.store().await?;
         let tool_call_id = tool_call_id.to_string();
         let (name, input, side_effect) = (tool.schema.name.clone(), input.clone(), tool.side_effect.as_str());
-        self.fenced("record a tool call as started", lease.clone(), async move {
-            store
-                .effect_started(&lease, &tool_call_id, &name, &input, side_effect)
-                .await
-        })
-        .await
+        let mut boundary = self.boundary.lock().await;
+        let Some(turn) = boundary.take() else {
+            drop(boundary);
+            return self
+                .fenced("record a tool call as started", lease.clone(), async move {
+                    store
+                        .effect_started(&lease, &tool_call_id, &name, &input, side_effect)
+                        .await
+                })
+                .await;
+        };
+        let (record, _) = self.record(&turn.messages, &turn.hooks, None).await?;
+        let started = self
+            .fenced("record a tool call as started", lease.clone(), async move {
+                let call = (tool_call_id.as_str(), name.as_str(), &input);
+                store.save_and_start(&record, &lease, call, side_effect).await
+            })
+            .await;
+        if started.is_err() {
+            *boundary = Some(turn);
+        }
+        started
     }
 
     /// The effects ledger: the call's result, once known.

@@ -32,6 +32,7 @@ use crate::agent::durable::Durable;
 use crate::agent::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
 use crate::agent::inputs::{Inputs, PendingInput};
 use crate::agent::payloads;
+use crate::agent::permission::Permission;
 use crate::agent::plan_mode::{RunPermission, Switched};
 use crate::agent::reader::EventSender;
 use crate::agent::settings::RunSettings;
@@ -105,8 +106,9 @@ pub(crate) struct Run {
     /// A person's `reject` with `stop` ended this run: a sub-agent's `Task` call then fails
     /// with the stop text.
     stopped_by_person: bool,
-    /// The run's last state is not kept yet: its last save waits for the run's end, to go with
-    /// the release in one write (see `quiet_end`).
+    /// The run's last state may not be kept yet (its last save waited for the run's end, see
+    /// `quiet_end`; or a turn boundary waited for the turn's first write, see `quiet_calls`):
+    /// the run's end saves it with the release, in one write.
     unsaved: bool,
 }
 
@@ -523,7 +525,14 @@ impl Run {
             });
             self.last_text = text.clone();
             let quiet = tool_calls.is_empty() && self.quiet_end(false);
-            if !quiet {
+            if !quiet && self.durable.survives() && self.quiet_calls(&tool_calls) {
+                // Kept with the turn's first write: a call's start, its pause, or its results.
+                let messages = self.conversation.messages();
+                self.durable
+                    .defer_boundary(messages, &self.agent.config.stored_hooks)
+                    .await;
+                self.unsaved = true;
+            } else if !quiet {
                 self.boundary().await?;
             }
             if tool_calls.is_empty() {
@@ -785,7 +794,7 @@ impl Run {
             *outcome = Err(error.clone());
         } else {
             self.agent.log().warn(
-                "The aborted run's conversation could not be kept",
+                "The run's conversation could not be kept",
                 json!({"sessionId": self.agent.id, "error": error.message}),
             );
         }
@@ -810,6 +819,25 @@ impl Run {
             false => HookEvent::UserPromptSubmit,
         };
         self.settings.child.is_none() && !after.into_iter().chain([last]).any(|event| self.has(event))
+    }
+
+    /// Whether nothing can wait between a model turn's reply and its calls' first write, so the
+    /// turn's boundary may go with that write (`Durable::started` keeps no call's start before
+    /// it): a root run whose calls meet no hook before they start (PreToolUse,
+    /// PermissionRequest), no permission or confirmation function of the caller's, and no
+    /// sub-agent (`Task`), whose turns are kept beside the root's session.
+    fn quiet_calls(&self, calls: &[ToolCallRequest]) -> bool {
+        let before = [HookEvent::PreToolUse, HookEvent::PermissionRequest];
+        let preset = matches!(
+            self.permission.get(),
+            None | Some(Permission::Preset(_) | Permission::PlanOver(_))
+        );
+        self.settings.child.is_none()
+            && !calls.is_empty()
+            && preset
+            && self.agent.config.confirmation.is_none()
+            && !before.into_iter().any(|event| self.has(event))
+            && calls.iter().all(|call| call.name != subagents::TASK_TOOL)
     }
 
     /// A turn boundary: kept when the store outlives the process, so a crash loses no turn.
