@@ -541,7 +541,8 @@ impl Run {
                 let steered = self.safe_point(true).await?;
                 match (quiet, steered) {
                     (true, true) => self.boundary().await?,
-                    (true, false) => self.unsaved = true,
+                    // The memory store keeps no turn boundaries: nothing waits to be saved.
+                    (true, false) => self.unsaved = self.durable.survives(),
                     (false, _) => {}
                 }
                 self.emit(StreamEvent::TurnEnd {
