@@ -2457,6 +2457,7 @@ async fn each_operation_costs_the_exchanges_its_statements_need() {
         ("save, no pending calls", 1, 2, 5),
         ("effect_started", 1, 2, 5),
         ("save, one pending call", 1, 2, 5),
+        ("save and start a call", 1, 2, 5),
         ("load", 2, 5, 7),
         ("load with its lease", 1, 2, 5),
         ("save and release", 1, 2, 5),
@@ -2477,7 +2478,7 @@ async fn each_operation_costs_the_exchanges_its_statements_need() {
         };
         // The fewest of three rounds: the first connects the pools and prepares the statements
         // (in session pooling they are kept prepared on the connection that ran them).
-        let mut fewest = [usize::MAX; 9];
+        let mut fewest = [usize::MAX; 10];
         for round in 0..3 {
             let session = format!("{route}-{round}");
             counted().await;
@@ -2495,6 +2496,11 @@ async fn each_operation_costs_the_exchanges_its_statements_need() {
             let calls = [pending("c2", "rm", json!({}), PendingReason::Ask, None)];
             store
                 .save(&record(&session, Some(json!({}))), &calls, &l)
+                .await
+                .unwrap();
+            costs.push(counted().await);
+            store
+                .save_and_start(&record(&session, None), &l, ("c3", "ls", &Map::new()), "pure")
                 .await
                 .unwrap();
             costs.push(counted().await);
@@ -2516,7 +2522,7 @@ async fn each_operation_costs_the_exchanges_its_statements_need() {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!(
-            "exchanges per operation (claim, renew, save, effect_started, save paused, load, load with lease, save and release, release): {measured:?}\n"
+            "exchanges per operation (claim, renew, save, effect_started, save paused, save and start, load, load with lease, save and release, release): {measured:?}\n"
         )
         .as_bytes(),
     );

@@ -362,15 +362,7 @@ impl Durable {
     /// One transaction: the conversation, the paused turn (if any, with every paused sub-agent of
     /// its tree inside it) and the tree's pending calls.
     pub async fn save(&self, messages: &[Arc<Message>], hooks: &Value, paused: Option<&PausedTurn>) -> Result<()> {
-        let lease = self.lease()?;
-        let store = self.store().await?;
-        // The whole conversation: a turn boundary waiting is kept with it.
-        self.boundary.lock().await.take();
-        let (record, pending) = self.record(messages, hooks, paused).await?;
-        self.fenced("save the session", lease.clone(), async move {
-            store.save(&record, &pending, &lease).await
-        })
-        .await
+        self.write_session(messages, hooks, paused, false).await
     }
 
     /// A run's last save and the release of its claim, in one write. Once it is written the
@@ -382,18 +374,37 @@ impl Durable {
         hooks: &Value,
         paused: Option<&PausedTurn>,
     ) -> Result<()> {
+        self.write_session(messages, hooks, paused, true).await
+    }
+
+    /// `save`, or with `release` `save_and_release`. The whole conversation is written, so a
+    /// turn boundary waiting goes with it; it waits on if the write fails (no call's start is
+    /// kept before its turn).
+    async fn write_session(
+        &self,
+        messages: &[Arc<Message>],
+        hooks: &Value,
+        paused: Option<&PausedTurn>,
+        release: bool,
+    ) -> Result<()> {
         let lease = self.lease()?;
         let store = self.store().await?;
-        self.boundary.lock().await.take();
+        let mut boundary = self.boundary.lock().await;
         let (record, pending) = self.record(messages, hooks, paused).await?;
         let written = lease.clone();
         self.fenced("save the session", lease.clone(), async move {
-            store.save_and_release(&record, &pending, &written).await
+            match release {
+                true => store.save_and_release(&record, &pending, &written).await,
+                false => store.save(&record, &pending, &written).await,
+            }
         })
         .await?;
-        let mut held = lock(&self.lease);
-        if held.as_ref().is_some_and(|held| held.token == lease.token) {
-            held.take();
+        boundary.take();
+        if release {
+            let mut held = lock(&self.lease);
+            if held.as_ref().is_some_and(|held| held.token == lease.token) {
+                held.take();
+            }
         }
         Ok(())
     }
