@@ -1,17 +1,19 @@
 // loop_http and event_loop_utilization: the same agent against an OpenAI-compatible server on
-// 127.0.0.1 in another process, streaming (SSE). Ours talks to it from Rust; @openai/agents
-// uses its chat-completions model over the `openai` client.
+// 127.0.0.1 in another process (bench/model_server.mjs), streaming (SSE), in every system. Ours
+// talks to it from Rust; each peer through the provider its docs show (bench/systems_http/).
+// Each system runs in a child process of its own (loading one system's modules only), kept for
+// the whole benchmark and asked for one measurement at a time, so repeats interleave across
+// systems (A B C … A B C …). Event-loop figures are taken inside the child, whose main thread is
+// the one running the sessions.
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { startSystem } from './system_process.mjs'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
-import { Agent, OpenAIChatCompletionsModel, run as runAgent, setTracingDisabled, tool as agentsTool } from '@openai/agents'
-import OpenAI from 'openai'
-import { createAgent, defineTool } from '../index.mjs'
-import { after, before, parameters } from './systems/common.mjs'
+import { hookCallCount } from './systems/common.mjs'
 import { startProcess } from './peer_process.mjs'
-import { comparison, interleaved, median } from './stats.mjs'
+import { comparison, median } from './stats.mjs'
 
-setTracingDisabled(true)
+export const NAMES = ['ours', 'openai-agents', 'ai-sdk', 'ai7', 'mastra', 'langgraph']
 const REPEATS = Number(process.env.REPEATS ?? 5)
 const TURNS = Number(process.env.HTTP_TURNS ?? 200)
 const SESSIONS = Number(process.env.ELU_SESSIONS ?? 100)
@@ -25,105 +27,105 @@ async function startModelServer(latencyMs = 0) {
   return { baseUrl: `http://127.0.0.1:${child.port}/v1`, stop: () => child.stop() }
 }
 
-async function ours(baseUrl, turns) {
-  const agent = await createAgent({
-    model: `bench-${turns}`,
-    apiKey: 'bench',
-    baseUrl,
-    tools: [defineTool({ name: 'noop', parameters, execute: ({ i }) => `ok ${i}` })],
-    maxTurns: turns + 1,
-    advanced: { hooks: { PreToolUse: [() => (before(), { action: 'continue' })], PostToolUse: [() => (after(), { action: 'continue' })] } },
-  })
-  const response = await agent.send('go')
-  let text = ''
-  for await (const delta of response.textStream()) text += delta
-  const result = await response.result()
-  await agent.close()
-  if (text !== 'done') throw new Error('ours did not finish')
-  return result.toolCalls.length
-}
-
-const clients = new Map()
-async function openaiAgents(baseUrl, turns) {
-  if (!clients.has(baseUrl)) clients.set(baseUrl, new OpenAI({ baseURL: baseUrl, apiKey: 'bench' }))
-  const client = clients.get(baseUrl)
-  const agent = new Agent({
-    name: 'bench',
-    instructions: 'bench',
-    model: new OpenAIChatCompletionsModel(client, `bench-${turns}`),
-    tools: [agentsTool({ name: 'noop', description: 'noop', parameters, strict: false, execute: ({ i }) => `ok ${i}` })],
-  })
-  let calls = 0
-  agent.on('agent_tool_start', before)
-  agent.on('agent_tool_end', () => (after(), calls++))
-  const stream = await runAgent(agent, 'go', { maxTurns: turns + 1, stream: true })
-  for await (const _ of stream.toTextStream()) {
-  }
-  await stream.completed
-  if (stream.finalOutput !== 'done') throw new Error('openai-agents did not finish')
-  return calls
-}
-
-const SYSTEMS = { ours, 'openai-agents': openaiAgents }
-
-export async function loopHttp() {
-  const server = await startModelServer()
-  try {
-    const names = Object.keys(SYSTEMS)
-    for (const name of names) await SYSTEMS[name](server.baseUrl, 20)
-    const values = await interleaved(names, REPEATS, async (name) => {
-      const started = process.hrtime.bigint()
-      const calls = await SYSTEMS[name](server.baseUrl, TURNS)
-      if (calls !== TURNS) throw new Error(`${name} made ${calls} calls`)
-      return Number(process.hrtime.bigint() - started) / 1000 / TURNS
-    })
-    return { unit: 'µs per tool call over HTTP (median)', turns: TURNS, ...comparison(values) }
-  } finally {
-    await server.stop()
-  }
-}
-
 /** CPU time the main thread has used, in ms (Linux; `null` elsewhere): busy time minus the time
  * it was preempted while busy. */
 const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`
 const mainThreadCpuMs = () => (existsSync(SCHEDSTAT) ? Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]) / 1e6 : null)
 
-/** Main-thread event-loop utilization and p99 event-loop delay while SESSIONS sessions stream. */
-export async function eventLoopUtilization() {
-  const server = await startModelServer(ELU_LATENCY_MS)
+/** Awaits `work()`, which resolves with the tool calls it made, and checks that there were
+ * `calls` of them, each with its before and its after hook. */
+async function checked(system, calls, work) {
+  const hooksBefore = hookCallCount()
+  const made = await work()
+  if (made !== calls) throw new Error(`${system} made ${made} tool calls, expected ${calls}`)
+  const hooks = hookCallCount() - hooksBefore
+  if (hooks !== 2 * calls) throw new Error(`${system} ran ${hooks} hook calls, expected ${2 * calls}`)
+}
+
+/** What a child measures, by the request's `kind`. */
+const MEASURES = {
+  /** One run of `turns` turns: µs of wall time per tool call. */
+  async loop(run, system, { baseUrl, turns }) {
+    const started = process.hrtime.bigint()
+    await checked(system, turns, () => run(baseUrl, turns))
+    return Number(process.hrtime.bigint() - started) / 1000 / turns
+  },
+  /** `sessions` concurrent runs of `turns` turns: this (main) thread's event-loop utilization,
+   * busy and CPU ms, and p99 event-loop delay. */
+  async elu(run, system, { baseUrl, sessions, turns }) {
+    const delay = monitorEventLoopDelay({ resolution: 1 })
+    const start = performance.eventLoopUtilization()
+    const cpuBefore = mainThreadCpuMs()
+    delay.enable()
+    await checked(system, sessions * turns, async () => (await Promise.all(Array.from({ length: sessions }, () => run(baseUrl, turns)))).reduce((sum, calls) => sum + calls, 0))
+    delay.disable()
+    const used = performance.eventLoopUtilization(start)
+    const cpuMs = cpuBefore === null ? null : mainThreadCpuMs() - cpuBefore
+    return { elu: used.utilization, activeMs: used.active, cpuMs, p99DelayMs: delay.percentile(99) / 1e6 }
+  },
+}
+
+/** The child: loads `system`'s HTTP runner, then answers each request with one measurement. */
+async function child(system) {
+  const run = (await import(`./systems_http/${system}.mjs`)).default
+  process.on('message', async (request) => {
+    try {
+      process.send({ ok: await MEASURES[request.kind](run, system, request) })
+    } catch (error) {
+      process.send({ error: error.stack ?? String(error) })
+    }
+  })
+  process.send({ ready: true })
+}
+
+/** Starts the model server and one child per system, warms each up with `warmUp`, then takes
+ * REPEATS samples of `request` from each, interleaved; resolves with the samples. (Every peer
+ * takes seconds per sample, Mastra the longest, so all get the same number.) */
+async function sampled(latencyMs, request, warmUp) {
+  const server = await startModelServer(latencyMs)
+  const children = Object.fromEntries(NAMES.map((name) => [name, startSystem(fileURLToPath(import.meta.url), name)]))
   try {
-    const names = Object.keys(SYSTEMS)
-    const measure = async (name) => {
-      const delay = monitorEventLoopDelay({ resolution: 1 })
-      const start = performance.eventLoopUtilization()
-      const cpuBefore = mainThreadCpuMs()
-      delay.enable()
-      await Promise.all(Array.from({ length: SESSIONS }, () => SYSTEMS[name](server.baseUrl, SESSION_TURNS)))
-      delay.disable()
-      const used = performance.eventLoopUtilization(start)
-      const cpuMs = cpuBefore === null ? null : mainThreadCpuMs() - cpuBefore
-      return { elu: used.utilization, activeMs: used.active, cpuMs, p99DelayMs: delay.percentile(99) / 1e6 }
+    await Promise.all(Object.values(children).map((worker) => worker.ready))
+    for (const name of NAMES) await children[name].measure({ ...warmUp, baseUrl: server.baseUrl })
+    const samples = Object.fromEntries(NAMES.map((name) => [name, []]))
+    for (let repeat = 0; repeat < REPEATS; repeat++) {
+      for (const name of NAMES) samples[name].push(await children[name].measure({ ...request, baseUrl: server.baseUrl }))
     }
-    for (const name of names) await measure(name)
-    const samples = Object.fromEntries(names.map((name) => [name, []]))
-    for (let repeat = 0; repeat < REPEATS; repeat++) for (const name of names) samples[name].push(await measure(name))
-    const pick = (key) => Object.fromEntries(names.map((name) => [name, Number(median(samples[name].map((sample) => sample[key])).toFixed(4))]))
-    return {
-      unit: 'main-thread event-loop utilization (median)',
-      sessions: SESSIONS,
-      modelLatencyMs: ELU_LATENCY_MS,
-      turnsPerSession: SESSION_TURNS,
-      ...comparison(pick('elu')),
-      activeMs: comparison(pick('activeMs')),
-      ...(samples[names[0]][0].cpuMs === null ? {} : { mainThreadCpuMs: comparison(pick('cpuMs')) }),
-      p99DelayMs: comparison(pick('p99DelayMs')),
-    }
+    return samples
   } finally {
+    for (const worker of Object.values(children)) worker.stop()
     await server.stop()
   }
 }
 
+export async function loopHttp() {
+  const samples = await sampled(0, { kind: 'loop', turns: TURNS }, { kind: 'loop', turns: 20 })
+  const values = Object.fromEntries(NAMES.map((name) => [name, median(samples[name])]))
+  return { unit: 'µs per tool call over HTTP (median)', turns: TURNS, repeats: REPEATS, ...comparison(values) }
+}
+
+/** Main-thread event-loop utilization and p99 event-loop delay while SESSIONS sessions stream. */
+export async function eventLoopUtilization() {
+  const request = { kind: 'elu', sessions: SESSIONS, turns: SESSION_TURNS }
+  const samples = await sampled(ELU_LATENCY_MS, request, request)
+  const pick = (key) => Object.fromEntries(NAMES.map((name) => [name, Number(median(samples[name].map((sample) => sample[key])).toFixed(4))]))
+  return {
+    unit: 'main-thread event-loop utilization (median)',
+    sessions: SESSIONS,
+    modelLatencyMs: ELU_LATENCY_MS,
+    turnsPerSession: SESSION_TURNS,
+    repeats: REPEATS,
+    ...comparison(pick('elu')),
+    activeMs: comparison(pick('activeMs')),
+    ...(samples.ours[0].cpuMs === null ? {} : { mainThreadCpuMs: comparison(pick('cpuMs')) }),
+    p99DelayMs: comparison(pick('p99DelayMs')),
+  }
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  console.log(JSON.stringify(await loopHttp(), null, 2))
-  console.log(JSON.stringify(await eventLoopUtilization(), null, 2))
+  if (process.argv[2]) await child(process.argv[2])
+  else {
+    console.log(JSON.stringify(await loopHttp(), null, 2))
+    console.log(JSON.stringify(await eventLoopUtilization(), null, 2))
+  }
 }

@@ -3,8 +3,8 @@
 // in a child process of its own (loading one system's modules only), kept for the whole
 // benchmark and asked for one run at a time, so repeats interleave across systems
 // (A B C … A B C …); each run reports its wall time and the child's CPU time per call.
-import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { startSystem } from './system_process.mjs'
 import { NAMES } from './systems.mjs'
 import { comparison, median } from './stats.mjs'
 import { hookCallCount } from './systems/common.mjs'
@@ -45,31 +45,10 @@ async function child(system) {
   process.send({ ready: true })
 }
 
-function start(system) {
-  const worker = fork(fileURLToPath(import.meta.url), [system], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  let waiting
-  worker.on('message', (message) => waiting?.(message))
-  worker.on('exit', (code) => waiting?.({ error: `${system}'s process exited (${code})` }))
-  const next = () => new Promise((resolve) => (waiting = resolve))
-  const ready = next()
-  return {
-    ready: ready.then((message) => {
-      if (message.error) throw new Error(message.error)
-    }),
-    async measure(turns) {
-      const answer = next()
-      worker.send({ turns })
-      const message = await answer
-      if (message.error) throw new Error(`${system}: ${message.error}`)
-      return message.ok
-    },
-    stop: () => worker.kill(),
-  }
-}
-
 export async function loopScripted() {
-  const names = NAMES
-  const children = Object.fromEntries(names.map((name) => [name, start(name)]))
+  // SYSTEMS=ours,ai7 runs a subset (for investigating one system; `npm run bench` runs them all).
+  const names = process.env.SYSTEMS ? process.env.SYSTEMS.split(',') : NAMES
+  const children = Object.fromEntries(names.map((name) => [name, startSystem(fileURLToPath(import.meta.url), name)]))
   try {
     await Promise.all(Object.values(children).map((worker) => worker.ready))
     const wall = {}
@@ -77,7 +56,7 @@ export async function loopScripted() {
     for (const turns of [200, 1000]) {
       const samples = Object.fromEntries(names.map((name) => [name, []]))
       for (let repeat = 0; repeat < REPEATS; repeat++) {
-        for (const name of names) if (repeat < repeatsOf(name, turns)) samples[name].push(await children[name].measure(turns))
+        for (const name of names) if (repeat < repeatsOf(name, turns)) samples[name].push(await children[name].measure({ turns }))
       }
       wall[turns] = Object.fromEntries(names.map((name) => [name, median(samples[name].map((sample) => sample.wallUs))]))
       cpu[turns] = Object.fromEntries(names.map((name) => [name, median(samples[name].map((sample) => sample.cpuUs))]))
@@ -96,4 +75,7 @@ export async function loopScripted() {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2]) await child(process.argv[2])
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  if (process.argv[2]) await child(process.argv[2])
+  else console.log(JSON.stringify(await loopScripted(), null, 2))
+}

@@ -11,6 +11,18 @@ export const MEMORY_BOUND_MB = 32
 const met = (condition) => (condition ? 'yes' : '**no**')
 /** `value (ratio)` for a peer's cell. */
 const versus = (row, peer) => `${fmt(row.peers[peer])} (${fmt(row.ratio[peer])})`
+/** The same, empty when the row has no such peer (results taken before it was measured). */
+const versusIf = (row, peer) => (row.peers[peer] === undefined ? '' : versus(row, peer))
+
+/** A table of `[label, row]` rows, a column for ours and one for each peer of the first row. */
+function everySystem(rows) {
+  const peers = Object.keys(rows[0][1].peers)
+  return [
+    `| figure | ours | ${peers.join(' | ')} |`,
+    `| --- | ---: |${peers.map(() => ' ---: |').join('')}`,
+    ...rows.map(([label, row]) => `| ${label} | ${fmt(row.ours)} | ${peers.map((peer) => versusIf(row, peer)).join(' | ')} |`),
+  ]
+}
 
 export function report(results) {
   const { loop_scripted: scripted, loop_http: http, event_loop_utilization: elu, peak_rss_1000_sessions: rss, hook_dispatch: dispatch, webhook_notifications: webhooks, approvals, subagents, mcp, workers, builtins } = results.benchmarks
@@ -18,6 +30,17 @@ export function report(results) {
   const resumed = approvals?.resumed_sessions_per_second_sqlite
   const growth = scripted.growth1000over200
   const eluMet = elu.ratio['openai-agents'] <= 0.25
+  // The HTTP client each peer talks to the model server with, as installed at run time.
+  const provider = (pkg, major, name = pkg) => `\`${name}\` ${results.providerVersions?.[pkg] ?? major}`
+  /** A peer's loop_http and event_loop_utilization rows for the table of `ai` 7, Mastra and LangGraph (none in results taken before they were measured over HTTP). */
+  const httpRows = (peer, label) =>
+    http.peers[peer] === undefined
+      ? []
+      : [
+          `| ${label}, loop_http ${http.turns} turns, µs per tool call | ${fmt(http.ours)} | ${versus(http, peer)} | |`,
+          `| ${label}, event_loop_utilization, ${elu.sessions} sessions, main-thread ELU | ${fmt(elu.ours)} | ${versus(elu, peer)} | |`,
+          ...(elu.mainThreadCpuMs ? [`| ${label}, same run, main-thread CPU ms | ${fmt(elu.mainThreadCpuMs.ours)} | ${versus(elu.mainThreadCpuMs, peer)} | |`] : []),
+        ]
   const lines = [
     '# Benchmark results',
     '',
@@ -38,8 +61,9 @@ export function report(results) {
     '`mastra` is `@mastra/core`\'s `Agent` with `hooks.beforeToolCall` / `afterToolCall` (on ai 5\'s mock',
     'model, which Mastra takes); `langgraph` is `@langchain/langgraph`\'s prebuilt `createReactAgent` with a',
     'scripted chat model (LangChain\'s callbacks `handleToolStart` / `handleToolEnd`); `js-floor` is a hand-written loop with two hook calls per tool call —',
-    'the floor no framework can beat in-process. In loop_scripted each system runs in a child process of',
-    'its own. For durable approvals the peer is LangGraph (`@langchain/langgraph`): a StateGraph of',
+    'the floor no framework can beat in-process. In loop_scripted, loop_http and event_loop_utilization each',
+    'system runs in a child process of its own (over HTTP each peer streams from a local server through',
+    'the client its docs show: see loop_http). For durable approvals the peer is LangGraph (`@langchain/langgraph`): a StateGraph of',
     'the ReAct shape whose tools node asks `interrupt()` and is resumed with `Command({ resume })`, on its',
     'SQLite checkpointer (at its default and at `synchronous=FULL`) and its PostgreSQL checkpointer.',
     '',
@@ -49,11 +73,11 @@ export function report(results) {
     '| --- | --- | ---: | ---: | ---: | ---: | --- | --- |',
     `| loop_scripted, 200 turns | µs per tool call | ${fmt(scripted.ours)} | ${versus(scripted, 'openai-agents')} | ${versus(scripted, 'ai-sdk')} | ${fmt(scripted.peers['js-floor'])} (${fmt(scripted.ratio['js-floor'])}×) | ≤ 0.1 / ≤ 0.2 | ${met(scripted.ratio['openai-agents'] <= 0.1)} / ${met(scripted.ratio['ai-sdk'] <= 0.2)} |`,
     `| loop_scripted, 1000 turns | µs per tool call | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'openai-agents')} | ${versus(scripted.turns1000, 'ai-sdk')} | ${fmt(scripted.turns1000.peers['js-floor'])} | growth ≤ 1.5× | ${met(growth.ours <= 1.5)} (${growth.ours}×; peers ${growth['openai-agents']}×, ${growth['ai-sdk']}×) |`,
-    `| loop_http, ${http.turns} turns, SSE | µs per tool call | ${fmt(http.ours)} | ${versus(http, 'openai-agents')} | | | ≤ 0.3 | ${met(http.ratio['openai-agents'] <= 0.3)} |`,
-    `| event_loop_utilization, ${elu.sessions} sessions | main-thread ELU | ${fmt(elu.ours)} | ${versus(elu, 'openai-agents')} | | | ≤ 0.25 | ${met(eluMet)} |`,
-    `| same run | main-thread busy ms | ${fmt(elu.activeMs.ours)} | ${versus(elu.activeMs, 'openai-agents')} | | | | |`,
-    ...(elu.mainThreadCpuMs ? [`| same run | main-thread CPU ms | ${fmt(elu.mainThreadCpuMs.ours)} | ${versus(elu.mainThreadCpuMs, 'openai-agents')} | | | | |`] : []),
-    `| same run | p99 event-loop delay, ms | ${fmt(elu.p99DelayMs.ours)} | ${versus(elu.p99DelayMs, 'openai-agents')} | | | | |`,
+    `| loop_http, ${http.turns} turns, SSE | µs per tool call | ${fmt(http.ours)} | ${versus(http, 'openai-agents')} | ${versusIf(http, 'ai-sdk')} | | ≤ 0.3 | ${met(http.ratio['openai-agents'] <= 0.3)} |`,
+    `| event_loop_utilization, ${elu.sessions} sessions | main-thread ELU | ${fmt(elu.ours)} | ${versus(elu, 'openai-agents')} | ${versusIf(elu, 'ai-sdk')} | | ≤ 0.25 | ${met(eluMet)} |`,
+    `| same run | main-thread busy ms | ${fmt(elu.activeMs.ours)} | ${versus(elu.activeMs, 'openai-agents')} | ${versusIf(elu.activeMs, 'ai-sdk')} | | | |`,
+    ...(elu.mainThreadCpuMs ? [`| same run | main-thread CPU ms | ${fmt(elu.mainThreadCpuMs.ours)} | ${versus(elu.mainThreadCpuMs, 'openai-agents')} | ${versusIf(elu.mainThreadCpuMs, 'ai-sdk')} | | | |`] : []),
+    `| same run | p99 event-loop delay, ms | ${fmt(elu.p99DelayMs.ours)} | ${versus(elu.p99DelayMs, 'openai-agents')} | ${versusIf(elu.p99DelayMs, 'ai-sdk')} | | | |`,
     `| peak_rss_1000_sessions | peak RSS, MB | ${fmt(rss.ours)} | ${versus(rss, 'openai-agents')} | ${versus(rss, 'ai-sdk')} | ${fmt(rss.peers['js-floor'])} | ≤ 0.5 | ${met(rss.ratio['openai-agents'] <= 0.5)} |`,
     `| same run | wall time, ms | ${fmt(rss.wallMs.ours)} | ${versus(rss.wallMs, 'openai-agents')} | ${versus(rss.wallMs, 'ai-sdk')} | ${fmt(rss.wallMs.peers['js-floor'])} | | |`,
     `| webhook_notifications | notifications/s | ${webhooks.ours} | | | | ≥ 5000, 0 lost | ${met(webhooks.ours >= 5000 && webhooks.lost === 0)} (${webhooks.lost} lost of ${webhooks.sent}) |`,
@@ -105,7 +129,8 @@ export function report(results) {
           '## `ai` 7, Mastra and LangGraph',
           '',
           `\`ai\` ${results.peerVersions?.ai7 ?? '7'}'s \`ToolLoopAgent\` with its \`MockLanguageModelV4\`; its \`onToolExecutionStart\` / \`onToolExecutionEnd\``,
-          'callbacks stand in for the two hooks. Same runs as the headline (ours / peer in brackets):',
+          'callbacks stand in for the two hooks (over HTTP it streams through `@ai-sdk/openai-compatible`, and',
+          'Mastra and LangGraph through the clients named under loop_http). Same runs as the headline (ours / peer in brackets):',
           '',
           '| figure | ours | ai 7 | target |',
           '| --- | ---: | ---: | --- |',
@@ -113,17 +138,20 @@ export function report(results) {
           `| loop_scripted, 1000 turns, µs per tool call | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'ai7')} | ≤ 0.05 |`,
           `| growth 1000/200 | ${growth.ours}× | ${growth.ai7}× | ours ≤ 1.2× |`,
           ...(rss.peers.ai7 === undefined ? [] : [`| peak RSS, 1000 sessions, MB | ${fmt(rss.ours)} | ${versus(rss, 'ai7')} | ≤ 0.5 |`]),
+          ...httpRows('ai7', 'ai 7'),
           ...(scripted.peers.mastra === undefined
             ? []
             : [
                 `| Mastra ${results.peerVersions?.mastra ?? ''} (\`Agent\` with \`hooks.beforeToolCall\` / \`afterToolCall\`), loop_scripted 200 turns | ${fmt(scripted.ours)} | ${versus(scripted, 'mastra')} | ≤ 0.05 |`,
                 `| Mastra, loop_scripted 1000 turns | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'mastra')} | ≤ 0.05 |`,
+                ...httpRows('mastra', 'Mastra'),
               ]),
           ...(scripted.peers.langgraph === undefined
             ? []
             : [
                 `| LangGraph ${results.peerVersions?.langgraph ?? ''} (\`createReactAgent\`, callbacks' \`handleToolStart\` / \`handleToolEnd\`), loop_scripted 200 turns | ${fmt(scripted.ours)} | ${versus(scripted, 'langgraph')} | ≤ 0.05 |`,
                 `| LangGraph, loop_scripted 1000 turns | ${fmt(scripted.turns1000.ours)} | ${versus(scripted.turns1000, 'langgraph')} | ≤ 0.05 |`,
+                ...httpRows('langgraph', 'LangGraph'),
               ]),
           '',
         ]),
@@ -140,20 +168,49 @@ export function report(results) {
     '## loop_http',
     '',
     'The same workload against an OpenAI-compatible server on 127.0.0.1 in another process',
-    `(\`bench/model_server.mjs\`), streaming SSE, ${http.turns} turns. \`@openai/agents\` uses its`,
-    'chat-completions model over the `openai` client.',
+    '(`bench/model_server.mjs`: streaming `POST /v1/chat/completions`, each completion with an id of',
+    `its own, usage when \`stream_options\` asks for it), ${http.turns} turns, streaming SSE. Each system runs in a`,
+    'child process of its own that loads only that system (`bench/systems_http/`), kept for the whole',
+    `benchmark and asked for one run at a time, interleaved across systems${http.repeats ? ` (median of ${http.repeats})` : ''}. A run must end`,
+    `with the text \`done\` after exactly ${http.turns} tool calls, each with one call of our before and one of our after`,
+    'hook (counted). Ours talks to the server from Rust. Each peer streams the way its docs show, through',
+    'a client created once per server as an app would (each run builds its agent):',
+    '',
+    `- \`openai-agents\`: \`@openai/agents\`' \`OpenAIChatCompletionsModel\` over the ${provider('openai', '7')} client, \`run(…, { stream: true })\`;`,
+    '  hooks: `agent_tool_start` / `agent_tool_end`.',
+    `- \`ai-sdk\`: \`ai\` 5's \`streamText\` on ${provider('@ai-sdk/openai-compatible-v5', '1.x', '@ai-sdk/openai-compatible')} (installed as the alias`,
+    '  `@ai-sdk/openai-compatible-v5`: the 1.x line makes the LanguageModelV2 that ai 5 takes); the hooks wrap',
+    '  `execute` (ai 5 has no tool-execution callbacks), `onStepFinish` observes.',
+    `- \`ai7\`: \`ai\` 7's \`ToolLoopAgent.stream\` on ${provider('@ai-sdk/openai-compatible', '3.x')} (a LanguageModelV4); hooks:`,
+    '  `onToolExecutionStart` / `onToolExecutionEnd`.',
+    '- `mastra`: `@mastra/core`\'s `Agent.stream` with the model config its docs give for an OpenAI-compatible',
+    '  endpoint, `{ id, url, apiKey }` (its model router, on the `@ai-sdk/openai-compatible` it bundles: no',
+    '  provider package); hooks: `hooks.beforeToolCall` / `afterToolCall`.',
+    `- \`langgraph\`: \`@langchain/langgraph\`'s prebuilt \`createReactAgent\` on ${provider('@langchain/openai', '1.x')}'s \`ChatOpenAI\``,
+    "  (`configuration: { baseURL }`, `streaming: true`), `agent.stream(…, { streamMode: 'messages' })`; hooks:",
+    "  LangChain's callbacks `handleToolStart` / `handleToolEnd`.",
+    '',
+    ...everySystem([[`µs per tool call, ${http.turns} turns (ours / peer)`, http]]),
     '',
     '## event_loop_utilization',
     '',
     `${elu.sessions} concurrent sessions of ${elu.turnsPerSession} tool calls each (two JS hooks and a JS tool per`,
-    `call), streaming from that server, which answers after ${elu.modelLatencyMs} ms as a model would;`,
-    '`performance.eventLoopUtilization()` and `monitorEventLoopDelay` (p99) on the main thread over',
-    `the run. The target (≤ 0.25) is ${eluMet ? 'met' : '**not met**'}: our run is ${fmt(elu.ours)} utilized against`,
+    `call), streaming from that server, which answers after ${elu.modelLatencyMs} ms as a model would, in every system`,
+    'of loop_http, written the same way and run the same way (a child process each, interleaved);',
+    '`performance.eventLoopUtilization()` and `monitorEventLoopDelay` (p99) on the main thread of the',
+    `child, the one running the sessions, over the run. The target (≤ 0.25) is ${eluMet ? 'met' : '**not met**'}: our run is ${fmt(elu.ours)} utilized against`,
     `${fmt(elu.peers['openai-agents'])}. The JS thread does ${fmt(elu.activeMs.ratio['openai-agents'])}× the work of \`@openai/agents\` in`,
     `absolute terms (${fmt(elu.activeMs.ours)} ms against ${fmt(elu.activeMs.peers['openai-agents'])} ms) and its p99 delay is`,
     `${fmt(elu.p99DelayMs.ratio['openai-agents'])}×; utilization is the busy time over the run's wall time, and ours is a short`,
     'run on a machine whose two cores are shared with the model server and the HTTP workers.',
     ...(elu.mainThreadCpuMs ? [`Busy time counts time the thread was preempted while busy; its CPU time (from \`/proc\`) was ${fmt(elu.mainThreadCpuMs.ours)} ms.`] : []),
+    '',
+    ...everySystem([
+      ['main-thread ELU', elu],
+      ['main-thread busy ms', elu.activeMs],
+      ...(elu.mainThreadCpuMs ? [['main-thread CPU ms', elu.mainThreadCpuMs]] : []),
+      ['p99 event-loop delay, ms', elu.p99DelayMs],
+    ]),
     '',
     '## peak_rss_1000_sessions',
     '',

@@ -6,7 +6,7 @@ import { cpus, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
-if (!existsSync(`${here}node_modules/@openai/agents`) || !existsSync(`${here}node_modules/ai5`)) execSync('npm ci --no-audit --no-fund', { cwd: here, stdio: 'inherit' })
+if (['@openai/agents', 'ai5', '@ai-sdk/openai-compatible-v5', '@langchain/openai'].some((pkg) => !existsSync(`${here}node_modules/${pkg}`))) execSync('npm ci --no-audit --no-fund', { cwd: here, stdio: 'inherit' })
 
 const { loopScripted } = await import('./loop_scripted.mjs')
 const { loopHttp, eventLoopUtilization } = await import('./http.mjs')
@@ -22,10 +22,14 @@ const { builtins } = await import('./builtins.mjs')
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}`
 // Each peer's version as installed, read at run time.
+const installed = (pkg) => JSON.parse(readFileSync(`${here}node_modules/${pkg}/package.json`, 'utf8')).version
 const peerVersions = Object.fromEntries(
-  [['openai-agents', '@openai/agents'], ['ai-sdk', 'ai5'], ['ai7', 'ai'], ['mastra', '@mastra/core'], ['langgraph', '@langchain/langgraph']].map(([name, pkg]) => [name, JSON.parse(readFileSync(`${here}node_modules/${pkg}/package.json`, 'utf8')).version]),
+  [['openai-agents', '@openai/agents'], ['ai-sdk', 'ai5'], ['ai7', 'ai'], ['mastra', '@mastra/core'], ['langgraph', '@langchain/langgraph']].map(([name, pkg]) => [name, installed(pkg)]),
 )
-const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), peerVersions, benchmarks: {} }
+// The clients the peers talk to the model server with in loop_http and event_loop_utilization
+// (Mastra's is bundled in @mastra/core).
+const providerVersions = Object.fromEntries(['openai', '@ai-sdk/openai-compatible-v5', '@ai-sdk/openai-compatible', '@langchain/openai'].map((pkg) => [pkg, installed(pkg)]))
+const results = { machine, node: process.version, date: new Date().toISOString().slice(0, 10), peerVersions, providerVersions, benchmarks: {} }
 console.log(`machine: ${machine}\nnode: ${process.version}`)
 
 function table(title, row) {

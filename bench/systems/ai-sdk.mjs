@@ -1,6 +1,6 @@
 import { generateText, jsonSchema, stepCountIs, tool as aiTool } from 'ai5'
 import { MockLanguageModelV2 } from 'ai5/test'
-import { after, before, parameters } from './common.mjs'
+import { executeWithHooks, parameters } from './common.mjs'
 
 /** Vercel `ai` 5 (npm alias `ai5`) with its mock model; the hooks wrap execute, and onStepFinish observes. */
 export default async function aiSdk(turns) {
@@ -21,12 +21,7 @@ export default async function aiSdk(turns) {
     tools: {
       noop: aiTool({
         inputSchema: jsonSchema(parameters),
-        execute: async ({ i }) => {
-          before()
-          const output = `ok ${i}`
-          after()
-          return output
-        },
+        execute: executeWithHooks,
       }),
     },
     stopWhen: stepCountIs(turns + 1),

@@ -8,3 +8,11 @@ export const after = () => {
   hookCalls++
 }
 export const hookCallCount = () => hookCalls
+
+/** ai 5 has no tool-execution callbacks: its runners wrap the tool's execute in the two hooks. */
+export const executeWithHooks = async ({ i }) => {
+  before()
+  const output = `ok ${i}`
+  after()
+  return output
+}
