@@ -75,6 +75,22 @@ describe('a run', () => {
     await agent.close()
   })
 
+  it('result() first leaves every event for a later stream(), whose result is the same object', async () => {
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'echo', input: { text: 'a' } }] }, { text: 'done' }]),
+      tools: [echo],
+    })
+    const response = await agent.send('go')
+    const result = await response.result()
+    expect(result.toolCalls.map((call) => call.output)).toEqual(['echo:a'])
+    expect(await response.result()).toBe(result)
+    const events = await collect(response.stream())
+    expect(events.map((event) => event.type)).toEqual(['turn_start', 'tool_use', 'tool_result', 'turn_end', 'turn_start', 'content', 'turn_end', 'usage', 'result'])
+    const last = events.at(-1)
+    expect(last?.type === 'result' && last.result).toBe(result)
+    await agent.close()
+  })
+
   it('gives stream() each tool event as it happens, even while a textStream() waits for text', async () => {
     let finish!: (value: string) => void
     const slow = defineTool({ name: 'slow', parameters: { type: 'object' }, execute: () => new Promise<string>((resolve) => (finish = resolve)) })

@@ -37,6 +37,8 @@ class AgentResponse {
   #consume = null
   /** Resolves when the next event is published to iterators (or the events end). */
   #arrival = null
+  /** The result or error event `result()` read on its own (`null`: the binding had none left). */
+  #outcome
 
   /** `started` is the binding's `RunStarted`: the run and its submission's ids. */
   constructor(started, scope, sessionId, onSettled) {
@@ -66,8 +68,10 @@ class AgentResponse {
           this.#ended = true
         } else {
           try {
-            for (const event of JSON.parse(batch)) {
-              if (event.type === 'error') event.error = toError(event.error, this.#scope)
+            for (let event of JSON.parse(batch)) {
+              // The outcome result() has read stays the one object every reader sees.
+              if (this.#outcome && (event.type === 'result' || event.type === 'error')) event = this.#outcome
+              else if (event.type === 'error') event.error = toError(event.error, this.#scope)
               // Awaited only where there are listeners: most events of most runs have none.
               const listeners = this.#listeners.get(event.type)
               if (listeners !== undefined) for (const listener of listeners) await listener(event)
@@ -172,14 +176,31 @@ class AgentResponse {
   }
 
   async result() {
-    // Once the run is over, one pull takes all of its events; the result or error among them is the outcome.
     await this.#finished
+    // The outcome is read alone, where it is, unless `on()` listeners must see every event
+    // first: the run's other events stay in the binding, unserialized, for a later stream()
+    // (most runs are never streamed).
+    if (!this.#ended && this.#listeners.size === 0) this.#outcome ??= this.#readOutcome()
+    if (this.#outcome) {
+      if (this.#outcome.type === 'error') throw this.#outcome.error
+      return this.#outcome.result
+    }
+    // Otherwise one pull takes all of its events; the result or error among them is the outcome.
     while (!this.#ended) await this.#pull()
     for (const event of this.#events) {
       if (event.type === 'result') return event.result
       if (event.type === 'error') throw event.error
     }
     throw internalError('The run ended without a result')
+  }
+
+  /** The run's result or error event if the binding still holds it, else `null`. */
+  #readOutcome() {
+    const text = this.#run.outcome()
+    if (text === null) return null
+    const event = JSON.parse(text)
+    if (event.type === 'error') event.error = toError(event.error, this.#scope)
+    return event
   }
 
   async text() {

@@ -157,6 +157,16 @@ impl EventReader {
         }
     }
 
+    /// The run's last event, if it is its result or error and still in the log: read where it
+    /// is, leaving every event for later batches. `result()` needs that event alone, and most
+    /// runs are read no other way, so the rest are never serialized for it.
+    pub fn outcome<R>(&self, read: impl FnOnce(&StreamEvent) -> R) -> Option<R> {
+        match self.0.state().events.back() {
+            Some(event @ (StreamEvent::Result { .. } | StreamEvent::Error { .. })) => Some(read(event)),
+            _ => None,
+        }
+    }
+
     /// Takes the events published since the last batch: waits for one that wakes the reader,
     /// then lets `window` pass (unless the run is over: it ended, or its last event is out) and
     /// takes everything published by then, so a chatty run reaches its consumer in a few
@@ -274,6 +284,24 @@ mod tests {
                 content("hi")
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn the_outcome_is_read_in_place_and_every_event_is_still_taken_after_it() {
+        let (sender, reader) = event_log();
+        sender.send(StreamEvent::TurnStart { turn: 1 });
+        assert_eq!(
+            reader.outcome(StreamEvent::clone),
+            None,
+            "no outcome before the last event"
+        );
+        let error = StreamEvent::error(SdkError::model("x"));
+        sender.send(error.clone());
+        drop(sender);
+        assert_eq!(reader.outcome(StreamEvent::clone), Some(error.clone()));
+        let batch = reader.next_batch(std::future::pending()).await.unwrap();
+        assert_eq!(batch, vec![StreamEvent::TurnStart { turn: 1 }, error]);
+        assert_eq!(reader.outcome(StreamEvent::clone), None, "taken events are gone");
     }
 
     #[tokio::test]

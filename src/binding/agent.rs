@@ -624,6 +624,20 @@ impl NativeRun {
         })
     }
 
+    /// The run's result or error event, as one JSON object, once published and while not yet
+    /// taken by `next()`; `null` otherwise. It stays in the log: a later `next()` still takes
+    /// every event, this one included.
+    #[napi]
+    pub fn outcome(&self) -> Option<String> {
+        self.events.outcome(|event| {
+            serde_json::to_string(&Published {
+                event,
+                session_id: &self.session_id,
+            })
+            .ok()
+        })?
+    }
+
     /// Resolves once the run is accepted (it holds the session and may start), or with the
     /// error that refused it (`SESSION_LEASED`, `APPROVALS_PENDING`, ...): what `send` /
     /// `resume` reject with.
