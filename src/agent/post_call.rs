@@ -70,13 +70,14 @@ impl PostCall<'_> {
             return result;
         }
         let payload: Map<String, Value> = self.with_result(HookEvent::PostToolUse, &result).to_map();
-        let verdict = control::evaluate(
+        // Boxed: a rare path whose future (HTTP) would otherwise enlarge every call's state.
+        let verdict = Box::pin(control::evaluate(
             &controls,
             HookEvent::PostToolUse,
             &payload,
             self.caller,
             self.dispatcher.log(),
-        )
+        ))
         .await;
         match blocked(verdict) {
             Some(blocked) => CallResult {

@@ -358,8 +358,10 @@ impl Dispatcher {
             let mut span = HookSpan::observed(entry.name(), round.input.event.name(), observer);
             if let Some(command) = command {
                 let fields = fields.get_or_insert_with(|| round.input.payload.to_map());
-                self.run_command(&round, command, fields, &mut span, &mut dispatched)
-                    .await?;
+                // Boxed, as the other rare paths below: their futures (processes, HTTP, the
+                // store) would otherwise make every dispatch's state, and each caller's, tens of
+                // KB, copied at every call.
+                Box::pin(self.run_command(&round, command, fields, &mut span, &mut dispatched)).await?;
                 continue;
             }
             if let Some(function) = function {
@@ -381,14 +383,13 @@ impl Dispatcher {
                     }
                     Delivery::Direct => {
                         let failure = &mut critical_failure;
-                        self.notify(&round, (hook, webhook), critical, fields, &mut span, failure)
-                            .await?;
+                        Box::pin(self.notify(&round, (hook, webhook), critical, fields, &mut span, failure)).await?;
                     }
                 }
             }
         }
         if !queued.is_empty() {
-            self.enqueue(queued, caller.context, &mut critical_failure).await;
+            Box::pin(self.enqueue(queued, caller.context, &mut critical_failure)).await;
         }
         if caller.cancelled() {
             return Err(HookError::Cancelled);
