@@ -189,7 +189,9 @@ impl Durable {
         let config = self.config.clone();
         let store = self
             .store
-            .get_or_try_init(|| self.hop("open the store", async move { store::open(&config).await }))
+            // Boxed: opening a SQL store (pools, migrations) is a future of ~18 KB, which every
+            // store operation's state (and so every run's) would otherwise carry inline.
+            .get_or_try_init(|| self.hop("open the store", Box::pin(async move { store::open(&config).await })))
             .await?;
         self.deliverer.get_or_init(|| {
             let deliverer = delivery::attach(store);
