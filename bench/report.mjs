@@ -24,6 +24,14 @@ function everySystem(rows) {
   ]
 }
 
+/** When rows were rerun alone (`BENCH_ONLY`): which were taken on which day. */
+function takenOn(dates = {}) {
+  const byDate = {}
+  for (const [name, date] of Object.entries(dates)) (byDate[date] ??= []).push(`\`${name}\``)
+  if (Object.keys(byDate).length < 2) return []
+  return [`Rows taken on different days (\`BENCH_ONLY\` reruns): ${Object.entries(byDate).map(([date, names]) => `${date}: ${names.join(', ')}`).join('; ')}.`]
+}
+
 export function report(results) {
   const { loop_scripted: scripted, loop_http: http, event_loop_utilization: elu, peak_rss_1000_sessions: rss, hook_dispatch: dispatch, webhook_notifications: webhooks, approvals, subagents, mcp, workers, builtins } = results.benchmarks
   // Absent from results taken before the approvals benchmark existed.
@@ -47,6 +55,7 @@ export function report(results) {
     'Command: `npm run bench` (installs `bench/`\'s own devDependencies, the peers pinned in',
     '`bench/package.json`, on first use, then writes `bench/results.json` and this file).',
     `Machine: ${results.machine}; Node ${results.node}; release build; ${results.date}.`,
+    ...takenOn(results.dates),
     ...(results.peerVersions ? [`Peer versions, as installed: ${Object.entries(results.peerVersions).map(([name, version]) => `${name} ${version}`).join(', ')}.`] : []),
     'Every figure is a median of interleaved runs (A B C D A B C D …); ratios are ours / peer, lower',
     'is better (for rates, sessions per second, ours / peer above 1 is better). This 2-core VM\'s speed',
