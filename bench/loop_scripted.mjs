@@ -13,6 +13,7 @@ const REPEATS = Number(process.env.REPEATS ?? 5)
 /** Mastra's 1000-turn run takes about half a minute and its process grows by ~2 GB over the
  * repeats: it gets fewer (still interleaved with the others, median of those). */
 const MASTRA_1000_REPEATS = Number(process.env.MASTRA_1000_REPEATS ?? 3)
+const WARM_UP_RUNS = Number(process.env.WARM_UP_RUNS ?? 3)
 const repeatsOf = (name, turns) => (name === 'mastra' && turns === 1000 ? Math.min(REPEATS, MASTRA_1000_REPEATS) : REPEATS)
 
 /** One run of `turns` turns in this process: µs of wall time and of CPU time per tool call. */
@@ -34,7 +35,10 @@ async function perCall(run, system, turns) {
 async function child(system) {
   const { load } = await import('./systems.mjs')
   const run = await load(system)
-  await perCall(run, system, 50)
+  // The same warm-up for every system, long enough for V8 to have compiled each one's hot
+  // code before the first measured run: one 50-turn run left ours (whose runs take a few ms)
+  // still compiling on V8's background threads during its first measurements.
+  for (let i = 0; i < WARM_UP_RUNS; i++) await perCall(run, system, 200)
   process.on('message', async ({ turns }) => {
     try {
       process.send({ ok: await perCall(run, system, turns) })
