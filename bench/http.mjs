@@ -21,6 +21,9 @@ const SESSION_TURNS = Number(process.env.ELU_TURNS ?? 10)
 // A model answers after some time to first token; with none, a run is pure CPU and every
 // system's JS thread is busy for however long its run takes.
 const ELU_LATENCY_MS = Number(process.env.ELU_LATENCY_MS ?? 10)
+// Each system warms up with this many full-size measurements before the sampled ones, so that
+// V8 has compiled its hot code (as in loop_scripted).
+const WARM_UP_RUNS = Number(process.env.WARM_UP_RUNS ?? 2)
 
 async function startModelServer(latencyMs = 0) {
   const child = await startProcess('./model_server.mjs', { LATENCY_MS: String(latencyMs) })
@@ -78,7 +81,8 @@ async function child(system) {
   process.send({ ready: true })
 }
 
-/** Starts the model server and one child per system, warms each up with `warmUp`, then takes
+/** Starts the model server and one child per system, warms each up with `warmUp` (WARM_UP_RUNS
+ * times), then takes
  * REPEATS samples of `request` from each, interleaved; resolves with the samples. (Every peer
  * takes seconds per sample, Mastra the longest, so all get the same number.) */
 async function sampled(latencyMs, request, warmUp) {
@@ -86,7 +90,7 @@ async function sampled(latencyMs, request, warmUp) {
   const children = Object.fromEntries(NAMES.map((name) => [name, startSystem(fileURLToPath(import.meta.url), name)]))
   try {
     await Promise.all(Object.values(children).map((worker) => worker.ready))
-    for (const name of NAMES) await children[name].measure({ ...warmUp, baseUrl: server.baseUrl })
+    for (let i = 0; i < WARM_UP_RUNS; i++) for (const name of NAMES) await children[name].measure({ ...warmUp, baseUrl: server.baseUrl })
     const samples = Object.fromEntries(NAMES.map((name) => [name, []]))
     for (let repeat = 0; repeat < REPEATS; repeat++) {
       for (const name of NAMES) samples[name].push(await children[name].measure({ ...request, baseUrl: server.baseUrl }))
@@ -99,7 +103,7 @@ async function sampled(latencyMs, request, warmUp) {
 }
 
 export async function loopHttp() {
-  const samples = await sampled(0, { kind: 'loop', turns: TURNS }, { kind: 'loop', turns: 20 })
+  const samples = await sampled(0, { kind: 'loop', turns: TURNS }, { kind: 'loop', turns: TURNS })
   const values = Object.fromEntries(NAMES.map((name) => [name, median(samples[name])]))
   return { unit: 'µs per tool call over HTTP (median)', turns: TURNS, repeats: REPEATS, ...comparison(values) }
 }
