@@ -373,8 +373,8 @@ function encodeReply(value, reply, scope, mocked, functions) {
   }
   if (reply === Reply.DataWithMock) {
     const returned = JSON.stringify(value)
-    const parts = [returned === undefined ? '' : `"returned":${returned}`, mocked === undefined ? '' : `"mocked":${mocked}`]
-    return `{${parts.filter(Boolean).join(',')}}`
+    if (mocked === undefined) return returned === undefined ? '{}' : `{"returned":${returned}}`
+    return returned === undefined ? `{"mocked":${mocked}}` : `{"returned":${returned},"mocked":${mocked}}`
   }
   return JSON.stringify(value) ?? ''
 }
