@@ -91,6 +91,28 @@ describe('a run', () => {
     await agent.close()
   })
 
+  it('result() resolves only after on() listeners have seen every event, the result included', async () => {
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    // The run ends while a listener still works on an earlier event: its outcome is then
+    // published and waiting, and result() must still wait for every listener.
+    const slowEcho = defineTool<{ text: string }>({ name: 'echo', parameters: echo.parameters, execute: async (input) => (await pause(10), `echo:${input.text}`) })
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'echo', input: { text: 'a' } }] }, { text: 'done' }]),
+      tools: [slowEcho],
+    })
+    const response = await agent.send('go')
+    const seen: string[] = []
+    response
+      .on('tool_use', async (event) => {
+        await pause(60)
+        seen.push(`tool_use ${event.id}`)
+      })
+      .on('result', () => void seen.push('result'))
+    expect((await response.result()).content).toBe('done')
+    expect(seen).toEqual(['tool_use c1', 'result'])
+    await agent.close()
+  })
+
   it('gives stream() each tool event as it happens, even while a textStream() waits for text', async () => {
     let finish!: (value: string) => void
     const slow = defineTool({ name: 'slow', parameters: { type: 'object' }, execute: () => new Promise<string>((resolve) => (finish = resolve)) })

@@ -7,13 +7,15 @@
 // the one running the sessions.
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { startSystem } from './system_process.mjs'
+import { serveRequests, startSystem } from './system_process.mjs'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
-import { hookCallCount } from './systems/common.mjs'
+import { checked } from './systems/common.mjs'
+import { NAMES as SCRIPTED } from './systems.mjs'
 import { startProcess } from './peer_process.mjs'
 import { comparison, median } from './stats.mjs'
 
-export const NAMES = ['ours', 'openai-agents', 'ai-sdk', 'ai7', 'mastra', 'langgraph']
+// Every system of loop_scripted but the hand-written floor, which has no HTTP client.
+export const NAMES = SCRIPTED.filter((name) => name !== 'js-floor')
 const REPEATS = Number(process.env.REPEATS ?? 5)
 const TURNS = Number(process.env.HTTP_TURNS ?? 200)
 const SESSIONS = Number(process.env.ELU_SESSIONS ?? 100)
@@ -34,16 +36,6 @@ async function startModelServer(latencyMs = 0) {
  * it was preempted while busy. */
 const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`
 const mainThreadCpuMs = () => (existsSync(SCHEDSTAT) ? Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]) / 1e6 : null)
-
-/** Awaits `work()`, which resolves with the tool calls it made, and checks that there were
- * `calls` of them, each with its before and its after hook. */
-async function checked(system, calls, work) {
-  const hooksBefore = hookCallCount()
-  const made = await work()
-  if (made !== calls) throw new Error(`${system} made ${made} tool calls, expected ${calls}`)
-  const hooks = hookCallCount() - hooksBefore
-  if (hooks !== 2 * calls) throw new Error(`${system} ran ${hooks} hook calls, expected ${2 * calls}`)
-}
 
 /** What a child measures, by the request's `kind`. */
 const MEASURES = {
@@ -71,14 +63,7 @@ const MEASURES = {
 /** The child: loads `system`'s HTTP runner, then answers each request with one measurement. */
 async function child(system) {
   const run = (await import(`./systems_http/${system}.mjs`)).default
-  process.on('message', async (request) => {
-    try {
-      process.send({ ok: await MEASURES[request.kind](run, system, request) })
-    } catch (error) {
-      process.send({ error: error.stack ?? String(error) })
-    }
-  })
-  process.send({ ready: true })
+  serveRequests((request) => MEASURES[request.kind](run, system, request))
 }
 
 /** Starts the model server and one child per system, warms each up with `warmUp` (WARM_UP_RUNS

@@ -4,10 +4,10 @@
 // benchmark and asked for one run at a time, so repeats interleave across systems
 // (A B C … A B C …); each run reports its wall time and the child's CPU time per call.
 import { fileURLToPath } from 'node:url'
-import { startSystem } from './system_process.mjs'
+import { serveRequests, startSystem } from './system_process.mjs'
 import { NAMES } from './systems.mjs'
 import { comparison, median } from './stats.mjs'
-import { hookCallCount } from './systems/common.mjs'
+import { checked } from './systems/common.mjs'
 
 const REPEATS = Number(process.env.REPEATS ?? 5)
 /** Mastra's 1000-turn run takes about half a minute and its process grows by ~2 GB over the
@@ -18,16 +18,11 @@ const repeatsOf = (name, turns) => (name === 'mastra' && turns === 1000 ? Math.m
 
 /** One run of `turns` turns in this process: µs of wall time and of CPU time per tool call. */
 async function perCall(run, system, turns) {
-  const hooksBefore = hookCallCount()
   const cpuBefore = process.cpuUsage()
   const started = process.hrtime.bigint()
-  const calls = await run(turns)
+  await checked(system, turns, () => run(turns))
   const elapsed = Number(process.hrtime.bigint() - started) / 1000 / turns
   const cpu = process.cpuUsage(cpuBefore)
-  if (calls !== turns) throw new Error(`${system} made ${calls} tool calls, expected ${turns}`)
-  // Every system must really have run its before and after hook for each call.
-  const hooks = hookCallCount() - hooksBefore
-  if (hooks !== 2 * turns) throw new Error(`${system} ran ${hooks} hook calls, expected ${2 * turns}`)
   return { wallUs: elapsed, cpuUs: (cpu.user + cpu.system) / turns }
 }
 
@@ -39,14 +34,7 @@ async function child(system) {
   // code before the first measured run: one 50-turn run left ours (whose runs take a few ms)
   // still compiling on V8's background threads during its first measurements.
   for (let i = 0; i < WARM_UP_RUNS; i++) await perCall(run, system, 200)
-  process.on('message', async ({ turns }) => {
-    try {
-      process.send({ ok: await perCall(run, system, turns) })
-    } catch (error) {
-      process.send({ error: error.stack ?? String(error) })
-    }
-  })
-  process.send({ ready: true })
+  serveRequests(({ turns }) => perCall(run, system, turns))
 }
 
 export async function loopScripted() {

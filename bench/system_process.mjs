@@ -26,3 +26,16 @@ export function startSystem(script, system) {
     stop: () => worker.kill(),
   }
 }
+
+/** In the child: answers each request with `measure(request)`'s value, or the error it threw,
+ * then tells the parent it is ready. */
+export function serveRequests(measure) {
+  process.on('message', async (request) => {
+    try {
+      process.send({ ok: await measure(request) })
+    } catch (error) {
+      process.send({ error: error.stack ?? String(error) })
+    }
+  })
+  process.send({ ready: true })
+}

@@ -16,3 +16,14 @@ export const executeWithHooks = async ({ i }) => {
   after()
   return output
 }
+
+/** Awaits `work()`, which resolves with the tool calls it made, and checks that there were
+ * `calls` of them, each with its before and its after hook: every system must really have run
+ * what is measured. */
+export async function checked(system, calls, work) {
+  const hooksBefore = hookCallCount()
+  const made = await work()
+  if (made !== calls) throw new Error(`${system} made ${made} tool calls, expected ${calls}`)
+  const hooks = hookCallCount() - hooksBefore
+  if (hooks !== 2 * calls) throw new Error(`${system} ran ${hooks} hook calls, expected ${2 * calls}`)
+}

@@ -70,14 +70,13 @@ impl PostCall<'_> {
             return result;
         }
         let payload: Map<String, Value> = self.with_result(HookEvent::PostToolUse, &result).to_map();
-        // Boxed: a rare path whose future (HTTP) would otherwise enlarge every call's state.
-        let verdict = Box::pin(control::evaluate(
+        let verdict = control::evaluate(
             &controls,
             HookEvent::PostToolUse,
             &payload,
             self.caller,
             self.dispatcher.log(),
-        ))
+        )
         .await;
         match blocked(verdict) {
             Some(blocked) => CallResult {

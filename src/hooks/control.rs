@@ -3,6 +3,9 @@
 //! They run in registration order, then the environment's; the first deny wins, an allow does
 //! not stop later controls, and errors follow each hook's `onError`.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
@@ -30,7 +33,19 @@ pub enum Verdict {
     Failed,
 }
 
-pub async fn evaluate(
+/// Runs `controls` on `payload`. Boxed: its webhook calls make a future of several KB, which
+/// every tool call's state would otherwise carry inline, though most calls have no controls.
+pub fn evaluate<'a>(
+    controls: &'a [&'a std::sync::Arc<HookObject>],
+    event: HookEvent,
+    payload: &'a Map<String, Value>,
+    caller: Caller<'a>,
+    log: &'a Log,
+) -> Pin<Box<impl Future<Output = Verdict> + 'a>> {
+    Box::pin(evaluate_each(controls, event, payload, caller, log))
+}
+
+async fn evaluate_each(
     controls: &[&std::sync::Arc<HookObject>],
     event: HookEvent,
     payload: &Map<String, Value>,

@@ -603,7 +603,12 @@ mod tests {
         let durable = Durable::new(StoreConfig::Sqlite("unused.db".into()), "s".into(), 1000);
         let release = std::mem::size_of_val(&durable.release());
         let save = std::mem::size_of_val(&durable.save(&[], &Value::Null, None));
+        let tool = ToolSpec::builtin(crate::builtins::Builtin::Read);
+        let started = std::mem::size_of_val(&durable.started("c", &tool, &Map::new()));
+        let finished = std::mem::size_of_val(&durable.finished("c", "ok", false));
         assert!(release < 2048, "release's future is {release} bytes");
         assert!(save < 4096, "save's future is {save} bytes");
+        assert!(started < 4096, "the ledger's started future is {started} bytes");
+        assert!(finished < 4096, "the ledger's finished future is {finished} bytes");
     }
 }

@@ -487,16 +487,16 @@ impl Call<'_> {
                 let controls = dispatcher.controls(HookEvent::PreToolUse, name, self.site.caller.context);
                 if !controls.is_empty() {
                     let payload = self.fields(HookEvent::PreToolUse, &input).to_map();
-                    // Boxed, as the store's writes below: rare paths whose futures (HTTP,
-                    // SQL) would otherwise make every call's state tens of KB.
-                    let evaluated = Box::pin(control::evaluate(
-                        &controls,
-                        HookEvent::PreToolUse,
-                        &payload,
-                        self.site.caller,
-                        dispatcher.log(),
-                    ));
-                    if let Some(blocked) = blocked(evaluated.await) {
+                    if let Some(blocked) = blocked(
+                        control::evaluate(
+                            &controls,
+                            HookEvent::PreToolUse,
+                            &payload,
+                            self.site.caller,
+                            dispatcher.log(),
+                        )
+                        .await,
+                    ) {
                         return Ok(self.finish(input, blocked, None).await);
                     }
                 }
@@ -525,6 +525,8 @@ impl Call<'_> {
                 // Recorded as started before it runs: after a crash it is never run again
                 // silently. A ledger that cannot be written fails the call closed.
                 if let Some(ledger) = ledger {
+                    // Boxed: a SQL write's future (~3 KB) in the state of every call, most of
+                    // which keep no ledger.
                     if let Err(error) = Box::pin(ledger.started(&self.ledger_key(), tool, &input)).await {
                         return Ok(self.finish(input, CallResult::failed(error.message, None), None).await);
                     }
@@ -533,7 +535,7 @@ impl Call<'_> {
                 let executed = match tool.execute {
                     Runner::Task => match self.delegate(&input).await {
                         Delegated::Done(result) => {
-                            Box::pin(self.site.durable.child_finished(&self.child_chain())).await;
+                            self.site.durable.child_finished(&self.child_chain()).await;
                             Ok(result)
                         }
                         // Its sub-agent paused: the call waits for it (§8.7).
@@ -568,9 +570,10 @@ impl Call<'_> {
                     Err(NoResult::Deferred) => return Err(Paused::on(input, PendingReason::Deferred)),
                 };
                 if let Some(ledger) = ledger {
-                    let key = self.ledger_key();
-                    let finished = ledger.finished(&key, &result.output, !result.is_success());
-                    if let Err(error) = Box::pin(finished).await {
+                    if let Err(error) = ledger
+                        .finished(&self.ledger_key(), &result.output, !result.is_success())
+                        .await
+                    {
                         agent.log().warn(
                             "The tool's result could not be recorded in the effects ledger",
                             serde_json::json!({"toolCallId": self.request.id, "error": error.message}),
@@ -773,7 +776,7 @@ impl Call<'_> {
         let settings = self.delegation_settings();
         let result = match self.delegation(&settings).resume(child).await {
             Delegated::Done(result) => {
-                Box::pin(self.site.durable.child_finished(&self.child_chain())).await;
+                self.site.durable.child_finished(&self.child_chain()).await;
                 result
             }
             Delegated::Paused(child) => {
