@@ -107,6 +107,11 @@ describe('createAgent rejects bad options with a ConfigError naming the field', 
       (() => { const t: any = { name: 't', execute: () => 1, meta: [{}] }; t.meta[0].owner = t; return { model: scriptedModel([]), tools: [t] } })(),
       'options contain a circular reference: tools[0].meta[0].owner refers back to tools[0]',
     ],
+    [
+      'an option whose getter throws',
+      { model: scriptedModel([]), tools: [{ name: 't', execute: () => 1, meta: [1, { get broken() { throw new Error('no access') } }] }] },
+      'tools[0].meta[1] could not be read: no access',
+    ],
   ]
   for (const [what, options, message] of cases) {
     it(what, async () => {

@@ -11,7 +11,7 @@ const {
   native,
   unwrap,
   environmentJson,
-  splitFunctions,
+  encode,
   describeValue,
   isSignal,
   Scope,
@@ -64,7 +64,7 @@ class Agent {
   }
 
   async send(message, options = {}) {
-    const encoded = JSON.stringify(splitFunctions(message, 'the message', invalidInput).data) ?? 'null'
+    const encoded = encode(message, 'the message', invalidInput).json ?? 'null'
     return this.#start(options, 'send', (scopeId, runOptions) => this.#native.send(encoded, scopeId, runOptions, process.env))
   }
 
@@ -91,7 +91,7 @@ class Agent {
   /** Resolves once the decision is stored. */
   async #decide(approve, toolCallId, options) {
     if (typeof toolCallId !== 'string') throw invalidInput(`the tool call id must be a string (got ${describeValue(toolCallId)})`)
-    unwrap(await this.#native.decide(approve, toolCallId, JSON.stringify(splitFunctions(options ?? {}, 'the options', invalidInput).data)))
+    unwrap(await this.#native.decide(approve, toolCallId, encode(options ?? {}, 'the options', invalidInput).json))
   }
 
   /** Starts a run (`send`, `resume`): its abort plumbing and its response, once the run is accepted (it holds the session). */
@@ -103,7 +103,7 @@ class Agent {
     const controller = new AbortController()
     const scopeId = this.#scopes.newId()
     const scope = new Scope(controller.signal)
-    const started = unwrap(begin(scopeId, JSON.stringify(splitFunctions({ maxTurns, toolChoice }, `the ${what} options`, invalidInput).data)))
+    const started = unwrap(begin(scopeId, encode({ maxTurns, toolChoice }, `the ${what} options`, invalidInput).json))
     // Nothing to start (a session's `stream()` with no input waiting).
     if (started === null) return null
     const { run } = started
@@ -188,7 +188,7 @@ class Agent {
   }
 
   #set(setting, value) {
-    unwrap(this.#native.set(setting, JSON.stringify(splitFunctions(value, 'the value', invalidInput).data) ?? 'null'))
+    unwrap(this.#native.set(setting, encode(value, 'the value', invalidInput).json ?? 'null'))
   }
 
   /** A new agent with the same options and a copy of this conversation (its SessionStart has `isResume: false`). */
@@ -238,7 +238,7 @@ async function resumeAgent(options) {
 /** A stored session, opened with the options of `shape` (less the `sessionId` naming it);
  * with `fork`, a new session with a copy of its conversation instead. */
 async function openStored(options, shape, { fork = false } = {}) {
-  const stored = unwrap(await native.loadSession(JSON.stringify(splitFunctions(options).data), shape))
+  const stored = unwrap(await native.loadSession(encode(options).json, shape))
   // The binding checked that `options` is an object with a `sessionId`.
   const { sessionId, messageId, ...rest } = options
   return fork ? open(rest, stored, null, shape) : open(rest, null, stored, shape)
@@ -250,9 +250,9 @@ const warnedOptions = new Set()
 /** Makes an agent (with `from`'s conversation, for `fork()` and `forkSession`; from
  * `stored`, for `resumeAgent`) and runs its SessionStart. */
 async function open(options, from, stored, shape) {
-  const { data, functions } = splitFunctions(withToolSchemas(options))
+  const { json, functions } = encode(withToolSchemas(options))
   const scopes = new Scopes()
-  const made = unwrap(native.createSession(JSON.stringify(data), makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), nextTurn, process.env, wakeNothing, stored, shape))
+  const made = unwrap(native.createSession(json, makeInvoke(functions, scopes), makeAbortDispatch(scopes), makeStepGenerator(scopes), nextTurn, process.env, wakeNothing, stored, shape))
   for (const key of made.unsupportedOptions) {
     if (warnedOptions.has(key)) continue
     warnedOptions.add(key)
@@ -291,8 +291,8 @@ async function prompt(message, options) {
  * final result wins, a denial included. Resolves `{ published, result: { output, isError } }`.
  */
 async function completeToolCall({ store, sessionId, toolCallId, result } = {}) {
-  const call = JSON.stringify(splitFunctions({ sessionId, toolCallId, advanced: { store } }, 'the options', invalidInput).data)
-  const encoded = JSON.stringify(splitFunctions(result, 'the result', invalidInput).data) ?? 'null'
+  const call = encode({ sessionId, toolCallId, advanced: { store } }, 'the options', invalidInput).json
+  const encoded = encode(result, 'the result', invalidInput).json ?? 'null'
   return JSON.parse(unwrap(await native.completeToolCall(call, encoded, environmentJson())))
 }
 
@@ -301,7 +301,7 @@ async function completeToolCall({ store, sessionId, toolCallId, result } = {}) {
  * its backoff: for tests and graceful shutdown. Resolves `{ delivered, failed, remaining }`.
  */
 async function drainOutbox({ store } = {}) {
-  const options = JSON.stringify(splitFunctions({ advanced: { store } }, 'the options', invalidInput).data)
+  const options = encode({ advanced: { store } }, 'the options', invalidInput).json
   return JSON.parse(unwrap(await native.drainOutbox(options, environmentJson())))
 }
 
@@ -320,7 +320,7 @@ function approvalToken({ secret, sessionId, toolCallId, toolName, input, agentPa
   if (!Array.isArray(path) || !path.every((name) => typeof name === 'string')) {
     throw invalidInput(`approvalToken's agentPath must be an array of strings (got ${describeValue(agentPath)})`)
   }
-  const encoded = JSON.stringify(splitFunctions(input, 'the input', invalidInput).data) ?? 'null'
+  const encoded = encode(input, 'the input', invalidInput).json ?? 'null'
   return unwrap(native.approvalToken(secret, sessionId, toolCallId, toolName, encoded, path))
 }
 

@@ -5,7 +5,7 @@
 // Rust), `stream()` reads one request's events. Options are read in Rust, as `SessionOptions`.
 
 const { SdkError, invalidInput } = require('./errors.js')
-const { unwrap, splitFunctions, describeValue, isSignal } = require('./wire.js')
+const { unwrap, encode, describeValue, isSignal } = require('./wire.js')
 const { open, openStored, SESSION_DOOR } = require('./agent.js')
 const { resolveProvider } = require('./providers.js')
 
@@ -48,7 +48,7 @@ class Session {
     if (priority !== undefined && typeof priority !== 'string') throw invalidInput(`options.priority must be 'now', 'next' or 'later' (got ${describeValue(priority)})`)
     if (expectedRequestId !== undefined && typeof expectedRequestId !== 'string') throw invalidInput(`options.expectedRequestId must be a string (got ${describeValue(expectedRequestId)})`)
     if (signal !== undefined && !isSignal(signal)) throw invalidInput(`options.signal must be an AbortSignal (got ${signal === null ? 'null' : typeof signal})`)
-    const encoded = JSON.stringify(splitFunctions(message, 'the message', invalidInput).data) ?? 'null'
+    const encoded = encode(message, 'the message', invalidInput).json ?? 'null'
     const starting = STARTING_OPTIONS.some((key) => options[key] !== undefined)
     const submitted = JSON.parse(unwrap(this.#door.native.submit(encoded, priority ?? null, expectedRequestId ?? null, starting)))
     if (submitted.status !== 'idle') return submitted

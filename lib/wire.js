@@ -1,5 +1,5 @@
 'use strict'
-// The wire between the binding and user code: how options cross (`splitFunctions`), the
+// The wire between the binding and user code: how options cross (`encode`), the
 // operations user functions run in (`Scope`), and the functions Rust calls — `invoke`,
 // `stepGenerator`, `abortDispatch`, `nextTurn` (src/binding/host.rs) — with the encoding of
 // their replies; and `unwrap`, the one reader of what a failing binding function returns.
@@ -30,19 +30,27 @@ function environmentJson() {
 }
 
 /**
- * Replaces every function in `value` with `{ "$function": n }`, so options cross into Rust as
- * JSON; the functions stay here and are called by number (with their object as `this`).
- * Values JSON would silently change (NaN, Infinity, bigints, symbols) become `{ "$js": text }`,
- * for Rust to name. A cycle, or a getter that throws, is refused with `refuse(message)`'s
- * error, naming where it is (`root` names `value` itself).
+ * `value` as the JSON text it crosses into Rust in (`undefined` for `undefined`), with every
+ * function replaced by `{ "$function": n }`: the functions stay here, in `functions`, and are
+ * called by number (with their object as `this`). Values JSON would silently change (NaN,
+ * Infinity, bigints, symbols) become `{ "$js": text }`, for Rust to name. Only own enumerable
+ * fields cross (a Date is `{}`: no `toJSON` is called). A cycle, or a getter that throws, is
+ * refused with `refuse(message)`'s error, naming where it is (`root` names `value` itself).
  */
-function splitFunctions(value, root = 'the options', refuse = (message, field) => new ConfigError(message, { field })) {
+function encode(value, root = 'the options', refuse = (message, field) => new ConfigError(message, { field })) {
   const functions = []
-  /** The objects being walked, with where they are (`''` for the value itself). */
-  const open = new Map()
+  // Where the walk is, key by key (an array index as a number), and the objects open along it:
+  // a path's text is only written for an error, so a long script costs no string per value.
+  const keys = []
+  const open = []
+  const pathOf = (depth) => {
+    let path = ''
+    for (let i = 0; i < depth; i++) path += typeof keys[i] === 'number' ? `[${keys[i]}]` : i === 0 ? keys[i] : `.${keys[i]}`
+    return path
+  }
   // The options' own fields go by their names (`advanced.hooks`); anything else's by its root's.
   const describe = (path) => (path === '' ? root : root === 'the options' ? path : `${root}${path.startsWith('[') ? '' : '.'}${path}`)
-  const walk = (value, owner, path) => {
+  const walk = (value, owner) => {
     if (typeof value === 'function') {
       functions.push({ fn: value, owner })
       return { [FUNCTION_KEY]: functions.length - 1 }
@@ -51,23 +59,42 @@ function splitFunctions(value, root = 'the options', refuse = (message, field) =
       return { [JS_VALUE_KEY]: typeof value === 'bigint' ? `${value}n` : String(value) }
     }
     if (value === null || typeof value !== 'object') return value
-    if (open.has(value)) {
+    const depth = keys.length
+    // A cycle comes back to an object still open; options are shallow, so the chain is short.
+    const opened = open.indexOf(value)
+    if (opened !== -1) {
       const subject = root === 'the options' ? 'options contain' : `${root} contains`
-      throw refuse(`${subject} a circular reference: ${describe(path)} refers back to ${describe(open.get(value))}`, describe(path))
+      const path = describe(pathOf(depth))
+      throw refuse(`${subject} a circular reference: ${path} refers back to ${describe(pathOf(opened))}`, path)
     }
-    open.set(value, path)
+    open.push(value)
     let copy
     try {
-      copy = Array.isArray(value) ? value.map((item, index) => walk(item, undefined, `${path}[${index}]`)) : {}
-      if (!Array.isArray(value)) for (const [key, item] of Object.entries(value)) copy[key] = walk(item, value, path === '' ? key : `${path}.${key}`)
+      if (Array.isArray(value)) {
+        copy = value.map((item, index) => {
+          keys.push(index)
+          const walked = walk(item, undefined)
+          keys.pop()
+          return walked
+        })
+      } else {
+        copy = {}
+        const names = Object.keys(value)
+        for (let i = 0; i < names.length; i++) {
+          keys.push(names[i])
+          copy[names[i]] = walk(value[names[i]], value)
+          keys.pop()
+        }
+      }
     } catch (error) {
       if (error instanceof SdkError) throw error
-      throw refuse(`${describe(path)} could not be read: ${messageOf(error)}`, path === '' ? undefined : describe(path))
+      keys.length = depth
+      throw refuse(`${describe(pathOf(depth))} could not be read: ${messageOf(error)}`, depth === 0 ? undefined : describe(pathOf(depth)))
     }
-    open.delete(value)
+    open.pop()
     return copy
   }
-  return { data: walk(value, undefined, ''), functions }
+  return { json: JSON.stringify(walk(value, undefined)), functions }
 }
 
 /** An AbortSignal of any realm (Jest's VM realm has its own class). */
@@ -424,7 +451,7 @@ module.exports = {
   Reply,
   unwrap,
   environmentJson,
-  splitFunctions,
+  encode,
   describeValue,
   isSignal,
   Scope,

@@ -119,7 +119,8 @@ pub enum ModelChoice {
         organization: Option<String>,
         project: Option<String>,
     },
-    ScriptedTurns(Vec<ScriptedTurn>),
+    /// Shared with every model built from it: a long script is not copied per session.
+    ScriptedTurns(Arc<[ScriptedTurn]>),
     ScriptedFunction(Callable),
 }
 
@@ -349,7 +350,7 @@ impl ModelChoice {
                 completion_tokens_field: *provider == Provider::OpenAi,
                 key_header: *provider == Provider::AzureOpenAi,
             }),
-            ModelChoice::ScriptedTurns(turns) => Arc::new(ScriptedModel::new(Script::Turns(turns.clone()), host)),
+            ModelChoice::ScriptedTurns(turns) => Arc::new(ScriptedModel::new(Script::Turns(Arc::clone(turns)), host)),
             ModelChoice::ScriptedFunction(function) => Arc::new(ScriptedModel::new(Script::Function(*function), host)),
         }
     }
@@ -364,7 +365,7 @@ fn scripted(value: &Value, path: &str) -> Result<ModelChoice> {
                 return Ok(ModelChoice::ScriptedFunction(function));
             }
             let turns = object.get("turns").unwrap_or(&Value::Null);
-            parse_turns(turns, &format!("{path}.turns")).map(ModelChoice::ScriptedTurns)
+            parse_turns(turns, &format!("{path}.turns")).map(|turns| ModelChoice::ScriptedTurns(turns.into()))
         }
         other => Err(SdkError::config(format!(
             "{path} must be a model id string or scriptedModel(...) (got {})",

@@ -24,7 +24,7 @@ pub struct ScriptedTurn {
 }
 
 pub enum Script {
-    Turns(Vec<ScriptedTurn>),
+    Turns(Arc<[ScriptedTurn]>),
     Function(Callable),
 }
 
@@ -127,6 +127,9 @@ fn request_value(request: &ModelRequest<'_>) -> Value {
     value
 }
 
+/// The path a turn or call is first read under: its real one is written only for an error.
+const UNNAMED: &str = "?";
+
 /// Reads `{ text?, toolCalls?: [{ id?, name, input?, arguments? }], usage? }`; the error names
 /// the field under `path` (none: the turn a script function returned).
 pub fn parse_turn(value: &Value, path: &str) -> Result<ScriptedTurn> {
@@ -150,7 +153,9 @@ pub fn parse_turn(value: &Value, path: &str) -> Result<ScriptedTurn> {
         Some(Value::Array(calls)) => calls
             .iter()
             .enumerate()
-            .map(|(index, call)| parse_call(call, &turn.field(&format!("toolCalls[{index}]"))))
+            .map(|(index, call)| {
+                parse_call(call, UNNAMED).or_else(|_| parse_call(call, &turn.field(&format!("toolCalls[{index}]"))))
+            })
             .collect::<Result<_>>()?,
         Some(other) => return Err(turn.invalid("toolCalls", "an array", other)),
     };
@@ -211,10 +216,12 @@ fn parse_call(value: &Value, path: &str) -> Result<ToolCallRequest> {
 /// Parses the turns array given to `scriptedModel([...])`.
 pub fn parse_turns(value: &Value, path: &str) -> Result<Vec<ScriptedTurn>> {
     match value {
+        // A turn's path is written only when the turn is refused (then it is read again, to name
+        // the field): a script of a thousand turns costs no string per turn.
         Value::Array(turns) => turns
             .iter()
             .enumerate()
-            .map(|(index, turn)| parse_turn(turn, &format!("{path}[{index}]")))
+            .map(|(index, turn)| parse_turn(turn, UNNAMED).or_else(|_| parse_turn(turn, &format!("{path}[{index}]"))))
             .collect(),
         other => Err(SdkError::config(format!("{path} must be an array of turns (got {})", describe(other))).at(path)),
     }
