@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use agent_runtime_hooks::model::{AssistantToolCall, ContentPart, Message, UserContent};
 use agent_runtime_hooks::store::{
-    self, fingerprint, Claim, Decision, Deferred, DeferredOutcome, Effect, Guarded, Lease, LeaseState, MemoryStore,
-    PendingCall, PendingReason, PostgresStore, SessionRecord, SqliteStore, StartedEffect, Store, StoreConfig,
-    StoreError, StoreErrorKind, ToolResult,
+    self, fingerprint, Claim, Decision, Deferred, DeferredOutcome, Effect, Guarded, Lease, LeaseState, Loaded,
+    MemoryStore, PendingCall, PendingReason, PostgresStore, SessionRecord, SqliteStore, StartedEffect, Store,
+    StoreConfig, StoreError, StoreErrorKind, ToolResult,
 };
 use serde_json::{json, Map, Value};
 use sqlx::sqlite::SqlitePool;
@@ -821,7 +821,8 @@ mod checks {
     }
 
     /// `load_with_lease`: nothing for a session never saved; else the record, its pending calls
-    /// in saved order and its last claim as `lease_state` tells it.
+    /// in saved order, its last claim as `lease_state` tells it, and the ledger entries of its
+    /// pending calls (not of other calls).
     pub async fn a_session_is_read_with_its_lease(f: Fixture) {
         assert_eq!(f.store.load_with_lease("s1").await.unwrap(), None);
         let l = claim(&*f.store, "s1").await;
@@ -841,13 +842,26 @@ mod checks {
         ];
         let saved = record("s1", Some(json!({})));
         f.store.save(&saved, &calls, &l).await.unwrap();
+        // c1 ran before (its result is known), c5 is no pending call: only c1's entry is read.
+        for id in ["c1", "c5"] {
+            f.store.effect_started(&l, id, "ls", &Map::new(), "pure").await.unwrap();
+            f.store
+                .effect_finished(&l, id, &ToolResult::new("listed", false))
+                .await
+                .unwrap();
+        }
         let live = Some(LeaseState {
             token: l.token,
             live: true,
         });
         assert_eq!(
             f.other.load_with_lease("s1").await.unwrap(),
-            Some((saved.clone(), calls, live))
+            Some(Loaded {
+                record: saved.clone(),
+                pending: calls,
+                lease: live,
+                pending_effects: vec![("c1".to_string(), Effect::Finished(ToolResult::new("listed", false)))],
+            })
         );
         f.store.save(&record("s1", None), &[], &l).await.unwrap();
         f.store.release(&l).await.unwrap();
@@ -856,7 +870,12 @@ mod checks {
         assert!(released.is_none_or(|state| !state.live), "{released:?}");
         assert_eq!(
             f.other.load_with_lease("s1").await.unwrap(),
-            Some((record("s1", None), vec![], released))
+            Some(Loaded {
+                record: record("s1", None),
+                pending: vec![],
+                lease: released,
+                pending_effects: vec![],
+            })
         );
     }
 

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::{
-    Attempt, Claim, Claimed, Decision, Deferred, DeferredOutcome, Due, Effect, Lease, LeaseState, PendingCall, Queued,
-    SessionRecord, Settled, StartedEffect, Store, StoreError, ToolResult,
+    Attempt, Claim, Claimed, Decision, Deferred, DeferredOutcome, Due, Effect, Lease, LeaseState, Loaded, PendingCall,
+    Queued, SessionRecord, Settled, StartedEffect, Store, StoreError, ToolResult,
 };
 
 /// The longest id (session, tool call, hook, lease owner) a store keeps, in bytes of UTF-8. Two
@@ -168,10 +168,7 @@ impl<S: Store> Store for Guarded<S> {
         .await
     }
 
-    async fn load_with_lease(
-        &self,
-        session_id: &str,
-    ) -> Result<Option<(SessionRecord, Vec<PendingCall>, Option<LeaseState>)>, StoreError> {
+    async fn load_with_lease(&self, session_id: &str) -> Result<Option<Loaded>, StoreError> {
         let operation = || format!("load session {}", shown(session_id));
         self.run(
             operation,

@@ -231,6 +231,18 @@ pub enum DeferredOutcome {
     NotDeferred,
 }
 
+/// A session as `load_with_lease` reads it for `resumeAgent`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub record: SessionRecord,
+    /// In saved order, decisions included.
+    pub pending: Vec<PendingCall>,
+    /// The session's last claim, read before the record.
+    pub lease: Option<LeaseState>,
+    /// The ledger entries of the pending calls that were ever started (any order).
+    pub pending_effects: Vec<(String, Effect)>,
+}
+
 /// The store interface every back end implements with the same semantics (checked by the
 /// conformance suite in `tests/store.rs`).
 #[async_trait]
@@ -275,18 +287,26 @@ pub trait Store: Send + Sync {
     /// `lease`. A session not stored yet is left so (nothing of it to go on with).
     async fn save_running(&self, session_id: &str, running: &Value, lease: &Lease) -> Result<(), StoreError>;
 
-    /// The session's last claim, then the session and its pending calls (`load`): a claim made
-    /// after the lease was read shows as a newer token, so the record is never taken for newer
-    /// than it is. A SQL store reads all three at once.
-    async fn load_with_lease(
-        &self,
-        session_id: &str,
-    ) -> Result<Option<(SessionRecord, Vec<PendingCall>, Option<LeaseState>)>, StoreError> {
+    /// The session's last claim, then the session and its pending calls (`load`), and what the
+    /// effects ledger says of those calls (`effects`): a claim made after the lease was read
+    /// shows as a newer token, so the record is never taken for newer than it is. A SQL store
+    /// reads it all in one statement.
+    async fn load_with_lease(&self, session_id: &str) -> Result<Option<Loaded>, StoreError> {
         let lease = self.lease_state(session_id).await?;
-        Ok(self
-            .load(session_id)
-            .await?
-            .map(|(record, pending)| (record, pending, lease)))
+        let Some((record, pending)) = self.load(session_id).await? else {
+            return Ok(None);
+        };
+        let ids: Vec<String> = pending.iter().map(|call| call.tool_call_id.clone()).collect();
+        let pending_effects = match ids.is_empty() {
+            true => Vec::new(),
+            false => self.effects(session_id, &ids).await?,
+        };
+        Ok(Some(Loaded {
+            record,
+            pending,
+            lease,
+            pending_effects,
+        }))
     }
 
     /// The session's pending calls as saved (decisions included), in saved order; empty when it

@@ -41,7 +41,7 @@ use super::rows;
 use super::shared::OpenStores;
 use super::sql;
 use super::{
-    Attempt, Claim, Claimed, Decision, Deferred, DeferredOutcome, Due, Effect, Lease, LeaseState, PendingCall,
+    Attempt, Claim, Claimed, Decision, Deferred, DeferredOutcome, Due, Effect, Lease, LeaseState, Loaded, PendingCall,
     PendingReason, Queued, SessionRecord, Settled, StartedEffect, Store, StoreError, ToolResult,
 };
 use crate::model::{display_url, Secrets};
@@ -241,16 +241,20 @@ const SAVE_AND_START: &str = concat!(
 );
 
 /// `load_with_lease` in one statement, one snapshot: the session, its lease (`lease_token`
-/// NULL when never claimed) and its pending calls, one row per call in saved order (one row
-/// with a NULL `tool_call_id` when it has none).
+/// NULL when never claimed) and its pending calls with their ledger entries (`status` NULL when
+/// never started), one row per call in saved order (one row with a NULL `tool_call_id` when it
+/// has none).
 const LOAD_WITH_LEASE: &str = concat!(
     "SELECT s.messages, s.hooks, s.paused, s.running, l.token AS lease_token, ",
     "CASE WHEN NOT l.released AND l.expires_at > ",
     now_ms!(),
     " THEN 1 ELSE 0 END AS lease_live, ",
-    "p.tool_call_id, p.tool_name, p.input, p.fingerprint, p.reason, p.decision ",
+    "p.tool_call_id, p.tool_name, p.input, p.fingerprint, p.reason, p.decision, ",
+    "e.status, e.output, e.is_error ",
     "FROM sessions s LEFT JOIN leases l ON l.session_id = s.session_id ",
-    "LEFT JOIN pending_calls p ON p.session_id = s.session_id WHERE s.session_id = $1 ORDER BY p.ord"
+    "LEFT JOIN pending_calls p ON p.session_id = s.session_id ",
+    "LEFT JOIN effects e ON e.session_id = p.session_id AND e.tool_call_id = p.tool_call_id ",
+    "WHERE s.session_id = $1 ORDER BY p.ord"
 );
 
 /// `effects`: the ledger entries of the calls `$2` of session `$1`, in one statement.
@@ -717,10 +721,7 @@ impl Store for PostgresStore {
             .await
     }
 
-    async fn load_with_lease(
-        &self,
-        session_id: &str,
-    ) -> Result<Option<(SessionRecord, Vec<PendingCall>, Option<LeaseState>)>, StoreError> {
+    async fn load_with_lease(&self, session_id: &str) -> Result<Option<Loaded>, StoreError> {
         let operation = format!("load session {session_id}");
         let op = operation.as_str();
         let mut conn = self.pool.hold(None, op).await?;
@@ -745,12 +746,25 @@ impl Store for PostgresStore {
             })
             .transpose()?;
         let mut pending = Vec::with_capacity(found.len());
-        for row in &found {
-            if rows::column::<_, Option<String>>(row, "tool_call_id", op)?.is_some() {
-                pending.push(rows::pending_call(row, op)?);
+        let mut pending_effects = Vec::new();
+        for row in found {
+            if rows::column::<_, Option<String>>(&row, "tool_call_id", op)?.is_none() {
+                continue;
             }
+            let call = rows::pending_call(&row, op)?;
+            if rows::column::<_, Option<String>>(&row, "status", op)?.is_some() {
+                if let Some(effect) = rows::effect(Some(row), op, decode_output)? {
+                    pending_effects.push((call.tool_call_id.clone(), effect));
+                }
+            }
+            pending.push(call);
         }
-        Ok(Some((record, pending, lease)))
+        Ok(Some(Loaded {
+            record,
+            pending,
+            lease,
+            pending_effects,
+        }))
     }
 
     async fn effects(&self, session_id: &str, tool_call_ids: &[String]) -> Result<Vec<(String, Effect)>, StoreError> {

@@ -68,22 +68,24 @@ pub async fn load(config: &StoreConfig, session_id: &str) -> Result<Stored> {
     })
 }
 
-/// The session with its lease (never taken for newer than the lease read with it), then what
-/// the ledger says of the calls it names.
+/// The session with its lease (never taken for newer than the lease read with it) and what the
+/// ledger says of its pending calls, then of the other calls it names (most often there are
+/// none: a session paused on an approval names only its pending calls).
 pub(super) async fn read(store: &dyn Store, id: &str) -> std::result::Result<Option<Stored>, StoreError> {
-    let Some((record, pending, lease)) = store.load_with_lease(id).await? else {
+    let Some(loaded) = store.load_with_lease(id).await? else {
         return Ok(None);
     };
-    let ids = ledger_keys(&record, &pending);
-    let effects: HashMap<String, Effect> = match ids.is_empty() {
-        true => HashMap::new(),
-        false => store.effects(id, &ids).await?.into_iter().collect(),
-    };
+    let mut effects: HashMap<String, Effect> = loaded.pending_effects.into_iter().collect();
+    let mut others = ledger_keys(&loaded.record, &loaded.pending);
+    others.retain(|key| !loaded.pending.iter().any(|call| &call.tool_call_id == key));
+    if !others.is_empty() {
+        effects.extend(store.effects(id, &others).await?);
+    }
     Ok(Some(Stored {
-        record,
-        pending,
+        record: loaded.record,
+        pending: loaded.pending,
         effects,
-        lease,
+        lease: loaded.lease,
     }))
 }
 
