@@ -226,3 +226,23 @@ pub trait Host: Send + Sync + 'static {
         }
     }
 }
+
+/// A host with no JS functions (hooks run outside any agent, from the store): every call fails
+/// with its message, and an abort has nothing to abort.
+pub struct NoFunctions(pub &'static str);
+
+impl Host for NoFunctions {
+    fn call(&self, _call: HostCall) -> HostFuture {
+        let message = self.0;
+        Box::pin(async move {
+            Err(HostError {
+                message: message.into(),
+                thrown: None,
+            })
+        })
+    }
+
+    fn abort(&self, _scope: ScopeId, _dispatch: DispatchId, _reason: AbortReason) -> AbortFuture {
+        Box::pin(async {})
+    }
+}

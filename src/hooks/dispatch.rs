@@ -805,31 +805,14 @@ impl Timeout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::AbortFuture;
-
-    struct NoHost;
-
-    impl Host for NoHost {
-        fn call(&self, _call: HostCall) -> HostFuture {
-            Box::pin(async {
-                Err(HostError {
-                    message: "no host".into(),
-                    thrown: None,
-                })
-            })
-        }
-
-        fn abort(&self, _scope: ScopeId, _dispatch: DispatchId, _reason: AbortReason) -> AbortFuture {
-            Box::pin(async {})
-        }
-    }
+    use crate::host::NoFunctions;
 
     /// Every tool call awaits two dispatches, so a dispatch's future is part of every call's
     /// state: command and HTTP hooks, direct webhook delivery and the outbox write, which most
     /// dispatches never reach, must stay boxed (inline they made it ~19 KB, copied at each await).
     #[test]
     fn a_dispatch_does_not_carry_its_rare_paths_inline() {
-        let host: Arc<dyn Host> = Arc::new(NoHost);
+        let host: Arc<dyn Host> = Arc::new(NoFunctions("no host"));
         let log = Log::new(host.clone(), None);
         let dispatcher = Dispatcher::new(Registry::default(), 1000, 1000, host, log);
         let context = HookContext {

@@ -18,7 +18,7 @@ use crate::error::{ErrorCode, Result, SdkError};
 use crate::hooks::dispatch::{Caller, Dispatcher, HookContext, HookError};
 use crate::hooks::registry::Registry;
 use crate::hooks::HookEvent;
-use crate::host::{AbortFuture, AbortReason, DispatchId, Host, HostCall, HostError, HostFuture, ScopeId};
+use crate::host::{Host, NoFunctions, ScopeId};
 use crate::log::Log;
 use crate::store::{self, DeferredOutcome, StoreConfig, ToolResult};
 use crate::webhook::Environment;
@@ -60,7 +60,9 @@ pub async fn complete(
     let operation_id = turn.as_ref().map_or_else(String::new, |turn| turn.operation_id.clone());
 
     // The session's stored webhook hooks: no JS function is among them.
-    let host: Arc<dyn Host> = Arc::new(NoFunctions);
+    let host: Arc<dyn Host> = Arc::new(NoFunctions(
+        "no JavaScript function runs while a deferred result is published",
+    ));
     let registry = Registry::parse(Some(&stored.record.hooks))?;
     let log = Log::new(host.clone(), None);
     // The agent's own budgets are not stored with the session: the defaults hold.
@@ -134,23 +136,5 @@ pub async fn complete(
 impl Completed {
     pub fn to_json(&self) -> Value {
         json!({"published": self.published, "result": {"output": self.result.output, "isError": self.result.is_error}})
-    }
-}
-
-/// The host of a publication made outside any agent: stored hooks have no JS functions.
-struct NoFunctions;
-
-impl Host for NoFunctions {
-    fn call(&self, _call: HostCall) -> HostFuture {
-        Box::pin(async {
-            Err(HostError {
-                message: "no JavaScript function runs while a deferred result is published".into(),
-                thrown: None,
-            })
-        })
-    }
-
-    fn abort(&self, _scope: ScopeId, _dispatch: DispatchId, _reason: AbortReason) -> AbortFuture {
-        Box::pin(async {})
     }
 }
