@@ -8,6 +8,7 @@
 // and peer-bug regressions (decisions kept across a crash, two approvers, a run that fails to
 // start). The in-process approval rules are in approvals.test.ts and are not repeated here.
 // Written from the contract, not the implementation.
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { ServerResponse } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -513,4 +514,44 @@ describe('peer-bug regressions', () => {
     expect(done).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
     expect(writes()).toHaveLength(1)
   })
+})
+
+// =============================================================================================
+// The same kill on PostgreSQL, whose resumeAgent reads the session, its pending calls and what
+// the effects ledger says of them in one statement: the new process must still see the call as
+// started and never finished.
+describe('kill matrix on PostgreSQL: SIGKILL while the approved tool runs', () => {
+  const admin = new URL(process.env.ARH_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
+  const database = `arh_durable_${process.pid}_${Date.now()}`
+  const psql = (sql: string) => execFileSync('psql', [admin.toString(), '-v', 'ON_ERROR_STOP=1', '-qAtc', sql], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 })
+  let available = false
+  beforeAll(() => {
+    try {
+      psql(`CREATE DATABASE ${database}`)
+      available = true
+    } catch (error) {
+      const reason = error instanceof Error ? error.message.split('\n')[0] : String(error)
+      process.stderr.write(`skipping the PostgreSQL kill test: no server or psql at ${admin.host} (${reason})\n`)
+    }
+  })
+  afterAll(() => {
+    if (available) psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  })
+
+  it('non_idempotent: the new process finds it outcome_unknown and runs nothing until it is approved again', async (context) => {
+    if (!available) return context.skip()
+    const target = new URL(admin.toString())
+    target.pathname = `/${database}`
+    env.PG = target.toString()
+    env.SIDE_EFFECT = 'non_idempotent'
+    const { pending } = await pauseInA()
+    const b = await childKilledAt(`const agent = await open(); await agent.approve('call_write'); await go(agent)`, { ...env, HANG_IN_TOOL: '1' }, 'STARTED')
+    expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
+    expect(writes()).toHaveLength(1)
+    const c = ran(await child(`const agent = await open(); emit('EARLY', await outcome(agent.resume().then((r) => r.result()).then(summary))); await agent.approve('call_write'); await go(agent); await agent.close()`, env))
+    expect(c.all('PENDING')[0]).toEqual([{ ...pending[0], reason: 'outcome_unknown' }])
+    expect(c.one('EARLY')).toMatchObject({ ok: false, code: 'APPROVALS_PENDING' })
+    expect(c.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
+    expect(writes()).toHaveLength(2)
+  }, 60_000)
 })

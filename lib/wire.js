@@ -60,7 +60,8 @@ function encode(value, root = 'the options', refuse = (message, field) => new Co
     }
     if (value === null || typeof value !== 'object') return value
     const depth = keys.length
-    // A cycle comes back to an object still open; options are shallow, so the chain is short.
+    // A cycle comes back to an object still open. Options and messages nest a few levels, so
+    // the chain is short; a value nested too deep for the walk is refused as unreadable.
     const opened = open.indexOf(value)
     if (opened !== -1) {
       const subject = root === 'the options' ? 'options contain' : `${root} contains`

@@ -289,8 +289,8 @@ pub trait Store: Send + Sync {
 
     /// The session's last claim, then the session and its pending calls (`load`), and what the
     /// effects ledger says of those calls (`effects`): a claim made after the lease was read
-    /// shows as a newer token, so the record is never taken for newer than it is. A SQL store
-    /// reads it all in one statement.
+    /// shows as a newer token, so the record is never taken for newer than it is. PostgreSQL
+    /// reads it all in one statement (a round trip each would cost every resumed session).
     async fn load_with_lease(&self, session_id: &str) -> Result<Option<Loaded>, StoreError> {
         let lease = self.lease_state(session_id).await?;
         let Some((record, pending)) = self.load(session_id).await? else {
