@@ -126,25 +126,36 @@ function nextTurn() {
  * get, the values they threw (so the caller can get the very same one back), and the signals
  * of its hook dispatches, which Rust aborts at their deadline.
  */
+/** What a scope's maps are until their first entry: shared, so read and deleted from only. */
+const NOTHING_KEPT = new (class NothingKept extends Map {
+  set() {
+    throw new Error('internal error: a scope wrote to its shared empty map')
+  }
+})()
+
 class Scope {
   constructor(signal = NEVER_ABORTED) {
     this.signal = signal
-    this.thrown = new Map()
-    this.dispatches = new Map()
-    this.reasons = new Map()
-    this.generators = new Map()
+    // Each made on its first entry: most operations keep no thrown value, generator, dispatch
+    // signal or timeout, and an operation is made per send, start and close.
+    this.thrown = NOTHING_KEPT
+    this.dispatches = NOTHING_KEPT
+    this.reasons = NOTHING_KEPT
+    this.generators = NOTHING_KEPT
     this.nextGenerator = 1
   }
 
   /** Keeps a generator a tool returned, for `stepGenerator`. */
   keepGenerator(generator) {
     const id = this.nextGenerator++
+    if (this.generators === NOTHING_KEPT) this.generators = new Map()
     this.generators.set(id, generator)
     return id
   }
 
   keep(error) {
     const id = this.thrown.size + 1
+    if (this.thrown === NOTHING_KEPT) this.thrown = new Map()
     this.thrown.set(id, error)
     return id
   }
@@ -156,6 +167,7 @@ class Scope {
     if (!entry) {
       const controller = new AbortController()
       entry = { controller, signal: linked ? AbortSignal.any([this.signal, controller.signal]) : controller.signal }
+      if (this.dispatches === NOTHING_KEPT) this.dispatches = new Map()
       this.dispatches.set(id, entry)
     }
     return entry.signal
@@ -165,6 +177,7 @@ class Scope {
    * tool's, event `''`: with the tool timeout's error). */
   timeOut(id, event, timeoutMs) {
     const reason = event === '' ? new SdkError('TOOL_TIMEOUT', `Tool execution timeout after ${timeoutMs}ms`) : new HookTimeoutError(event, timeoutMs)
+    if (this.reasons === NOTHING_KEPT) this.reasons = new Map()
     this.reasons.set(id, reason)
     this.dispatches.get(id)?.controller.abort(reason)
     this.dispatches.delete(id)
@@ -232,6 +245,9 @@ class NotData extends Error {
 /** Deeper than this is taken for a cycle (JSON.stringify would refuse one anyway). */
 const MAX_DATA_DEPTH = 100
 const { isProxy } = require('node:util').types
+// Annex B's, taken once: an object of null prototype has none of its own.
+// eslint-disable-next-line no-restricted-properties
+const { __lookupGetter__: lookupGetter, __lookupSetter__: lookupSetter } = Object.prototype
 
 /**
  * Checks that `value` is plain data, for decisions and hook outputs: only own enumerable data
@@ -258,10 +274,11 @@ function checkPlainData(value, depth = 0) {
   if (typeof value.toJSON === 'function') throw new NotData('has a toJSON method')
   const array = Array.isArray(value)
   for (const key of Object.keys(value)) {
-    const descriptor = Object.getOwnPropertyDescriptor(value, key)
     try {
-      if (descriptor !== undefined && !('value' in descriptor)) throw new NotData('is a getter')
-      checkPlainData(descriptor?.value, depth + 1)
+      // An accessor has a getter or a setter; asked of an own key, these stop at it and make
+      // no descriptor object (this runs for every key of every hook output).
+      if (lookupGetter.call(value, key) !== undefined || lookupSetter.call(value, key) !== undefined) throw new NotData('is a getter')
+      checkPlainData(value[key], depth + 1)
     } catch (error) {
       if (error instanceof NotData) error.where.unshift(array ? `[${key}]` : `.${key}`)
       throw error
@@ -309,22 +326,10 @@ function makeInvoke(functions, scopes) {
   return function invoke(fn, argsJson, scopeId, reply, signalArg, signalKey, dispatch, last, linked, errorJson) {
     const args = JSON.parse(argsJson)
     const scope = scopes.get(scopeId) ?? new Scope()
+    const call = new Invocation(functions, scope, reply, dispatch, last)
     // PreToolUse: `input.mock(result)`; the first call wins and is reported with the reply, as
-    // the JSON text it had when mocked. A result that is not plain data is reported as such:
-    // the call then fails (never runs).
-    let mocked
-    if (reply === Reply.DataWithMock) {
-      args[0].mock = (result) => {
-        if (mocked !== undefined || result === undefined) return false
-        try {
-          checkPlainData(result)
-          mocked = JSON.stringify(result)
-        } catch (error) {
-          mocked = JSON.stringify({ [JS_VALUE_KEY]: `a value that is not plain data (${error instanceof NotData ? error.describe() : messageOf(error)})` })
-        }
-        return true
-      }
-    }
+    // the JSON text it had when mocked.
+    if (reply === Reply.DataWithMock) args[0].mock = (result) => call.mock(result)
     if (signalArg >= 0 && dispatch === null) args[signalArg][signalKey] = scope.signal
     // A dispatch's signal is made on first use: most callbacks never look at it.
     else if (signalArg >= 0) defineLazySignal(args[signalArg], signalKey, scope, dispatch, linked)
@@ -333,32 +338,65 @@ function makeInvoke(functions, scopes) {
       const thrown = thrownId == null ? undefined : scope.thrown.get(thrownId)
       args[arg][key] = isError(thrown) ? thrown : new Error(message)
     }
-    const settled = (value) => {
-      if (dispatch !== null && last) scope.dispatches.delete(dispatch)
-      return encodeReply(value, reply, scope, mocked, functions)
-    }
-    const failed = (thrown) => {
-      // A callback that mocked and then threw still mocked: the mock wins.
-      if (mocked !== undefined) return settled(undefined)
-      if (dispatch !== null) scope.dispatches.delete(dispatch)
-      return failure(thrown, scope)
-    }
     // Reply at once to a plain value; through a promise only when the function returned one.
     let returned
     try {
       const { fn: user, owner } = functions[fn]
       returned = user.apply(owner, args)
     } catch (thrown) {
-      return failed(thrown)
+      return call.failed(thrown)
     }
     try {
-      const thenable = returned !== null && (typeof returned === 'object' || typeof returned === 'function') && typeof returned.then === 'function'
-      if (thenable) return Promise.resolve(returned).then(settled, failed).then(undefined, failed)
-      return settled(returned)
+      if (!isThenable(returned)) return call.settled(returned)
+      const failed = (thrown) => call.failed(thrown)
+      return Promise.resolve(returned).then((value) => call.settled(value), failed).then(undefined, failed)
     } catch (thrown) {
-      return failed(thrown)
+      return call.failed(thrown)
     }
   }
+}
+
+/** One call of a user function, from `invoke` to its reply: what the reply needs, and the
+ * result a PreToolUse hook mocked. */
+class Invocation {
+  constructor(functions, scope, reply, dispatch, last) {
+    this.functions = functions
+    this.scope = scope
+    this.reply = reply
+    this.dispatch = dispatch
+    this.last = last
+    /** The mocked result's JSON text, once `mock()` was called with one. */
+    this.mocked = undefined
+  }
+
+  /** `input.mock(result)`: a result that is not plain data is reported as such, and the call
+   * then fails (never runs). */
+  mock(result) {
+    if (this.mocked !== undefined || result === undefined) return false
+    try {
+      checkPlainData(result)
+      this.mocked = JSON.stringify(result)
+    } catch (error) {
+      this.mocked = JSON.stringify({ [JS_VALUE_KEY]: `a value that is not plain data (${error instanceof NotData ? error.describe() : messageOf(error)})` })
+    }
+    return true
+  }
+
+  settled(value) {
+    if (this.dispatch !== null && this.last) this.scope.dispatches.delete(this.dispatch)
+    return encodeReply(value, this.reply, this.scope, this.mocked, this.functions)
+  }
+
+  failed(thrown) {
+    // A callback that mocked and then threw still mocked: the mock wins.
+    if (this.mocked !== undefined) return this.settled(undefined)
+    if (this.dispatch !== null) this.scope.dispatches.delete(this.dispatch)
+    return failure(thrown, this.scope)
+  }
+}
+
+function isThenable(value) {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function'
 }
 
 /** `!` and `{ message, thrown }`: `thrown` numbers the value kept in the scope. */
