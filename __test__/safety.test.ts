@@ -374,6 +374,10 @@ const preToolUseOutputs: [string, () => unknown, 'error' | 'either'][] = [
   }), 'error'],
   ["an action getter: 'abort' on the first read, 'continue' after", () => flipping('action', 'abort', 'continue'), 'error'],
   ["an action getter: 'continue' on the first read, 'abort' after", () => flipping('action', 'continue', 'abort'), 'error'],
+  ["{ action: 'continue', modifiedInput } with a setter-only accessor beside command (read as nothing, still an accessor)", () => ({
+    action: 'continue',
+    modifiedInput: Object.defineProperty({ command: 'ls' }, 'flags', { enumerable: true, set: () => {} }),
+  }), 'error'],
   ['action: a Symbol', () => ({ action: Symbol('continue') }), 'error'],
   ['the output itself a function', () => () => ({ action: 'continue' }), 'error'],
   ["{ action: 'continue', modifiedInput: { command: Symbol() } }", () => ({ action: 'continue', modifiedInput: { command: Symbol('rm') } }), 'error'],
