@@ -328,7 +328,7 @@ async fn todo_write_keeps_the_list_for_the_session_and_reports_progress() {
     let progress: Vec<&Value> = first
         .iter()
         .filter_map(|event| match event {
-            StreamEvent::ToolProgress { progress, name, .. } if name == "TodoWrite" => Some(progress),
+            StreamEvent::ToolProgress(event) if event.name == "TodoWrite" => Some(&event.progress),
             _ => None,
         })
         .collect();

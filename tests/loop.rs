@@ -79,7 +79,7 @@ async fn calls_of_one_turn_run_concurrently_and_report_in_call_order() {
     let outputs: Vec<&str> = events
         .iter()
         .filter_map(|event| match event {
-            StreamEvent::ToolResult { output, .. } => Some(output.as_str()),
+            StreamEvent::ToolResult(result) => Some(result.output.as_str()),
             _ => None,
         })
         .collect();
@@ -170,7 +170,7 @@ async fn abort_ends_the_run_answers_open_calls_and_frees_the_session() {
     // Wait until the tool call is under way, then abort.
     loop {
         match handle.events.recv().await {
-            Some(StreamEvent::ToolUse { .. }) => break,
+            Some(StreamEvent::ToolUse(_)) => break,
             Some(_) => continue,
             None => panic!("run ended early"),
         }

@@ -187,7 +187,7 @@ async fn aborting_the_root_stops_every_sub_agent_and_their_events_reached_its_st
             .recv()
             .await
             .expect("the run goes on until the worker's tool");
-        let deepest = matches!(&event, StreamEvent::ToolUse { name, .. } if name == "hang");
+        let deepest = matches!(&event, StreamEvent::ToolUse(call) if call.name == "hang");
         events.push(event);
         if deepest {
             break;
@@ -223,7 +223,7 @@ async fn aborting_the_root_stops_every_sub_agent_and_their_events_reached_its_st
     let paths: Vec<(String, Option<Vec<String>>)> = events
         .iter()
         .filter_map(|event| match event {
-            StreamEvent::ToolUse { name, agent_path, .. } => Some((name.clone(), agent_path.clone())),
+            StreamEvent::ToolUse(call) => Some((call.name.clone(), call.agent_path.clone())),
             _ => None,
         })
         .collect();

@@ -401,7 +401,7 @@ async fn an_aborted_run_says_so_and_is_not_an_error() {
         let _guard = tracing::subscriber::set_default(telemetry.subscriber());
         let (handle, drive) = session.send(&json!("go"), SendOptions::default()).unwrap();
         tokio::spawn(drive);
-        while !matches!(handle.events.recv().await, Some(StreamEvent::ToolUse { .. }) | None) {}
+        while !matches!(handle.events.recv().await, Some(StreamEvent::ToolUse(_)) | None) {}
         handle.control.abort("stop".into());
         while handle.events.recv().await.is_some() {}
     }

@@ -185,9 +185,9 @@ fn shape(events: &[StreamEvent]) -> Vec<String> {
             StreamEvent::TurnStart { turn } => format!("turn_start {turn}"),
             StreamEvent::TurnEnd { turn, .. } => format!("turn_end {turn}"),
             StreamEvent::Content { delta } => format!("content {delta}"),
-            StreamEvent::ToolUse { id, .. } => format!("tool_use {id}"),
-            StreamEvent::ToolProgress { id, progress, .. } => format!("tool_progress {id} {progress}"),
-            StreamEvent::ToolResult { id, output, .. } => format!("tool_result {id} {output}"),
+            StreamEvent::ToolUse(call) => format!("tool_use {}", call.id),
+            StreamEvent::ToolProgress(event) => format!("tool_progress {} {}", event.id, event.progress),
+            StreamEvent::ToolResult(result) => format!("tool_result {} {}", result.id, result.output),
             StreamEvent::Usage { .. } => "usage".into(),
             StreamEvent::Result { content, .. } => format!("result {content}"),
             StreamEvent::Error { message, .. } => format!("error {message}"),
@@ -195,7 +195,7 @@ fn shape(events: &[StreamEvent]) -> Vec<String> {
             StreamEvent::TurnInterrupted { input_id, .. } => format!("turn_interrupted {input_id}"),
             StreamEvent::InputApplied { input_id, .. } => format!("input_applied {input_id}"),
             StreamEvent::HookStarted { hook_id, .. } => format!("hook_started {hook_id}"),
-            StreamEvent::HookResponse { hook_id, outcome, .. } => format!("hook_response {hook_id} {outcome}"),
+            StreamEvent::HookResponse(response) => format!("hook_response {} {}", response.hook_id, response.outcome),
         })
         .collect()
 }
@@ -242,7 +242,7 @@ async fn a_generator_is_driven_its_yields_are_progress_and_its_return_value_the_
     assert_eq!(host.steps.load(Ordering::SeqCst), 3);
     // `display` reaches the stream only: the model is sent `model`.
     let display = events.iter().find_map(|event| match event {
-        StreamEvent::ToolResult { display, .. } => display.clone(),
+        StreamEvent::ToolResult(result) => result.display.clone(),
         _ => None,
     });
     assert_eq!(display, Some(json!({"summary": "shown"})));

@@ -49,14 +49,7 @@ pub enum StreamEvent {
         delta: String,
     },
     /// The model's arguments, before any hook.
-    ToolUse {
-        id: String,
-        name: String,
-        input: Value,
-        /// A sub-agent's call, as the parent's stream shows it.
-        #[serde(rename = "agentPath", skip_serializing_if = "Option::is_none")]
-        agent_path: Option<Vec<String>>,
-    },
+    ToolUse(Box<ToolUseEvent>),
     /// `advanced.includeHookEvents`: a hook of a dispatch starts.
     #[serde(rename_all = "camelCase")]
     HookStarted {
@@ -64,37 +57,10 @@ pub enum StreamEvent {
         event: &'static str,
     },
     /// `advanced.includeHookEvents`: how that hook ended, and what it decided.
-    #[serde(rename_all = "camelCase")]
-    HookResponse {
-        hook_id: String,
-        event: &'static str,
-        outcome: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        decision: Option<&'static str>,
-        duration_ms: u64,
-    },
+    HookResponse(Box<HookResponseEvent>),
     /// A generator tool's yield.
-    ToolProgress {
-        progress: Value,
-        id: String,
-        name: String,
-        #[serde(rename = "agentPath", skip_serializing_if = "Option::is_none")]
-        agent_path: Option<Vec<String>>,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolResult {
-        id: String,
-        name: String,
-        output: String,
-        is_error: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        display: Option<Value>,
-        status: CallStatus,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        classification: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        agent_path: Option<Vec<String>>,
-    },
+    ToolProgress(Box<ToolProgressEvent>),
+    ToolResult(Box<ToolResultEvent>),
     Usage {
         usage: TokenUsage,
     },
@@ -102,14 +68,68 @@ pub enum StreamEvent {
     Result {
         subtype: &'static str,
         content: String,
-        result: PromptResult,
+        result: Box<PromptResult>,
     },
     Error {
         message: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<&'static str>,
-        error: SdkError,
+        error: Box<SdkError>,
     },
+}
+
+// The larger events' fields are boxed: a run keeps every event it published until it is read,
+// and an unboxed event would be as large as the largest (a tool's result, ~200 bytes), turn
+// starts and ends included. Boxed, an event is 64 bytes.
+
+/// `tool_use`'s fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolUseEvent {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    /// A sub-agent's call, as the parent's stream shows it.
+    #[serde(rename = "agentPath", skip_serializing_if = "Option::is_none")]
+    pub agent_path: Option<Vec<String>>,
+}
+
+/// `hook_response`'s fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookResponseEvent {
+    pub hook_id: String,
+    pub event: &'static str,
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<&'static str>,
+    pub duration_ms: u64,
+}
+
+/// `tool_progress`'s fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolProgressEvent {
+    pub progress: Value,
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "agentPath", skip_serializing_if = "Option::is_none")]
+    pub agent_path: Option<Vec<String>>,
+}
+
+/// `tool_result`'s fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultEvent {
+    pub id: String,
+    pub name: String,
+    pub output: String,
+    pub is_error: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display: Option<Value>,
+    pub status: CallStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classification: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_path: Option<Vec<String>>,
 }
 
 impl StreamEvent {
@@ -126,13 +146,13 @@ impl StreamEvent {
                 outcome,
                 decision,
                 duration_ms,
-            } => StreamEvent::HookResponse {
+            } => StreamEvent::HookResponse(Box::new(HookResponseEvent {
                 hook_id: hook_id.to_string(),
                 event,
                 outcome,
                 decision,
                 duration_ms,
-            },
+            })),
         }
     }
 }
@@ -143,7 +163,7 @@ impl StreamEvent {
         StreamEvent::Result {
             subtype: "success",
             content: result.content.clone(),
-            result,
+            result: Box::new(result),
         }
     }
 
@@ -152,7 +172,7 @@ impl StreamEvent {
         StreamEvent::Error {
             message: error.message.clone(),
             code: Some(error.code.code()).filter(|code| !code.is_empty()),
-            error,
+            error: Box::new(error),
         }
     }
 }
@@ -314,4 +334,42 @@ pub struct PendingApproval {
     /// The `Task` call that started that agent (absent for the root's calls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_tool_call_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run keeps every event until it is read: an event stays small whatever it carries.
+    #[test]
+    fn an_event_is_64_bytes_at_most() {
+        assert!(
+            std::mem::size_of::<StreamEvent>() <= 64,
+            "{} bytes",
+            std::mem::size_of::<StreamEvent>()
+        );
+    }
+
+    /// Boxed fields serialize as they did inline: the type tag, then the event's own fields.
+    #[test]
+    fn a_boxed_event_keeps_its_fields_at_the_top() {
+        let event = StreamEvent::ToolResult(Box::new(ToolResultEvent {
+            id: "c1".into(),
+            name: "noop".into(),
+            output: "ok".into(),
+            is_error: false,
+            display: None,
+            status: CallStatus::Success,
+            classification: None,
+            agent_path: Some(vec!["child".into()]),
+        }));
+        assert_eq!(
+            serde_json::to_string(&Published {
+                event: &event,
+                session_id: "s"
+            })
+            .unwrap(),
+            r#"{"type":"tool_result","id":"c1","name":"noop","output":"ok","isError":false,"status":"success","agentPath":["child"],"sessionId":"s"}"#
+        );
+    }
 }

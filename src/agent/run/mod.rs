@@ -29,7 +29,9 @@ use crate::agent::conversation::Conversation;
 use crate::agent::definition::Agent;
 use crate::agent::durable::running::RunningChild;
 use crate::agent::durable::Durable;
-use crate::agent::events::{PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord};
+use crate::agent::events::{
+    PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord, ToolResultEvent, ToolUseEvent,
+};
 use crate::agent::inputs::{Inputs, PendingInput};
 use crate::agent::payloads;
 use crate::agent::permission::Permission;
@@ -695,12 +697,12 @@ impl Run {
         let inputs: Vec<std::result::Result<Map<String, Value>, String>> =
             calls.iter().map(|call| parse_arguments(&call.arguments)).collect();
         for (call, input) in calls.iter().zip(&inputs) {
-            self.emit(StreamEvent::ToolUse {
+            self.emit(StreamEvent::ToolUse(Box::new(ToolUseEvent {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 input: Value::Object(input.clone().unwrap_or_default()),
                 agent_path: None,
-            });
+            })));
         }
         let site = self.site(self.step_index());
         join_all(calls.iter().zip(inputs).enumerate().map(|(index, (call, input))| {
@@ -850,7 +852,7 @@ impl Run {
     }
 
     fn emit_result(&self, record: &mut ToolCallRecord) {
-        self.emit(StreamEvent::ToolResult {
+        self.emit(StreamEvent::ToolResult(Box::new(ToolResultEvent {
             id: record.id.clone(),
             name: record.name.clone(),
             output: record.output.clone(),
@@ -859,7 +861,7 @@ impl Run {
             status: record.status,
             classification: record.classification.clone(),
             agent_path: None,
-        });
+        })));
     }
 }
 

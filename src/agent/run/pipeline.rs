@@ -9,7 +9,7 @@ use crate::agent::approvals::{self, PausedCall, PausedChild};
 use crate::agent::confirm::{Answer, BuiltinQuestion, Confirmation, ConfirmationRequest, Remembered};
 use crate::agent::definition::Agent;
 use crate::agent::durable::Durable;
-use crate::agent::events::{PendingReason, StreamEvent, ToolCallRecord};
+use crate::agent::events::{PendingReason, StreamEvent, ToolCallRecord, ToolProgressEvent};
 use crate::agent::payloads::{CallOf, CanUseToolOptions, PermissionAsk, ToolEvent};
 use crate::agent::permission::{self, Decision, Form, Permission};
 use crate::agent::plan_mode::RunPermission;
@@ -506,12 +506,12 @@ impl Call<'_> {
                     defaults: &self.site.settings.default_context,
                 };
                 let progress = |progress: Value| {
-                    let event = StreamEvent::ToolProgress {
+                    let event = StreamEvent::ToolProgress(Box::new(ToolProgressEvent {
                         progress,
                         id: self.request.id.clone(),
                         name: self.request.name.clone(),
                         agent_path: None,
-                    };
+                    }));
                     subagents::publish(self.site.settings.child.as_ref(), self.site.events, event);
                 };
                 let execution = Execution {

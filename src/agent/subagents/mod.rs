@@ -252,14 +252,12 @@ impl Child {
     /// What of the child's stream the parent's shows: its tool events, with `agentPath`.
     pub fn forward(&self, mut event: StreamEvent) -> Option<StreamEvent> {
         match &mut event {
-            StreamEvent::ToolUse { agent_path, .. }
-            | StreamEvent::ToolProgress { agent_path, .. }
-            | StreamEvent::ToolResult { agent_path, .. } => {
-                *agent_path = Some(self.path.clone());
-                Some(event)
-            }
-            _ => None,
+            StreamEvent::ToolUse(call) => call.agent_path = Some(self.path.clone()),
+            StreamEvent::ToolProgress(progress) => progress.agent_path = Some(self.path.clone()),
+            StreamEvent::ToolResult(result) => result.agent_path = Some(self.path.clone()),
+            _ => return None,
         }
+        Some(event)
     }
 }
 
