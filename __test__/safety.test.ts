@@ -378,6 +378,10 @@ const preToolUseOutputs: [string, () => unknown, 'error' | 'either'][] = [
     action: 'continue',
     modifiedInput: Object.defineProperty({ command: 'ls' }, 'flags', { enumerable: true, set: () => {} }),
   }), 'error'],
+  ["{ action: 'continue', modifiedInput } with an accessor of neither getter nor setter beside command", () => ({
+    action: 'continue',
+    modifiedInput: Object.defineProperty({ command: 'ls' }, 'flags', { enumerable: true, get: undefined }),
+  }), 'error'],
   ['action: a Symbol', () => ({ action: Symbol('continue') }), 'error'],
   ['the output itself a function', () => () => ({ action: 'continue' }), 'error'],
   ["{ action: 'continue', modifiedInput: { command: Symbol() } }", () => ({ action: 'continue', modifiedInput: { command: Symbol('rm') } }), 'error'],
@@ -470,6 +474,7 @@ const unusableMocks: [string, () => unknown][] = [
   })],
   ["{ content: 'x', success: Symbol() }", () => ({ content: 'canned', success: Symbol('no') })],
   ["{ content } inherited, not own", () => Object.create({ content: 'canned' })],
+  ["{ content: 'canned', success } with success a setter-only accessor", () => Object.defineProperty({ content: 'canned' }, 'success', { enumerable: true, set: () => {} })],
 ]
 
 describe('§7 / §11 mock() with a value it cannot use', () => {

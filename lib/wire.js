@@ -121,11 +121,6 @@ function nextTurn() {
   return new Promise((resolve) => immediate(resolve, ''))
 }
 
-/**
- * One caller-side operation (`createAgent`, a `send`, `close`): the signal its user functions
- * get, the values they threw (so the caller can get the very same one back), and the signals
- * of its hook dispatches, which Rust aborts at their deadline.
- */
 /** What a scope's maps are until their first entry: shared, so read and deleted from only. */
 const NOTHING_KEPT = new (class NothingKept extends Map {
   set() {
@@ -133,6 +128,11 @@ const NOTHING_KEPT = new (class NothingKept extends Map {
   }
 })()
 
+/**
+ * One caller-side operation (`createAgent`, a `send`, `close`): the signal its user functions
+ * get, the values they threw (so the caller can get the very same one back), and the signals
+ * of its hook dispatches, which Rust aborts at their deadline.
+ */
 class Scope {
   constructor(signal = NEVER_ABORTED) {
     this.signal = signal
@@ -236,7 +236,7 @@ class NotData extends Error {
     this.where = []
   }
 
-  /** `the value.a[0] is a getter` */
+  /** `the value.a[0] is a getter`, `the value.b is an accessor, not data` */
   describe() {
     return `the value${this.where.join('')} ${this.problem}`
   }
@@ -246,8 +246,7 @@ class NotData extends Error {
 const MAX_DATA_DEPTH = 100
 const { isProxy } = require('node:util').types
 // Annex B's, taken once: an object of null prototype has none of its own.
-// eslint-disable-next-line no-restricted-properties
-const { __lookupGetter__: lookupGetter, __lookupSetter__: lookupSetter } = Object.prototype
+const { __lookupGetter__: lookupGetter } = Object.prototype
 
 /**
  * Checks that `value` is plain data, for decisions and hook outputs: only own enumerable data
@@ -275,10 +274,14 @@ function checkPlainData(value, depth = 0) {
   const array = Array.isArray(value)
   for (const key of Object.keys(value)) {
     try {
-      // An accessor has a getter or a setter; asked of an own key, these stop at it and make
-      // no descriptor object (this runs for every key of every hook output).
-      if (lookupGetter.call(value, key) !== undefined || lookupSetter.call(value, key) !== undefined) throw new NotData('is a getter')
-      checkPlainData(value[key], depth + 1)
+      // Asked of an own key, this stops at it and makes no descriptor object (it runs for
+      // every key of every hook output); a getter is found before it could be called. An
+      // accessor without one (a setter only, or neither) reads `undefined`: only such a value
+      // needs its descriptor to tell.
+      if (lookupGetter.call(value, key) !== undefined) throw new NotData('is a getter')
+      const item = value[key]
+      if (item === undefined && !('value' in Object.getOwnPropertyDescriptor(value, key))) throw new NotData('is an accessor, not data')
+      checkPlainData(item, depth + 1)
     } catch (error) {
       if (error instanceof NotData) error.where.unshift(array ? `[${key}]` : `.${key}`)
       throw error

@@ -371,5 +371,40 @@ mod tests {
             .unwrap(),
             r#"{"type":"tool_result","id":"c1","name":"noop","output":"ok","isError":false,"status":"success","agentPath":["child"],"sessionId":"s"}"#
         );
+        let published = |event: StreamEvent| {
+            serde_json::to_string(&Published {
+                event: &event,
+                session_id: "s",
+            })
+            .unwrap()
+        };
+        assert_eq!(
+            published(StreamEvent::ToolUse(Box::new(ToolUseEvent {
+                id: "c1".into(),
+                name: "noop".into(),
+                input: serde_json::json!({ "i": 1 }),
+                agent_path: None,
+            }))),
+            r#"{"type":"tool_use","id":"c1","name":"noop","input":{"i":1},"sessionId":"s"}"#
+        );
+        assert_eq!(
+            published(StreamEvent::ToolProgress(Box::new(ToolProgressEvent {
+                progress: serde_json::json!(50),
+                id: "c1".into(),
+                name: "noop".into(),
+                agent_path: Some(vec!["child".into()]),
+            }))),
+            r#"{"type":"tool_progress","progress":50,"id":"c1","name":"noop","agentPath":["child"],"sessionId":"s"}"#
+        );
+        assert_eq!(
+            published(StreamEvent::HookResponse(Box::new(HookResponseEvent {
+                hook_id: "h".into(),
+                event: "PreToolUse",
+                outcome: "success",
+                decision: None,
+                duration_ms: 3,
+            }))),
+            r#"{"type":"hook_response","hookId":"h","event":"PreToolUse","outcome":"success","durationMs":3,"sessionId":"s"}"#
+        );
     }
 }
