@@ -8,7 +8,6 @@
 // and peer-bug regressions (decisions kept across a crash, two approvers, a run that fails to
 // start). The in-process approval rules are in approvals.test.ts and are not repeated here.
 // Written from the contract, not the implementation.
-import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { ServerResponse } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -18,6 +17,7 @@ import { resumeAgent, scriptedModel, SdkError, type PendingApproval } from '../i
 import { fingerprintOf } from './helpers/canonical.js'
 import { child, childKilledAt, effects, type Child } from './helpers/durable.js'
 import { startServer, until, type ModelServer, type Recorded } from './helpers/server.js'
+import { scratchDatabase } from './helpers/postgres.js'
 
 // ---------------------------------------------------------------------------------------------
 
@@ -521,28 +521,11 @@ describe('peer-bug regressions', () => {
 // the effects ledger says of them in one statement: the new process must still see the call as
 // started and never finished.
 describe('kill matrix on PostgreSQL: SIGKILL while the approved tool runs', () => {
-  const admin = new URL(process.env.ARH_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
-  const database = `arh_durable_${process.pid}_${Date.now()}`
-  const psql = (sql: string) => execFileSync('psql', [admin.toString(), '-v', 'ON_ERROR_STOP=1', '-qAtc', sql], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 })
-  let available = false
-  beforeAll(() => {
-    try {
-      psql(`CREATE DATABASE ${database}`)
-      available = true
-    } catch (error) {
-      const reason = error instanceof Error ? error.message.split('\n')[0] : String(error)
-      process.stderr.write(`skipping the PostgreSQL kill test: no server or psql at ${admin.host} (${reason})\n`)
-    }
-  })
-  afterAll(() => {
-    if (available) psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-  })
+  const database = scratchDatabase('arh_durable', 'the PostgreSQL kill test')
 
   it('non_idempotent: the new process finds it outcome_unknown and runs nothing until it is approved again', async (context) => {
-    if (!available) return context.skip()
-    const target = new URL(admin.toString())
-    target.pathname = `/${database}`
-    env.PG = target.toString()
+    if (!database.available()) return context.skip()
+    env.PG = database.url()
     env.SIDE_EFFECT = 'non_idempotent'
     const { pending } = await pauseInA()
     const b = await childKilledAt(`const agent = await open(); await agent.approve('call_write'); await go(agent)`, { ...env, HANG_IN_TOOL: '1' }, 'STARTED')

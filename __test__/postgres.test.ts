@@ -3,39 +3,17 @@
 // the tool runs once and the model sees its result. The test creates its own database and drops
 // it; with no server at ARH_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres)
 // it is skipped with a printed line.
-import { execFileSync } from 'node:child_process'
 import { createServer, connect, type Socket } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createAgent, defineTool, resumeAgent, scriptedModel, SdkError, type AgentOptions, type HookObject } from '../index.js'
+import { adminUrl as admin, psql, scratchDatabase } from './helpers/postgres.js'
 
-const admin = new URL(process.env.ARH_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
-const database = `arh_js_${process.pid}_${Date.now()}`
-const psql = (sql: string, at = admin.toString()) =>
-  execFileSync('psql', [at, '-v', 'ON_ERROR_STOP=1', '-qAtc', sql], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 }).toString()
-
-let available = false
-beforeAll(() => {
-  try {
-    psql(`CREATE DATABASE ${database}`)
-    available = true
-  } catch (error) {
-    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error)
-    process.stderr.write(`skipping PostgreSQL store tests from Node: no server or psql at ${admin.host} (${reason}); set ARH_TEST_POSTGRES_URL to test against one\n`)
-  }
-})
-afterAll(() => {
-  if (available) psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-})
-
-function url() {
-  const target = new URL(admin.toString())
-  target.pathname = `/${database}`
-  return target.toString()
-}
+const database = scratchDatabase('arh_js', 'PostgreSQL store tests from Node')
+const url = database.url
 
 describe('PostgreSQL store', () => {
   it('a pause in one agent is approved and resumed through resumeAgent; the tool runs once', async (context) => {
-    if (!available) return context.skip()
+    if (!database.available()) return context.skip()
     let runs = 0
     const deploy = defineTool({ name: 'deploy', kind: 'execute', execute: () => (runs++, 'deployed') })
     const model = () =>
@@ -71,7 +49,7 @@ describe('PostgreSQL store', () => {
   })
 
   it("a run's last save goes with its release: a claim lost before the final answer is kept fails the run with SESSION_LEASED and keeps nothing of it", async (context) => {
-    if (!available) return context.skip()
+    if (!database.available()) return context.skip()
     const held = (id: string) => psql(`SELECT released FROM agent_runtime_hooks.leases WHERE session_id = '${id}'`, url()).trim()
     let id = ''
     const agent = await createAgent({
@@ -94,7 +72,7 @@ describe('PostgreSQL store', () => {
   })
 
   it('a pause is kept before HumanInterventionRequest sees it, and with the release when no such hook is registered', async (context) => {
-    if (!available) return context.skip()
+    if (!database.available()) return context.skip()
     const stored = (id: string) =>
       psql(`SELECT s.paused IS NOT NULL, l.released FROM agent_runtime_hooks.sessions s JOIN agent_runtime_hooks.leases l USING (session_id) WHERE session_id = '${id}'`, url()).trim()
     const deploy = defineTool({ name: 'deploy', kind: 'execute', execute: () => 'deployed' })
@@ -120,7 +98,7 @@ describe('PostgreSQL store', () => {
   })
 
   it("an agent's own release lost by a database crash is not another agent's claim: its next send is served", async (context) => {
-    if (!available) return context.skip()
+    if (!database.available()) return context.skip()
     const agent = await createAgent({ model: scriptedModel((request) => ({ text: `answer ${request.messages.length}` })), advanced: { store: { postgres: url() } } })
     expect((await (await agent.send('one')).result()).content).toBe('answer 1')
     const id = agent.sessionId
@@ -140,7 +118,7 @@ describe('PostgreSQL store', () => {
   })
 
   it('a store that goes silent mid-run stops the run about one lease TTL after its last renewal', async (context) => {
-    if (!available) return context.skip()
+    if (!database.available()) return context.skip()
     // A proxy that, on cue, forwards nothing more either way and keeps its sockets open.
     let silent = false
     const sockets: Socket[] = []

@@ -6,11 +6,11 @@
 // (nothing runs twice, no child model is asked its first turn again); reject with stop ends only
 // that child; signed tokens bind the call's place in the tree; the paused tree survives the process
 // on SQLite (and PostgreSQL when a server answers).
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeEach, describe, expect, it } from 'vitest'
 import {
   approvalToken,
   createAgent,
@@ -27,6 +27,7 @@ import {
 } from '../index.js'
 import { fingerprintOf, tokenOf, treeTokenOf } from './helpers/canonical.js'
 import { childEnv, runScript } from './helpers/child.js'
+import { scratchDatabase } from './helpers/postgres.js'
 
 const ran: string[] = []
 beforeEach(() => {
@@ -513,28 +514,11 @@ describe('a paused tree survives the process', () => {
   }, 60_000)
 
   describe('PostgreSQL', () => {
-    const admin = new URL(process.env.ARH_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
-    const database = `arh_tree_${process.pid}_${Date.now()}`
-    const psql = (sql: string) => execFileSync('psql', [admin.toString(), '-v', 'ON_ERROR_STOP=1', '-qAtc', sql], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 })
-    let available = false
-    beforeAll(() => {
-      try {
-        psql(`CREATE DATABASE ${database}`)
-        available = true
-      } catch (error) {
-        const reason = error instanceof Error ? error.message.split('\n')[0] : String(error)
-        process.stderr.write(`skipping the PostgreSQL paused-tree test: no server or psql at ${admin.host} (${reason})\n`)
-      }
-    })
-    afterAll(() => {
-      if (available) psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-    })
+    const database = scratchDatabase('arh_tree', 'the PostgreSQL paused-tree test')
 
     it('the same tree, on a PostgreSQL store', async (context) => {
-      if (!available) return context.skip()
-      const target = new URL(admin.toString())
-      target.pathname = `/${database}`
-      expectTreeResumedOnce(await pauseThenResumeElsewhere({ PG: target.toString() }, tempDir()))
+      if (!database.available()) return context.skip()
+      expectTreeResumedOnce(await pauseThenResumeElsewhere({ PG: database.url() }, tempDir()))
     }, 60_000)
   })
 })

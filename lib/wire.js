@@ -145,18 +145,22 @@ class Scope {
     this.nextGenerator = 1
   }
 
+  /** Map `name` (`thrown`, `dispatches`, `reasons`, `generators`), made at its first entry. */
+  #writable(name) {
+    if (this[name] === NOTHING_KEPT) this[name] = new Map()
+    return this[name]
+  }
+
   /** Keeps a generator a tool returned, for `stepGenerator`. */
   keepGenerator(generator) {
     const id = this.nextGenerator++
-    if (this.generators === NOTHING_KEPT) this.generators = new Map()
-    this.generators.set(id, generator)
+    this.#writable('generators').set(id, generator)
     return id
   }
 
   keep(error) {
     const id = this.thrown.size + 1
-    if (this.thrown === NOTHING_KEPT) this.thrown = new Map()
-    this.thrown.set(id, error)
+    this.#writable('thrown').set(id, error)
     return id
   }
 
@@ -167,8 +171,7 @@ class Scope {
     if (!entry) {
       const controller = new AbortController()
       entry = { controller, signal: linked ? AbortSignal.any([this.signal, controller.signal]) : controller.signal }
-      if (this.dispatches === NOTHING_KEPT) this.dispatches = new Map()
-      this.dispatches.set(id, entry)
+      this.#writable('dispatches').set(id, entry)
     }
     return entry.signal
   }
@@ -177,8 +180,7 @@ class Scope {
    * tool's, event `''`: with the tool timeout's error). */
   timeOut(id, event, timeoutMs) {
     const reason = event === '' ? new SdkError('TOOL_TIMEOUT', `Tool execution timeout after ${timeoutMs}ms`) : new HookTimeoutError(event, timeoutMs)
-    if (this.reasons === NOTHING_KEPT) this.reasons = new Map()
-    this.reasons.set(id, reason)
+    this.#writable('reasons').set(id, reason)
     this.dispatches.get(id)?.controller.abort(reason)
     this.dispatches.delete(id)
   }

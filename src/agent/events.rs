@@ -353,24 +353,6 @@ mod tests {
     /// Boxed fields serialize as they did inline: the type tag, then the event's own fields.
     #[test]
     fn a_boxed_event_keeps_its_fields_at_the_top() {
-        let event = StreamEvent::ToolResult(Box::new(ToolResultEvent {
-            id: "c1".into(),
-            name: "noop".into(),
-            output: "ok".into(),
-            is_error: false,
-            display: None,
-            status: CallStatus::Success,
-            classification: None,
-            agent_path: Some(vec!["child".into()]),
-        }));
-        assert_eq!(
-            serde_json::to_string(&Published {
-                event: &event,
-                session_id: "s"
-            })
-            .unwrap(),
-            r#"{"type":"tool_result","id":"c1","name":"noop","output":"ok","isError":false,"status":"success","agentPath":["child"],"sessionId":"s"}"#
-        );
         let published = |event: StreamEvent| {
             serde_json::to_string(&Published {
                 event: &event,
@@ -378,6 +360,19 @@ mod tests {
             })
             .unwrap()
         };
+        assert_eq!(
+            published(StreamEvent::ToolResult(Box::new(ToolResultEvent {
+                id: "c1".into(),
+                name: "noop".into(),
+                output: "ok".into(),
+                is_error: false,
+                display: None,
+                status: CallStatus::Success,
+                classification: None,
+                agent_path: Some(vec!["child".into()]),
+            }))),
+            r#"{"type":"tool_result","id":"c1","name":"noop","output":"ok","isError":false,"status":"success","agentPath":["child"],"sessionId":"s"}"#
+        );
         assert_eq!(
             published(StreamEvent::ToolUse(Box::new(ToolUseEvent {
                 id: "c1".into(),
