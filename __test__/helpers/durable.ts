@@ -20,6 +20,7 @@ const entry = resolve(__dirname, '..', '..', 'index.js')
  *   prints STARTED and never finishes;
  * - HANG_IN_READ=1: the same for Read (readonly, so allowed under `default`, non_idempotent);
  * - HANG_IN_POST=1: a PostToolUse hook on Write prints POSTTOOL and never finishes;
+ * - HANG_IN_MODEL=1: the model, shown tool results, prints ANSWERING and never answers;
  * - API_KEY / CONN_HEADER: an `apiKey` and an `advanced.connection.headers` value;
  * - LEASE_TTL_MS: `advanced.leaseTtlMs` (default 300, so a killed child's claim on the session
  *   expires soon after it died: `childKilledAt` waits that long before it resolves).
@@ -39,6 +40,7 @@ const model = scriptedModel(({ messages }) => {
   emit('MODEL', tail)
   const results = tail.filter((m) => m.role === 'tool')
   if (results.length === 0) return { toolCalls: JSON.parse(env.CALLS) }
+  if (env.HANG_IN_MODEL) { emit('ANSWERING'); return forever() }
   return { text: 'saw: ' + results.map((m) => m.tool_call_id + '=' + m.content).join(' | ') }
 })
 const tools = [

@@ -843,6 +843,23 @@ impl Run {
             && calls.iter().all(|call| call.name != subagents::TASK_TOOL)
     }
 
+    /// Whether a resumed turn, answered, may be kept with the run's next write (a later turn's
+    /// first write, or the release's) instead of in one of its own. Until then the store still
+    /// holds the decided pause; a crash meanwhile replays the turn from it and from the effects
+    /// ledger, which answers every call that ran, so nothing runs twice. Only when that replay
+    /// would show nobody anything: the calls are quiet (`quiet_calls`: no hook or function of
+    /// the caller's before they start, no sub-agent), and no hook hears of a decision or a
+    /// result.
+    pub(super) fn quiet_resume(&self, calls: &[ToolCallRequest]) -> bool {
+        let heard = [
+            HookEvent::HumanInterventionResult,
+            HookEvent::HumanInterventionStop,
+            HookEvent::PostToolUse,
+            HookEvent::PostToolUseFailure,
+        ];
+        self.durable.survives() && self.quiet_calls(calls) && !heard.into_iter().any(|event| self.has(event))
+    }
+
     /// A turn boundary: kept when the store outlives the process, so a crash loses no turn.
     async fn boundary(&self) -> Result<()> {
         if !self.durable.survives() {

@@ -183,8 +183,13 @@ impl Run {
             self.conversation.push(tool_message(record));
         }
         self.last_text = turn.text;
-        // The pause is over: the store forgets it (and keeps the answered turn).
-        self.save(None).await?;
+        // The pause is over: the store forgets it (and keeps the answered turn), at once or
+        // with the run's next write (see `quiet_resume`).
+        if self.quiet_resume(&requests) {
+            self.unsaved = true;
+        } else {
+            self.save(None).await?;
+        }
         Ok(interrupt.map(|text| (text, StopReason::Interrupted)))
     }
 
