@@ -86,6 +86,9 @@ pub struct Durable {
     /// A turn boundary not written yet: it goes with the turn's first write (a call's start, or
     /// a save). Held across that write, so no call's start is kept before its turn.
     boundary: tokio::sync::Mutex<Option<Boundary>>,
+    /// A call's result that the effects ledger could not record (the run went on): until a save
+    /// keeps the conversation holding it, only a save may stand for it.
+    unrecorded: std::sync::atomic::AtomicBool,
 }
 
 /// A turn's conversation, to be kept with the turn's first write.
@@ -159,6 +162,7 @@ impl Durable {
             deliverer: std::sync::OnceLock::new(),
             running: tokio::sync::Mutex::default(),
             boundary: tokio::sync::Mutex::default(),
+            unrecorded: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -402,6 +406,7 @@ impl Durable {
         })
         .await?;
         boundary.take();
+        self.unrecorded.store(false, std::sync::atomic::Ordering::Release);
         if release {
             let mut held = lock(&self.lease);
             if held.as_ref().is_some_and(|held| held.token == lease.token) {
@@ -524,10 +529,21 @@ impl Durable {
         let store = self.store().await?;
         let tool_call_id = tool_call_id.to_string();
         let result = ToolResult::new(output.to_string(), is_error);
-        self.fenced("record a tool call's result", lease.clone(), async move {
-            store.effect_finished(&lease, &tool_call_id, &result).await
-        })
-        .await
+        let finished = self
+            .fenced("record a tool call's result", lease.clone(), async move {
+                store.effect_finished(&lease, &tool_call_id, &result).await
+            })
+            .await;
+        if finished.is_err() {
+            self.unrecorded.store(true, std::sync::atomic::Ordering::Release);
+        }
+        finished
+    }
+
+    /// Whether every result of the run since its last save is in the effects ledger, so that a
+    /// crash before the next save would find them there.
+    pub fn ledger_holds_every_result(&self) -> bool {
+        !self.unrecorded.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// A save outside a run (a recovered turn kept before a decision): under a claim of its

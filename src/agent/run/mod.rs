@@ -846,7 +846,8 @@ impl Run {
     /// Whether a resumed turn, answered, may be kept with the run's next write (a later turn's
     /// first write, or the release's) instead of in one of its own. Until then the store still
     /// holds the decided pause; a crash meanwhile replays the turn from it and from the effects
-    /// ledger, which answers every call that ran, so nothing runs twice. Only when that replay
+    /// ledger, which answers every call that ran, so nothing runs twice (and so only while the
+    /// ledger holds every result: one it failed to record is saved at once). Only when that replay
     /// would show nobody anything: the calls are quiet (`quiet_calls`: no hook or function of
     /// the caller's before they start, no sub-agent), and no hook hears of a decision or a
     /// result.
@@ -857,7 +858,10 @@ impl Run {
             HookEvent::PostToolUse,
             HookEvent::PostToolUseFailure,
         ];
-        self.durable.survives() && self.quiet_calls(calls) && !heard.into_iter().any(|event| self.has(event))
+        self.durable.survives()
+            && self.durable.ledger_holds_every_result()
+            && self.quiet_calls(calls)
+            && !heard.into_iter().any(|event| self.has(event))
     }
 
     /// A turn boundary: kept when the store outlives the process, so a crash loses no turn.
