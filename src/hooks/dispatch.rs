@@ -225,6 +225,13 @@ impl Dispatcher {
         self.registered(event, context).any(|entry| entry.applies(tool))
     }
 
+    /// Whether `event` has a result control for any tool.
+    pub fn has_controls(&self, event: HookEvent, context: &HookContext) -> bool {
+        self.registered(event, context)
+            .filter_map(Entry::hook)
+            .any(|hook| hook.is_control())
+    }
+
     /// The result controls of `event` that apply to `tool`, in order.
     pub fn controls<'a>(
         &'a self,

@@ -525,19 +525,22 @@ impl Durable {
 
     /// The effects ledger: the call's result, once known.
     pub async fn finished(&self, tool_call_id: &str, output: &str, is_error: bool) -> Result<()> {
-        let lease = self.lease()?;
-        let store = self.store().await?;
-        let tool_call_id = tool_call_id.to_string();
-        let result = ToolResult::new(output.to_string(), is_error);
-        let finished = self
-            .fenced("record a tool call's result", lease.clone(), async move {
-                store.effect_finished(&lease, &tool_call_id, &result).await
-            })
-            .await;
+        let finished = self.record_finished(tool_call_id, output, is_error).await;
         if finished.is_err() {
             self.unrecorded.store(true, std::sync::atomic::Ordering::Release);
         }
         finished
+    }
+
+    async fn record_finished(&self, tool_call_id: &str, output: &str, is_error: bool) -> Result<()> {
+        let lease = self.lease()?;
+        let store = self.store().await?;
+        let tool_call_id = tool_call_id.to_string();
+        let result = ToolResult::new(output.to_string(), is_error);
+        self.fenced("record a tool call's result", lease.clone(), async move {
+            store.effect_finished(&lease, &tool_call_id, &result).await
+        })
+        .await
     }
 
     /// Whether every result of the run since its last save is in the effects ledger, so that a

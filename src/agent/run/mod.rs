@@ -22,7 +22,7 @@ use self::lifecycle::Completion;
 use self::model_turn::{where_models_run, ModelTurn};
 use self::pipeline::{CallSite, Ended};
 use self::sub_runs::SubRuns;
-use crate::agent::approvals::{PausedChild, PausedTurn};
+use crate::agent::approvals::{Decision, PausedCall, PausedChild, PausedTurn};
 use crate::agent::confirm::Remembered;
 use crate::agent::control::{RunControl, SendOptions};
 use crate::agent::conversation::Conversation;
@@ -30,7 +30,8 @@ use crate::agent::definition::Agent;
 use crate::agent::durable::running::RunningChild;
 use crate::agent::durable::Durable;
 use crate::agent::events::{
-    PendingApproval, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord, ToolResultEvent, ToolUseEvent,
+    PendingApproval, PendingReason, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord, ToolResultEvent,
+    ToolUseEvent,
 };
 use crate::agent::inputs::{Inputs, PendingInput};
 use crate::agent::payloads;
@@ -846,22 +847,53 @@ impl Run {
     /// Whether a resumed turn, answered, may be kept with the run's next write (a later turn's
     /// first write, or the release's) instead of in one of its own. Until then the store still
     /// holds the decided pause; a crash meanwhile replays the turn from it and from the effects
-    /// ledger, which answers every call that ran, so nothing runs twice (and so only while the
-    /// ledger holds every result: one it failed to record is saved at once). Only when that replay
-    /// would show nobody anything: the calls are quiet (`quiet_calls`: no hook or function of
-    /// the caller's before they start, no sub-agent), and no hook hears of a decision or a
-    /// result.
-    pub(super) fn quiet_resume(&self, calls: &[ToolCallRequest]) -> bool {
+    /// ledger, which answers every call that ran, so nothing runs twice. Only when that replay
+    /// would show nobody anything and give the same turn:
+    /// - the calls are quiet (`quiet_calls`: no hook or function of the caller's before they
+    ///   start, no sub-agent) and no result control judges them (the ledger keeps a tool's own
+    ///   output, from before after-controls);
+    /// - no hook hears of a decision or a result, nor of anything that may happen before the
+    ///   next write (the next step's start, a compaction, the run's end or failure);
+    /// - each decided call is answered the same way again: none waits for a deferred result
+    ///   (it would be listed as pending again), none runs with an `updatedInput` (the ledger
+    ///   answers with the paused input), none is to go through the whole pipeline;
+    /// - the ledger holds every result (one it failed to record is saved at once).
+    pub(super) fn quiet_resume(&self, calls: &[ToolCallRequest], decided: &[PausedCall]) -> bool {
         let heard = [
             HookEvent::HumanInterventionResult,
             HookEvent::HumanInterventionStop,
             HookEvent::PostToolUse,
             HookEvent::PostToolUseFailure,
+            HookEvent::StepStart,
+            HookEvent::StepEnd,
+            HookEvent::PreCompact,
+            HookEvent::PostCompact,
+            HookEvent::CompactFailure,
+            HookEvent::UserPromptSubmit,
+            HookEvent::TaskCompleted,
+            HookEvent::StopFailure,
         ];
+        let controlled = [HookEvent::PreToolUse, HookEvent::PostToolUse]
+            .into_iter()
+            .any(|event| self.agent.dispatcher.has_controls(event, &self.context));
+        let replayed_alike = |call: &PausedCall| {
+            call.reason != PendingReason::Deferred
+                && !call.rerun
+                && call.child.is_none()
+                && !matches!(
+                    &call.decision,
+                    Some(Decision::Approve {
+                        updated_input: Some(_),
+                        ..
+                    })
+                )
+        };
         self.durable.survives()
             && self.durable.ledger_holds_every_result()
             && self.quiet_calls(calls)
+            && !controlled
             && !heard.into_iter().any(|event| self.has(event))
+            && decided.iter().all(replayed_alike)
     }
 
     /// A turn boundary: kept when the store outlives the process, so a crash loses no turn.

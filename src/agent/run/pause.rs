@@ -185,7 +185,7 @@ impl Run {
         self.last_text = turn.text;
         // The pause is over: the store forgets it (and keeps the answered turn), at once or
         // with the run's next write (see `quiet_resume`).
-        if self.quiet_resume(&requests) {
+        if self.quiet_resume(&requests, &turn.pending) {
             self.unsaved = true;
         } else {
             self.save(None).await?;
