@@ -828,8 +828,9 @@ impl Run {
     /// Whether nothing can wait between a model turn's reply and its calls' first write, so the
     /// turn's boundary may go with that write (`Durable::started` keeps no call's start before
     /// it): a root run whose calls meet no hook before they start (PreToolUse,
-    /// PermissionRequest), no permission or confirmation function of the caller's, and no
-    /// sub-agent (`Task`), whose turns are kept beside the root's session.
+    /// PermissionRequest), no before-control (a webhook it waits for), no permission or
+    /// confirmation function of the caller's, and no sub-agent (`Task`), whose turns are kept
+    /// beside the root's session.
     fn quiet_calls(&self, calls: &[ToolCallRequest]) -> bool {
         let before = [HookEvent::PreToolUse, HookEvent::PermissionRequest];
         let preset = matches!(
@@ -841,6 +842,7 @@ impl Run {
             && preset
             && self.agent.config.confirmation.is_none()
             && !before.into_iter().any(|event| self.has(event))
+            && !self.agent.dispatcher.has_controls(HookEvent::PreToolUse, &self.context)
             && calls.iter().all(|call| call.name != subagents::TASK_TOOL)
     }
 
@@ -849,9 +851,9 @@ impl Run {
     /// holds the decided pause; a crash meanwhile replays the turn from it and from the effects
     /// ledger, which answers every call that ran, so nothing runs twice. Only when that replay
     /// would show nobody anything and give the same turn:
-    /// - the calls are quiet (`quiet_calls`: no hook or function of the caller's before they
-    ///   start, no sub-agent) and no result control judges them (the ledger keeps a tool's own
-    ///   output, from before after-controls);
+    /// - the calls are quiet (`quiet_calls`: no hook, control or function of the caller's before
+    ///   they start, no sub-agent) and no after-control judges them (the ledger keeps a tool's
+    ///   own output, from before after-controls);
     /// - no hook hears of a decision or a result, nor of anything that may happen before the
     ///   next write (the next step's start, a compaction, the run's end or failure);
     /// - each decided call is answered the same way again: none waits for a deferred result
@@ -873,9 +875,10 @@ impl Run {
             HookEvent::TaskCompleted,
             HookEvent::StopFailure,
         ];
-        let controlled = [HookEvent::PreToolUse, HookEvent::PostToolUse]
-            .into_iter()
-            .any(|event| self.agent.dispatcher.has_controls(event, &self.context));
+        let controlled = self
+            .agent
+            .dispatcher
+            .has_controls(HookEvent::PostToolUse, &self.context);
         let replayed_alike = |call: &PausedCall| {
             call.reason != PendingReason::Deferred
                 && !call.rerun
