@@ -410,20 +410,34 @@ describe('kill matrix: SIGKILL at each point, then resume in a new process', () 
     expect(toolTail(c.one('MODEL'))).toEqual([['call_write', 'wrote x']])
     expect(writes()).toHaveLength(1)
   })
-  it('(d3) the same crash with a result control on the call: the turn as the control left it was kept at once, so the denial stands and nothing is replayed', async () => {
-    routes['/after'] = (_req, res) => answer(res, { decision: 'deny', reason: 'after control says no' })
-    env.HOOKS = JSON.stringify([{ id: 'after', type: 'afterToolCall', matcher: '^Write$', webhook: { url: `${receiver.url}/after`, responseHandling: 'toolCall', timeout: 5 } }])
-    await pauseInA()
-    const b = await childKilledAt(`const agent = await open(); await agent.approve('call_write'); await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING')
-    expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
-    expect(toolTail(b.one('MODEL'))).toEqual([['call_write', 'after control says no']])
-    const c = ran(await child(`const agent = await open(); emit('AGAIN', await outcome(agent.resume())); await agent.close()`, env))
-    expect(c.all('PENDING')[0]).toEqual([])
-    expect(c.one('AGAIN')).toMatchObject({ ok: false, code: 'NOTHING_TO_RESUME' })
-    expect(toolTail(c.all('MESSAGES')[0])).toEqual([['call_write', 'after control says no']])
-    expect(at('/after')).toHaveLength(1)
-    expect(writes()).toHaveLength(1)
-  })
+  // (d3) Where a replay could differ from what was seen, the answered turn is kept at once: the
+  // crash finds it kept, nothing is replayed (resume has nothing to do) and nothing runs again.
+  const keptAtOnce: { name: string; hooks?: object[]; approve: string; output: string; check?: () => void }[] = [
+    {
+      name: 'a result control on the call (its denial stands, asked once)',
+      hooks: [{ id: 'after', type: 'afterToolCall', matcher: '^Write$', webhook: { url: '/after', responseHandling: 'toolCall', timeout: 5 } }],
+      approve: `agent.approve('call_write')`,
+      output: 'after control says no',
+      check: () => expect(at('/after')).toHaveLength(1),
+    },
+    { name: 'an approval with updatedInput (the ledger holds the paused input)', approve: `agent.approve('call_write', { updatedInput: { content: 'y' } })`, output: 'wrote y' },
+    { name: 'a StepStart hook (it fires before the next write)', hooks: [{ id: 'steps', type: 'StepStart', webhook: { url: '/steps' } }], approve: `agent.approve('call_write')`, output: 'wrote x' },
+  ]
+  for (const { name, hooks, approve, output, check } of keptAtOnce)
+    it(`(d3) the same crash with ${name}: the answered turn was kept at once, so it stands and nothing is replayed`, async () => {
+      routes['/after'] = (_req, res) => answer(res, { decision: 'deny', reason: 'after control says no' })
+      if (hooks) env.HOOKS = JSON.stringify(hooks.map((hook: any) => ({ ...hook, webhook: { ...hook.webhook, url: `${receiver.url}${hook.webhook.url}` } })))
+      await pauseInA()
+      const b = await childKilledAt(`const agent = await open(); await ${approve}; await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING')
+      expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
+      expect(toolTail(b.one('MODEL'))).toEqual([['call_write', output]])
+      const c = ran(await child(`const agent = await open(); emit('AGAIN', await outcome(agent.resume())); await agent.close()`, env))
+      expect(c.all('PENDING')[0]).toEqual([])
+      expect(c.one('AGAIN')).toMatchObject({ ok: false, code: 'NOTHING_TO_RESUME' })
+      expect(toolTail(c.all('MESSAGES')[0])).toEqual([['call_write', output]])
+      check?.()
+      expect(writes()).toHaveLength(1)
+    })
   it('(e) during the first run, while an allowed tool runs and before any pause: that call waits as outcome_unknown; the call that never started goes through the pipeline again (asks again); each tool runs once more at most, with an approval', async () => {
     env.CALLS = JSON.stringify([READ, WRITE])
     const a = await childKilledAt(`const agent = await createAgent(options); emit('SESSION', agent.sessionId); await agent.send('go'); await forever()`, { ...env, HANG_IN_READ: '1' }, 'STARTED')
@@ -547,8 +561,8 @@ describe('peer-bug regressions', () => {
 // =============================================================================================
 // The same kill on PostgreSQL, whose resumeAgent reads the session, its pending calls and what
 // the effects ledger says of them in one statement: the new process must still see the call as
-// started and never finished.
-describe('kill matrix on PostgreSQL: SIGKILL while the approved tool runs', () => {
+// started and never finished, or as finished with its result.
+describe('kill matrix on PostgreSQL: SIGKILL while the approved tool runs, and after it ran', () => {
   const database = scratchDatabase('arh_durable', 'the PostgreSQL kill test')
 
   it('non_idempotent: the new process finds it outcome_unknown and runs nothing until it is approved again', async (context) => {
@@ -564,5 +578,20 @@ describe('kill matrix on PostgreSQL: SIGKILL while the approved tool runs', () =
     expect(c.one('EARLY')).toMatchObject({ ok: false, code: 'APPROVALS_PENDING' })
     expect(c.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
     expect(writes()).toHaveLength(2)
+  }, 60_000)
+
+  it('(d2) killed while the model is asked again after the resumed turn: the decided pause and the ledger on PostgreSQL answer the call, which does not run again', async (context) => {
+    if (!database.available()) return context.skip()
+    env.PG = database.url()
+    await pauseInA()
+    const b = await childKilledAt(`const agent = await open(); await agent.approve('call_write'); await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING')
+    expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
+    expect(writes()).toHaveLength(1)
+    const c = ran(await child(`const agent = await open(); emit('SEND', await outcome(agent.send('next'))); await go(agent); await agent.close()`, env))
+    expect(c.all('PENDING')[0]).toEqual([])
+    expect(c.one('SEND')).toMatchObject({ ok: false, code: 'APPROVALS_PENDING', message: 'A paused run waits to be resumed: call resume() before send()' })
+    expect(c.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
+    expect(toolTail(c.one('MODEL'))).toEqual([['call_write', 'wrote x']])
+    expect(writes()).toHaveLength(1)
   }, 60_000)
 })

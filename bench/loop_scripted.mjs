@@ -33,10 +33,10 @@ async function perCall(run, system, turns) {
   const calls = turns * runs
   const elapsed = Number(process.hrtime.bigint() - started) / 1000 / calls
   const cpu = process.cpuUsage(cpuBefore)
-  return { wallUs: elapsed, cpuUs: (cpu.user + cpu.system) / calls, runs }
+  return { wallUs: elapsed, cpuUs: (cpu.user + cpu.system) / calls }
 }
 
-/** The child: loads `system`, warms it up, then answers `{ turns }` with one run's figures. */
+/** The child: loads `system`, warms it up, then answers `{ turns }` with one sample's figures. */
 async function child(system) {
   const { load } = await import('./systems.mjs')
   const run = await load(system)

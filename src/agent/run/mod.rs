@@ -855,7 +855,7 @@ impl Run {
     ///   they start, no sub-agent) and no after-control judges them (the ledger keeps a tool's
     ///   own output, from before after-controls);
     /// - no hook hears of a decision or a result, nor of anything that may happen before the
-    ///   next write (the next step's start, a compaction, the run's end or failure);
+    ///   next write (the next step's start, a compaction; the run's end, as for `quiet_end`);
     /// - each decided call is answered the same way again: none waits for a deferred result
     ///   (it would be listed as pending again), none runs with an `updatedInput` (the ledger
     ///   answers with the paused input), none is to go through the whole pipeline;
@@ -867,13 +867,9 @@ impl Run {
             HookEvent::PostToolUse,
             HookEvent::PostToolUseFailure,
             HookEvent::StepStart,
-            HookEvent::StepEnd,
             HookEvent::PreCompact,
             HookEvent::PostCompact,
             HookEvent::CompactFailure,
-            HookEvent::UserPromptSubmit,
-            HookEvent::TaskCompleted,
-            HookEvent::StopFailure,
         ];
         let controlled = self
             .agent
@@ -894,6 +890,7 @@ impl Run {
         self.durable.survives()
             && self.durable.ledger_holds_every_result()
             && self.quiet_calls(calls)
+            && self.quiet_end(false)
             && !controlled
             && !heard.into_iter().any(|event| self.has(event))
             && decided.iter().all(replayed_alike)
