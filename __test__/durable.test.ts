@@ -17,7 +17,7 @@ import { resumeAgent, scriptedModel, SdkError, type PendingApproval } from '../i
 import { fingerprintOf } from './helpers/canonical.js'
 import { child, childKilledAt, effects, type Child } from './helpers/durable.js'
 import { startServer, until, type ModelServer, type Recorded } from './helpers/server.js'
-import { scratchDatabase } from './helpers/postgres.js'
+import { psql, scratchDatabase } from './helpers/postgres.js'
 
 // ---------------------------------------------------------------------------------------------
 
@@ -592,6 +592,31 @@ describe('kill matrix on PostgreSQL: SIGKILL while the approved tool runs, and a
     expect(c.one('SEND')).toMatchObject({ ok: false, code: 'APPROVALS_PENDING', message: 'A paused run waits to be resumed: call resume() before send()' })
     expect(c.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
     expect(toolTail(c.one('MODEL'))).toEqual([['call_write', 'wrote x']])
+    expect(writes()).toHaveLength(1)
+  }, 60_000)
+
+  it('(d4) the same crash when the ledger refused the result (a trigger raises on it): the answered turn was kept at once, so the result stands and nothing waits', async (context) => {
+    if (!database.available()) return context.skip()
+    env.PG = database.url()
+    await pauseInA()
+    // A fault from outside: the database refuses to mark any ledger entry finished.
+    psql(
+      `CREATE FUNCTION agent_runtime_hooks.refuse_result() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the ledger refuses a result'; END $$;
+       CREATE TRIGGER refuse_result BEFORE UPDATE ON agent_runtime_hooks.effects FOR EACH ROW WHEN (NEW.status = 'finished') EXECUTE FUNCTION agent_runtime_hooks.refuse_result();`,
+      database.url(),
+    )
+    const b = await childKilledAt(`const agent = await open(); await agent.approve('call_write'); await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING').finally(() =>
+      psql(`DROP TRIGGER refuse_result ON agent_runtime_hooks.effects; DROP FUNCTION agent_runtime_hooks.refuse_result();`, database.url()),
+    )
+    expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
+    expect(b.stderr).toContain("The tool's result could not be recorded in the effects ledger")
+    expect(toolTail(b.one('MODEL'))).toEqual([['call_write', 'wrote x']])
+    // Had the turn waited for the next write, the ledger's unfinished entry would make the call
+    // outcome_unknown here, waiting for a decision again.
+    const c = ran(await child(`const agent = await open(); emit('AGAIN', await outcome(agent.resume())); await agent.close()`, env))
+    expect(c.all('PENDING')[0]).toEqual([])
+    expect(c.one('AGAIN')).toMatchObject({ ok: false, code: 'NOTHING_TO_RESUME' })
+    expect(toolTail(c.all('MESSAGES')[0])).toEqual([['call_write', 'wrote x']])
     expect(writes()).toHaveLength(1)
   }, 60_000)
 })

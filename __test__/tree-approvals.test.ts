@@ -366,7 +366,7 @@ const options = {
   advanced: {
     permission: 'default',
     approvalSecret: 'durable-secret',
-    leaseTtlMs: 300,
+    leaseTtlMs: 1000,
     store: process.env.PG ? { postgres: process.env.PG } : { sqlite: process.env.DB },
     agents: {
       worker: { description: 'Does the work', systemPrompt: 'You are worker' },
@@ -487,7 +487,7 @@ describe('a paused tree survives the process', () => {
     const killed = await killedWhen('STARTED', { ...env, STEP: 'pause', HANG: '1' })
     expect(killed, 'the child was killed at STARTED').toBe(true)
     expect(logged().filter((line) => line.ran).map((line) => line.ran)).toEqual(['read deep.txt', 'charge 5'])
-    await new Promise((done) => setTimeout(done, 400)) // its claim (leaseTtlMs 300) expires
+    await new Promise((done) => setTimeout(done, 1100)) // its claim (leaseTtlMs 1000) expires
     const b = await runScript(CHILD, { env: { ...env, STEP: 'resume', SESSION: sessionOf(logged()) }, timeoutMs: 20_000 })
     expect(b.code, `${b.stdout}\n${b.stderr}`).toBe(0)
     const [pending] = lines(b.stdout, 'PENDING')

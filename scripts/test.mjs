@@ -3,9 +3,9 @@
 // one plain `N passed, N failed` line summing them all. Before vitest it sets up the real model
 // servers (scripts/real-servers/setup.py); a failed setup is printed, and those tests then skip
 // saying why.
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 const scratch = mkdtempSync(join(tmpdir(), 'arh-test-'))
@@ -13,6 +13,30 @@ const totals = { passed: 0, failed: 0 }
 const broken = []
 
 const notes = []
+// Each step's wall time, printed at the end: where a slow run spent its minutes.
+const durations = []
+// The last lines a failed or timed-out captured step printed, repeated at the end (the end of
+// the output is what survives a long log).
+const tails = []
+
+// The machine's load and its busiest processes: a step slowed or timed out by something else
+// running shows it here.
+function machineNote() {
+  const load = loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ')
+  let busiest = ''
+  try {
+    busiest = execFileSync('ps', ['-eo', 'pcpu,etimes,args', '--sort=-pcpu'], { encoding: 'utf8' })
+      .split('\n')
+      .slice(0, 6)
+      .map((line) => line.slice(0, 160))
+      .join('\n')
+  } catch {}
+  return `load averages ${load}${busiest ? `; busiest processes:\n${busiest}` : ''}`
+}
+
+console.log(`machine at start: ${machineNote()}`)
 
 // CI allows 90 minutes; the run ends itself before that, so a step that hangs is named as
 // timed out in the summary instead of the whole run being cut off without one.
@@ -46,6 +70,8 @@ function run(label, command, args, { capture = false, optional = false, minutes 
     current = child
     const timer = setTimeout(() => {
       console.log(`--- ${label}: still running after ${Math.round(allowedMs / 60_000)} min; stopping it`)
+      // Read before the kill: what was running (or spinning) then.
+      tails.push(`--- when ${label} was stopped, ${machineNote()}`)
       try {
         process.kill(process.platform === 'win32' ? child.pid : -child.pid, 'SIGKILL')
       } catch {}
@@ -57,12 +83,15 @@ function run(label, command, args, { capture = false, optional = false, minutes 
       process.stdout.write(chunk)
     })
     let settled = false
+    const began = Date.now()
     const settle = (code) => {
       if (settled) return
       settled = true
       clearTimeout(timer)
+      durations.push(`${label} ${((Date.now() - began) / 60_000).toFixed(1)} min`)
       if (code !== 0) {
         const what = `${label} (${typeof code === 'number' ? `exit ${code}` : code})`
+        if (capture) tails.push(`--- the last lines ${label} printed:\n${output.trimEnd().split('\n').slice(-30).join('\n')}`)
         if (optional) {
           notes.push(what)
           console.log(`--- ${what}: not counted as a failure`)
@@ -103,7 +132,8 @@ if (build.code !== 0) {
 await run('cargo fmt', 'cargo', ['fmt', '--check'], { minutes: 2 })
 await run('cargo clippy', 'cargo', ['clippy', '--all-targets', '--quiet', '--', '-D', 'warnings'], { minutes: 15 })
 
-const cargo = await run('cargo test', 'cargo', ['test', '--quiet'], { capture: true, minutes: 20 })
+// ~7 min to compile the test profile from a clean clone and ~1.5 min to run, on 2 cores.
+const cargo = await run('cargo test', 'cargo', ['test', '--quiet'], { capture: true, minutes: 30 })
 let cargoPassed = 0
 let cargoFailed = 0
 for (const match of cargo.output.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
@@ -134,6 +164,8 @@ await run('jest', npx, ['jest', '--json', `--outputFile=${jest}`], { minutes: 15
 countJson('jest', jest)
 
 rmSync(scratch, { recursive: true, force: true })
+for (const tail of tails) console.log(`\n${tail}`)
+console.log(`\nSteps: ${durations.join(', ')}`)
 if (notes.length) console.log(`\nOptional steps that failed: ${notes.join(', ')}`)
 if (broken.length) console.log(`\nFailed steps: ${broken.join(', ')}`)
 console.log(`\n${totals.passed} passed, ${totals.failed} failed`)

@@ -22,9 +22,13 @@ const entry = resolve(__dirname, '..', '..', 'index.js')
  * - HANG_IN_POST=1: a PostToolUse hook on Write prints POSTTOOL and never finishes;
  * - HANG_IN_MODEL=1: the model, shown tool results, prints ANSWERING and never answers;
  * - API_KEY / CONN_HEADER: an `apiKey` and an `advanced.connection.headers` value;
- * - LEASE_TTL_MS: `advanced.leaseTtlMs` (default 300, so a killed child's claim on the session
- *   expires soon after it died: `childKilledAt` waits that long before it resolves).
+ * - LEASE_TTL_MS: `advanced.leaseTtlMs` (default 1000: a killed child's claim on the session
+ *   expires soon after it died, and `childKilledAt` waits that long before it resolves; a live
+ *   child renews it every ~330 ms, which a loaded machine keeps up with where 300 ms did not).
  */
+/** The children's `advanced.leaseTtlMs` unless `LEASE_TTL_MS` says otherwise. */
+export const DEFAULT_LEASE_TTL_MS = 1000
+
 export const CHILD_PRELUDE = String.raw`
 const { createAgent, resumeAgent, defineTool, scriptedModel } = require(process.env.ENTRY)
 const fs = require('node:fs')
@@ -73,7 +77,7 @@ const options = {
   advanced: {
     permission: 'default',
     store: env.PG ? { postgres: env.PG } : { sqlite: env.DB },
-    leaseTtlMs: Number(env.LEASE_TTL_MS || 300),
+    leaseTtlMs: Number(env.LEASE_TTL_MS || ${DEFAULT_LEASE_TTL_MS}),
     ...(env.BARE ? {} : { hooks: [...JSON.parse(env.HOOKS || '[]'), ...inline] }),
     ...(env.CONN_HEADER ? { connection: { headers: { 'x-marker': env.CONN_HEADER } } } : {}),
   },
@@ -167,7 +171,7 @@ export async function child(body: string, env: Record<string, string | undefined
 /**
  * Runs `body` in a child spawned here and SIGKILLs it as soon as it prints the line `marker`
  * (bounded: ≤ 10 s). Resolves with what it printed and whether it was killed at the marker, once
- * the dead child's claim on the session has expired (`LEASE_TTL_MS`, default 300).
+ * the dead child's claim on the session has expired (`LEASE_TTL_MS`, default 1000).
  */
 export function childKilledAt(body: string, env: Record<string, string | undefined>, marker: string): Promise<Child & { killedAtMarker: boolean }> {
   return new Promise((done) => {
@@ -190,7 +194,7 @@ export function childKilledAt(body: string, env: Record<string, string | undefin
     proc.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
     proc.on('close', (code, signal) => {
       clearTimeout(timer)
-      const expired = Number(env.LEASE_TTL_MS || 300) + 50
+      const expired = Number(env.LEASE_TTL_MS || DEFAULT_LEASE_TTL_MS) + 50
       setTimeout(() => done({ ...parse({ code: code ?? (signal as any), stdout, stderr, timedOut }), killedAtMarker }), expired)
     })
   })
