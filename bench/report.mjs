@@ -24,12 +24,17 @@ function everySystem(rows) {
   ]
 }
 
-/** When rows were rerun alone (`BENCH_ONLY`): which were taken on which day. */
-function takenOn(dates = {}) {
-  const byDate = {}
-  for (const [name, date] of Object.entries(dates)) (byDate[date] ??= []).push(`\`${name}\``)
-  if (Object.keys(byDate).length < 2) return []
-  return [`Rows taken on different days (\`BENCH_ONLY\` reruns): ${Object.entries(byDate).map(([date, names]) => `${date}: ${names.join(', ')}`).join('; ')}.`]
+/** When rows were rerun alone (`BENCH_ONLY`): which were taken on which day, and on which
+ * machine when that differs. */
+function takenOn(dates = {}, machines = {}) {
+  const byTake = {}
+  const machineCount = new Set(Object.values(machines)).size
+  for (const [name, date] of Object.entries(dates)) {
+    const take = machineCount > 1 && machines[name] ? `${date} on ${machines[name]}` : date
+    ;(byTake[take] ??= []).push(`\`${name}\``)
+  }
+  if (Object.keys(byTake).length < 2) return []
+  return [`Rows taken on different days or machines (\`BENCH_ONLY\` reruns; compare ratios, not absolute figures, across them): ${Object.entries(byTake).map(([take, names]) => `${take}: ${names.join(', ')}`).join('; ')}.`]
 }
 
 export function report(results) {
@@ -55,7 +60,7 @@ export function report(results) {
     'Command: `npm run bench` (installs `bench/`\'s own devDependencies, the peers pinned in',
     '`bench/package.json`, on first use, then writes `bench/results.json` and this file).',
     `Machine: ${results.machine}; Node ${results.node}; release build; ${results.date}.`,
-    ...takenOn(results.dates),
+    ...takenOn(results.dates, results.machines),
     ...(results.peerVersions ? [`Peer versions, as installed: ${Object.entries(results.peerVersions).map(([name, version]) => `${name} ${version}`).join(', ')}.`] : []),
     'Every figure is a median of interleaved runs (A B C D A B C D …); ratios are ours / peer, lower',
     'is better (for rates, sessions per second, ours / peer above 1 is better). This 2-core VM\'s speed',

@@ -31,12 +31,16 @@ const peerVersions = Object.fromEntries(
 const providerVersions = Object.fromEntries(['openai', '@ai-sdk/openai-compatible-v5', '@ai-sdk/openai-compatible', '@langchain/openai'].map((pkg) => [pkg, installed(pkg)]))
 const date = new Date().toISOString().slice(0, 10)
 // BENCH_ONLY=loop_scripted,peak_rss_1000_sessions reruns those benchmarks alone and keeps the
-// others' rows from the last results.json; `dates` says when each row was taken.
+// others' rows from the last results.json; `dates` and `machines` say when and where each row
+// was taken (the VMs of one kind are not all the same CPU).
 const only = process.env.BENCH_ONLY?.split(',')
 const want = (name) => !only || only.includes(name)
 const previous = only ? JSON.parse(readFileSync(new URL('./results.json', import.meta.url), 'utf8')) : null
-const results = { machine, node: process.version, date, peerVersions, providerVersions, benchmarks: previous?.benchmarks ?? {}, dates: previous?.dates ?? {} }
-for (const name of Object.keys(results.benchmarks)) results.dates[name] ??= previous.date
+const results = { machine, node: process.version, date, peerVersions, providerVersions, benchmarks: previous?.benchmarks ?? {}, dates: previous?.dates ?? {}, machines: previous?.machines ?? {} }
+for (const name of Object.keys(results.benchmarks)) {
+  results.dates[name] ??= previous.date
+  results.machines[name] ??= previous.machine
+}
 console.log(`machine: ${machine}\nnode: ${process.version}`)
 
 function table(title, row) {
@@ -147,7 +151,11 @@ if (want('builtins')) {
   for (const row of search.memory) console.log(`${row.name.padEnd(46)} ${fmt(row.peakBeforeMb)} → ${fmt(row.peakAfterMb)} (+${fmt(row.growthMb)}), answer ${row.answerChars} chars`)
 }
 
-for (const name of Object.keys(results.benchmarks)) if (want(name)) results.dates[name] = date
+for (const name of Object.keys(results.benchmarks)) {
+  if (!want(name)) continue
+  results.dates[name] = date
+  results.machines[name] = machine
+}
 writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
 const { writeReport } = await import('./report.mjs')
 writeReport()
