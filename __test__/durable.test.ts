@@ -20,8 +20,6 @@ import { startServer, until, type ModelServer, type Recorded } from './helpers/s
 import { psql, scratchDatabase } from './helpers/postgres.js'
 
 // ---------------------------------------------------------------------------------------------
-
-// ---------------------------------------------------------------------------------------------
 // One temp dir per test: the SQLite file, the side-effect file, and files children wait on.
 const dirs: string[] = []
 let dir = ''
@@ -58,6 +56,35 @@ async function pauseInA(extraEnv: Record<string, string | undefined> = {}) {
 }
 const toolTail = (messages: any[]) => messages.filter((message) => message.role === 'tool').map((message) => [message.tool_call_id, message.content])
 const REJECTED = (reason: string) => `Tool execution aborted: User rejected execution: ${reason}`
+
+// A crash after a resumed turn was answered: B approves (`approve`), the tool runs, and B is
+// killed while the model, shown the result, is asked again. What C then finds depends on whether
+// the answered turn was kept at once or left to the run's next write (`Run::quiet_resume`).
+async function killedWhileModelAsked(output: string, approve = `agent.approve('call_write')`) {
+  const b = await childKilledAt(`const agent = await open(); await ${approve}; await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING')
+  expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
+  expect(toolTail(b.one('MODEL'))).toEqual([['call_write', output]])
+  expect(writes()).toHaveLength(1)
+  return b
+}
+/** C when the answered turn was kept at once: it stands, nothing waits, resume has nothing to do. */
+async function expectTurnKept(output: string) {
+  const c = ran(await child(`const agent = await open(); emit('AGAIN', await outcome(agent.resume())); await agent.close()`, env))
+  expect(c.all('PENDING')[0]).toEqual([])
+  expect(c.one('AGAIN')).toMatchObject({ ok: false, code: 'NOTHING_TO_RESUME' })
+  expect(toolTail(c.all('MESSAGES')[0])).toEqual([['call_write', output]])
+  expect(writes()).toHaveLength(1)
+}
+/** C when the answered turn was left to the next write: the decided pause came back (it is
+ * resumed, not sent past), and the ledger answers the call, which does not run again. */
+async function expectTurnReplayed() {
+  const c = ran(await child(`const agent = await open(); emit('SEND', await outcome(agent.send('next'))); await go(agent); await agent.close()`, env))
+  expect(c.all('PENDING')[0]).toEqual([])
+  expect(c.one('SEND')).toMatchObject({ ok: false, code: 'APPROVALS_PENDING', message: 'A paused run waits to be resumed: call resume() before send()' })
+  expect(c.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
+  expect(toolTail(c.one('MODEL'))).toEqual([['call_write', 'wrote x']])
+  expect(writes()).toHaveLength(1)
+}
 
 // ---------------------------------------------------------------------------------------------
 // The loopback receiver: routes by path; unrouted requests get 204 (a notification).
@@ -398,17 +425,8 @@ describe('kill matrix: SIGKILL at each point, then resume in a new process', () 
   })
   it('(d2) after the resumed turn was answered, while the model is asked again (no hook hears of the result): the call is not run again and its result reaches the model', async () => {
     await pauseInA()
-    const b = await childKilledAt(`const agent = await open(); await agent.approve('call_write'); await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING')
-    expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
-    expect(toolTail(b.one('MODEL'))).toEqual([['call_write', 'wrote x']])
-    expect(writes()).toHaveLength(1)
-    const c = ran(await child(`const agent = await open(); emit('SEND', await outcome(agent.send('next'))); await go(agent); await agent.close()`, env))
-    expect(c.all('PENDING')[0]).toEqual([])
-    // The decided pause came back: it is resumed, not sent past.
-    expect(c.one('SEND')).toMatchObject({ ok: false, code: 'APPROVALS_PENDING', message: 'A paused run waits to be resumed: call resume() before send()' })
-    expect(c.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
-    expect(toolTail(c.one('MODEL'))).toEqual([['call_write', 'wrote x']])
-    expect(writes()).toHaveLength(1)
+    await killedWhileModelAsked('wrote x')
+    await expectTurnReplayed()
   })
   // (d3) Where a replay could differ from what was seen, the answered turn is kept at once: the
   // crash finds it kept, nothing is replayed (resume has nothing to do) and nothing runs again.
@@ -428,15 +446,9 @@ describe('kill matrix: SIGKILL at each point, then resume in a new process', () 
       routes['/after'] = (_req, res) => answer(res, { decision: 'deny', reason: 'after control says no' })
       if (hooks) env.HOOKS = JSON.stringify(hooks.map((hook: any) => ({ ...hook, webhook: { ...hook.webhook, url: `${receiver.url}${hook.webhook.url}` } })))
       await pauseInA()
-      const b = await childKilledAt(`const agent = await open(); await ${approve}; await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING')
-      expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
-      expect(toolTail(b.one('MODEL'))).toEqual([['call_write', output]])
-      const c = ran(await child(`const agent = await open(); emit('AGAIN', await outcome(agent.resume())); await agent.close()`, env))
-      expect(c.all('PENDING')[0]).toEqual([])
-      expect(c.one('AGAIN')).toMatchObject({ ok: false, code: 'NOTHING_TO_RESUME' })
-      expect(toolTail(c.all('MESSAGES')[0])).toEqual([['call_write', output]])
+      await killedWhileModelAsked(output, approve)
+      await expectTurnKept(output)
       check?.()
-      expect(writes()).toHaveLength(1)
     })
   it('(e) during the first run, while an allowed tool runs and before any pause: that call waits as outcome_unknown; the call that never started goes through the pipeline again (asks again); each tool runs once more at most, with an approval', async () => {
     env.CALLS = JSON.stringify([READ, WRITE])
@@ -584,15 +596,8 @@ describe('kill matrix on PostgreSQL: SIGKILL while the approved tool runs, and a
     if (!database.available()) return context.skip()
     env.PG = database.url()
     await pauseInA()
-    const b = await childKilledAt(`const agent = await open(); await agent.approve('call_write'); await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING')
-    expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
-    expect(writes()).toHaveLength(1)
-    const c = ran(await child(`const agent = await open(); emit('SEND', await outcome(agent.send('next'))); await go(agent); await agent.close()`, env))
-    expect(c.all('PENDING')[0]).toEqual([])
-    expect(c.one('SEND')).toMatchObject({ ok: false, code: 'APPROVALS_PENDING', message: 'A paused run waits to be resumed: call resume() before send()' })
-    expect(c.one('RESUMED')).toMatchObject({ ok: true, stopReason: 'done', result: 'saw: call_write=wrote x' })
-    expect(toolTail(c.one('MODEL'))).toEqual([['call_write', 'wrote x']])
-    expect(writes()).toHaveLength(1)
+    await killedWhileModelAsked('wrote x')
+    await expectTurnReplayed()
   }, 60_000)
 
   it('(d4) the same crash when the ledger refused the result (a trigger raises on it): the answered turn was kept at once, so the result stands and nothing waits', async (context) => {
@@ -605,18 +610,12 @@ describe('kill matrix on PostgreSQL: SIGKILL while the approved tool runs, and a
        CREATE TRIGGER refuse_result BEFORE UPDATE ON agent_runtime_hooks.effects FOR EACH ROW WHEN (NEW.status = 'finished') EXECUTE FUNCTION agent_runtime_hooks.refuse_result();`,
       database.url(),
     )
-    const b = await childKilledAt(`const agent = await open(); await agent.approve('call_write'); await go(agent)`, { ...env, HANG_IN_MODEL: '1' }, 'ANSWERING').finally(() =>
+    const b = await killedWhileModelAsked('wrote x').finally(() =>
       psql(`DROP TRIGGER refuse_result ON agent_runtime_hooks.effects; DROP FUNCTION agent_runtime_hooks.refuse_result();`, database.url()),
     )
-    expect(b.killedAtMarker, b.stdout + b.stderr).toBe(true)
     expect(b.stderr).toContain("The tool's result could not be recorded in the effects ledger")
-    expect(toolTail(b.one('MODEL'))).toEqual([['call_write', 'wrote x']])
     // Had the turn waited for the next write, the ledger's unfinished entry would make the call
     // outcome_unknown here, waiting for a decision again.
-    const c = ran(await child(`const agent = await open(); emit('AGAIN', await outcome(agent.resume())); await agent.close()`, env))
-    expect(c.all('PENDING')[0]).toEqual([])
-    expect(c.one('AGAIN')).toMatchObject({ ok: false, code: 'NOTHING_TO_RESUME' })
-    expect(toolTail(c.all('MESSAGES')[0])).toEqual([['call_write', 'wrote x']])
-    expect(writes()).toHaveLength(1)
+    await expectTurnKept('wrote x')
   }, 60_000)
 })

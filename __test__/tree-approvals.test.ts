@@ -322,6 +322,9 @@ describe('signed approvals bind the call’s place in the tree (as the relay who
 // ---------------------------------------------------------------------------------------------
 // Durable: a paused tree stored by one process, listed, decided and resumed by another.
 const entryPoint = join(__dirname, '..', 'index.js')
+/** The children's claim on a session (`advanced.leaseTtlMs`): a killed child's has expired this
+ * long after it died. */
+const LEASE_TTL_MS = 1000
 const CHILD = String.raw`
 const { createAgent, resumeAgent, defineTool, scriptedModel } = require(process.env.ENTRY)
 const fs = require('node:fs')
@@ -366,7 +369,7 @@ const options = {
   advanced: {
     permission: 'default',
     approvalSecret: 'durable-secret',
-    leaseTtlMs: 1000,
+    leaseTtlMs: ${LEASE_TTL_MS},
     store: process.env.PG ? { postgres: process.env.PG } : { sqlite: process.env.DB },
     agents: {
       worker: { description: 'Does the work', systemPrompt: 'You are worker' },
@@ -487,7 +490,7 @@ describe('a paused tree survives the process', () => {
     const killed = await killedWhen('STARTED', { ...env, STEP: 'pause', HANG: '1' })
     expect(killed, 'the child was killed at STARTED').toBe(true)
     expect(logged().filter((line) => line.ran).map((line) => line.ran)).toEqual(['read deep.txt', 'charge 5'])
-    await new Promise((done) => setTimeout(done, 1100)) // its claim (leaseTtlMs 1000) expires
+    await new Promise((done) => setTimeout(done, LEASE_TTL_MS + 100)) // its claim expires
     const b = await runScript(CHILD, { env: { ...env, STEP: 'resume', SESSION: sessionOf(logged()) }, timeoutMs: 20_000 })
     expect(b.code, `${b.stdout}\n${b.stderr}`).toBe(0)
     const [pending] = lines(b.stdout, 'PENDING')

@@ -20,7 +20,8 @@ const durations = []
 const tails = []
 
 // The machine's load and its busiest processes: a step slowed or timed out by something else
-// running shows it here.
+// running shows it here (ps's %CPU is over each process's life: one spinning since it started
+// shows ~100).
 function machineNote() {
   const load = loadavg()
     .map((n) => n.toFixed(2))
