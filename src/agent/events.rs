@@ -3,6 +3,7 @@
 //! order, `turn_end`; then `usage` and `result`, or a final `error`.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::SdkError;
@@ -87,10 +88,45 @@ pub enum StreamEvent {
 pub struct ToolUseEvent {
     pub id: String,
     pub name: String,
-    pub input: Value,
+    pub input: JsonText,
     /// A sub-agent's call, as the parent's stream shows it.
     #[serde(rename = "agentPath", skip_serializing_if = "Option::is_none")]
     pub agent_path: Option<Vec<String>>,
+}
+
+/// A JSON value kept as its compact text: what an event only publishes costs its bytes, not a
+/// parsed tree's (a one-key object is ~360 bytes as a `Map`, and a run keeps every event until
+/// it is read). Serialized as the value itself.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct JsonText(Box<RawValue>);
+
+impl JsonText {
+    /// `value`'s text, as `serde_json` writes it.
+    pub fn of(value: &impl Serialize) -> Self {
+        match serde_json::value::to_raw_value(value) {
+            Ok(raw) => JsonText(raw),
+            // Only a map with non-string keys fails; nothing here writes one.
+            Err(_) => JsonText(RawValue::from_string("null".into()).expect("null is JSON")),
+        }
+    }
+
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+/// Read as any JSON value, from any format (a stored paused turn is read from a `Value`).
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(|value| JsonText::of(&value))
+    }
+}
+
+impl PartialEq for JsonText {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
 }
 
 /// `hook_response`'s fields.
@@ -255,7 +291,8 @@ impl StopReason {
 pub struct ToolCallRecord {
     pub id: String,
     pub name: String,
-    pub input: Value,
+    /// The final input, as the tool got it (a run keeps every record).
+    pub input: JsonText,
     /// What the model was sent as the tool's result.
     pub output: String,
     /// Milliseconds from the call's first hook to its result.
@@ -275,11 +312,11 @@ pub struct ToolCallRecord {
 impl ToolCallRecord {
     /// A call whose result was kept in the store (recovered after a crash, published later, or
     /// answered before a pause): its timing, mock and display were not kept.
-    pub fn stored(id: &str, name: &str, input: Value, output: String, is_error: bool) -> Self {
+    pub fn stored(id: &str, name: &str, input: &Map<String, Value>, output: String, is_error: bool) -> Self {
         ToolCallRecord {
             id: id.to_string(),
             name: name.to_string(),
-            input,
+            input: JsonText::of(input),
             output,
             duration: 0,
             is_error,
@@ -340,6 +377,25 @@ pub struct PendingApproval {
 mod tests {
     use super::*;
 
+    #[test]
+    fn json_text_is_written_and_read_as_the_value_it_holds() {
+        let input = serde_json::json!({"path": "a.txt", "lines": [1, 2], "opts": {"z": true, "a": null}});
+        let text = JsonText::of(&input);
+        // Compact, in the value's own key order.
+        assert_eq!(
+            text.get(),
+            r#"{"path":"a.txt","lines":[1,2],"opts":{"z":true,"a":null}}"#
+        );
+        assert_eq!(serde_json::to_value(&text).unwrap(), input);
+        // Read back from text and from a parsed value (a stored paused turn is read from one).
+        let from_text: JsonText =
+            serde_json::from_str(r#"{ "path" : "a.txt", "lines": [1,2], "opts": {"z": true, "a": null} }"#).unwrap();
+        let from_value: JsonText = serde_json::from_value(input.clone()).unwrap();
+        assert_eq!(from_text, text);
+        assert_eq!(from_value, text);
+        assert_ne!(JsonText::of(&serde_json::json!({"path": "b.txt"})), text);
+    }
+
     /// A run keeps every event until it is read: an event stays small whatever it carries.
     #[test]
     fn an_event_is_64_bytes_at_most() {
@@ -377,7 +433,7 @@ mod tests {
             published(StreamEvent::ToolUse(Box::new(ToolUseEvent {
                 id: "c1".into(),
                 name: "noop".into(),
-                input: serde_json::json!({ "i": 1 }),
+                input: JsonText::of(&serde_json::json!({ "i": 1 })),
                 agent_path: None,
             }))),
             r#"{"type":"tool_use","id":"c1","name":"noop","input":{"i":1},"sessionId":"s"}"#

@@ -82,7 +82,7 @@ impl ToolSpec {
             schema: ToolSchema {
                 name: tool.name().to_string(),
                 description: Some(tool.description().to_string()),
-                parameters: tool.schema(),
+                parameters: Arc::new(tool.schema()),
             },
             kind: ToolKind::parse(tool.kind()).unwrap_or(ToolKind::Execute),
             side_effect: SideEffect::parse(tool.side_effect()).unwrap_or(SideEffect::NonIdempotent),

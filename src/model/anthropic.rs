@@ -336,7 +336,7 @@ impl HttpModel for AnthropicClient {
                     if let Some(description) = &tool.description {
                         wire.insert("description".into(), json!(description));
                     }
-                    wire.insert("input_schema".into(), tool.parameters.clone());
+                    wire.insert("input_schema".into(), Value::clone(&tool.parameters));
                     Value::Object(wire)
                 })
                 .collect();

@@ -33,7 +33,8 @@ pub struct ToolSchema {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    pub parameters: Value,
+    /// Shared: every session's toolset, and each request made from it, keep the same schema.
+    pub parameters: Arc<Value>,
 }
 
 /// Token counts; all three are totals for whatever they describe.

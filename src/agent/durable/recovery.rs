@@ -236,7 +236,7 @@ impl Tree<'_> {
                     turn.results[call.index] = Some(ToolCallRecord::stored(
                         &call.tool_call_id,
                         &call.tool_name,
-                        Value::Object(call.input.clone()),
+                        &call.input,
                         result.output.clone(),
                         result.is_error,
                     ));
@@ -260,7 +260,7 @@ impl Tree<'_> {
                             turn.results[call.index] = Some(ToolCallRecord::stored(
                                 &call.tool_call_id,
                                 &call.tool_name,
-                                Value::Object(call.input.clone()),
+                                &call.input,
                                 text,
                                 false,
                             ));
@@ -385,7 +385,7 @@ fn interrupted_turn(messages: &[Message]) -> Option<PausedTurn> {
             Some((output, is_error)) => results.push(Some(ToolCallRecord::stored(
                 &call.id,
                 &call.name,
-                Value::Object(input),
+                &input,
                 output.to_string(),
                 *is_error,
             ))),
@@ -457,7 +457,7 @@ mod tests {
             schema: ToolSchema {
                 name: "pay".into(),
                 description: None,
-                parameters: serde_json::json!({"type": "object"}),
+                parameters: std::sync::Arc::new(serde_json::json!({"type": "object"})),
             },
             kind: ToolKind::Execute,
             side_effect,

@@ -30,8 +30,8 @@ use crate::agent::definition::Agent;
 use crate::agent::durable::running::RunningChild;
 use crate::agent::durable::Durable;
 use crate::agent::events::{
-    PendingApproval, PendingReason, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord, ToolResultEvent,
-    ToolUseEvent,
+    JsonText, PendingApproval, PendingReason, PromptResult, StopReason, StreamEvent, TokenUsage, ToolCallRecord,
+    ToolResultEvent, ToolUseEvent,
 };
 use crate::agent::inputs::{Inputs, PendingInput};
 use crate::agent::payloads;
@@ -701,7 +701,10 @@ impl Run {
             self.emit(StreamEvent::ToolUse(Box::new(ToolUseEvent {
                 id: call.id.clone(),
                 name: call.name.clone(),
-                input: Value::Object(input.clone().unwrap_or_default()),
+                input: match input {
+                    Ok(input) => JsonText::of(input),
+                    Err(_) => JsonText::of(&Map::new()),
+                },
                 agent_path: None,
             })));
         }

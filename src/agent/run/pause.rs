@@ -1,8 +1,6 @@
 //! Pause and resume (§8.1): a turn whose calls wait for a person is kept and the run ends
 //! `interrupted`; a later run goes on with it, call by call, once every call is decided.
 
-use serde_json::Value;
-
 use super::pipeline::{self, Ended};
 use super::{parse_arguments, tool_message, Finish, Run};
 use crate::agent::approvals::{self, Decision, PausedCall, PausedTurn, TurnCall};
@@ -110,7 +108,7 @@ impl Run {
                         results[call.index] = Some(ToolCallRecord::stored(
                             &call.tool_call_id,
                             &call.tool_name,
-                            Value::Object(call.input.clone()),
+                            &call.input,
                             result.output,
                             result.is_error,
                         ));

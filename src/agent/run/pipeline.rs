@@ -9,7 +9,7 @@ use crate::agent::approvals::{self, PausedCall, PausedChild};
 use crate::agent::confirm::{Answer, BuiltinQuestion, Confirmation, ConfirmationRequest, Remembered};
 use crate::agent::definition::Agent;
 use crate::agent::durable::Durable;
-use crate::agent::events::{PendingReason, StreamEvent, ToolCallRecord, ToolProgressEvent};
+use crate::agent::events::{JsonText, PendingReason, StreamEvent, ToolCallRecord, ToolProgressEvent};
 use crate::agent::payloads::{CallOf, CanUseToolOptions, PermissionAsk, ToolEvent};
 use crate::agent::permission::{self, Decision, Form, Permission};
 use crate::agent::plan_mode::RunPermission;
@@ -210,7 +210,7 @@ fn record(
     ToolCallRecord {
         id: request.id.clone(),
         name: request.name.clone(),
-        input: Value::Object(input),
+        input: JsonText::of(&input),
         is_error: !result.is_success(),
         output: result.output,
         duration: started.elapsed().as_millis() as u64,

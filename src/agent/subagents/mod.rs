@@ -147,7 +147,7 @@ impl Subagents {
                 "Runs a sub-agent on a task and returns its final answer. Sub-agents:\n{}",
                 listed.join("\n")
             )),
-            parameters: json!({
+            parameters: Arc::new(json!({
                 "type": "object",
                 "properties": {
                     "subagent_type": {"type": "string", "enum": names, "description": "Which sub-agent runs the task"},
@@ -155,7 +155,7 @@ impl Subagents {
                     "description": {"type": "string", "description": "A few words on the task"}
                 },
                 "required": ["subagent_type", "prompt"]
-            }),
+            })),
         }
     }
 }
