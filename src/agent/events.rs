@@ -123,6 +123,7 @@ impl<'de> Deserialize<'de> for JsonText {
     }
 }
 
+/// The same text: unlike two `Map`s, the same keys in another order differ.
 impl PartialEq for JsonText {
     fn eq(&self, other: &Self) -> bool {
         self.get() == other.get()
