@@ -122,6 +122,29 @@ describe('the seed examples', () => {
     expect(result.toolCalls[0].input).toEqual({ file_path: 'a.ts', content: '// Generated\nlet x = 1' })
     expect(toolMessageSent().content).toBe('wrote 22 chars: // Generated\nlet x = 1')
   })
+
+  it('streams the model’s arguments in tool_use, and records the merged input the tool got, in the model’s key order then the hook’s new keys', async () => {
+    const agent = await createAgent({
+      ...modelCalling('Write', { file_path: 'a.ts', content: 'let x = 1' }),
+      tools: [write],
+      advanced: {
+        hooks: {
+          [HookEvent.PreToolUse]: [async (input) => ({ action: 'continue', modifiedInput: { mode: 'append', content: `// ${String(input.toolInput?.content)}` } })],
+        },
+      },
+    })
+    const response = await agent.send('write it')
+    const events: any[] = []
+    for await (const event of response.stream()) events.push(event)
+    const result = await response.result()
+    await agent.close()
+    const used = events.find((event) => event.type === 'tool_use')
+    expect(used.input).toEqual({ file_path: 'a.ts', content: 'let x = 1' })
+    expect(Object.keys(used.input)).toEqual(['file_path', 'content'])
+    // Shallowly merged (SPEC §5.2): a key the model sent keeps its place, a new one comes after.
+    expect(result.toolCalls[0].input).toEqual({ file_path: 'a.ts', content: '// let x = 1', mode: 'append' })
+    expect(Object.keys(result.toolCalls[0].input)).toEqual(['file_path', 'content', 'mode'])
+  })
 })
 
 describe('dispatch', () => {

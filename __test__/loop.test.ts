@@ -272,6 +272,34 @@ describe('tool calls', () => {
     expect(runs).toBe(0)
   })
 
+  it('shows each call’s arguments parsed in tool_use and in its record, in the model’s key order, and {} when they are not a JSON object', async () => {
+    const counted = defineTool({ name: 'counted', execute: () => 'ran' })
+    const agent = await createAgent({
+      model: scriptedModel([
+        {
+          toolCalls: [
+            { id: 'u', name: 'missing', input: {} },
+            { id: 'p', name: 'counted', arguments: '{"path": ' },
+            { id: 'a', name: 'counted', arguments: '[1, 2]' },
+            { id: 'w', name: 'counted', arguments: ' { "z" : 1.50, "a": "é\\u0041", "n": {"y": [true, null]} } ' },
+          ],
+        },
+        { text: 'end' },
+      ]),
+      tools: [counted],
+    })
+    const response = await agent.send('go')
+    const events = await collect(response.stream())
+    const result = await response.result()
+    await agent.close()
+    const parsed = [{}, {}, {}, { z: 1.5, a: 'éA', n: { y: [true, null] } }]
+    const used = events.filter((event) => event.type === 'tool_use').map((event) => (event as any).input)
+    expect(used).toEqual(parsed)
+    expect(result.toolCalls.map((call) => call.input)).toEqual(parsed)
+    expect(Object.keys(used[3])).toEqual(['z', 'a', 'n'])
+    expect(Object.keys(result.toolCalls[3].input)).toEqual(['z', 'a', 'n'])
+  })
+
   it('runs the calls of one turn concurrently and returns their results in call order', async () => {
     const started: string[] = []
     let release!: () => void

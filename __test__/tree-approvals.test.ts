@@ -27,6 +27,7 @@ import {
 } from '../index.js'
 import { fingerprintOf, tokenOf, treeTokenOf } from './helpers/canonical.js'
 import { childEnv, runScript } from './helpers/child.js'
+import { DEFAULT_LEASE_TTL_MS } from './helpers/durable.js'
 import { scratchDatabase } from './helpers/postgres.js'
 
 const ran: string[] = []
@@ -322,9 +323,9 @@ describe('signed approvals bind the call’s place in the tree (as the relay who
 // ---------------------------------------------------------------------------------------------
 // Durable: a paused tree stored by one process, listed, decided and resumed by another.
 const entryPoint = join(__dirname, '..', 'index.js')
-/** The children's claim on a session (`advanced.leaseTtlMs`): a killed child's has expired this
- * long after it died. */
-const LEASE_TTL_MS = 1000
+/** The children's claim on a session (`advanced.leaseTtlMs`), the durable tests' own: a killed
+ * child's has expired this long after it died. */
+const LEASE_TTL_MS = DEFAULT_LEASE_TTL_MS
 const CHILD = String.raw`
 const { createAgent, resumeAgent, defineTool, scriptedModel } = require(process.env.ENTRY)
 const fs = require('node:fs')

@@ -203,7 +203,8 @@ class Scopes extends Map {
  * Where an input's lazily made dispatch signal comes from, kept in a private field stamped on
  * the input (a class constructor may return another object, and its fields land on that one):
  * invisible to `Object.keys`, spread, JSON and test matchers, and cheaper to add than a second
- * `Object.defineProperty` (callgrind: ~1 600 instructions per input against ~4 000).
+ * `Object.defineProperty` (callgrind: ~1 600 instructions per input against ~4 000). A field
+ * can be added to an object once: every input is fresh from `JSON.parse` in `invoke`.
  */
 class SignalSource extends function stampTarget(target) {
   return target
