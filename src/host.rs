@@ -203,6 +203,13 @@ pub trait Host: Send + Sync + 'static {
         Box::pin(tokio::task::yield_now())
     }
 
+    /// How long the host's event loop has been running callbacks since its last turn, when the
+    /// host can tell: a run woken by a model's answer or a timer starts on a fresh turn, and owes
+    /// the loop none until a slice has passed. `None`: the pace counts from the run's own turns.
+    fn loop_held_for(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Advances generator `generator` of `scope`, which a [`Reply::Tool`] call returned.
     fn step(&self, scope: ScopeId, generator: GeneratorId, step: Step) -> HostFuture {
         let _ = (scope, generator, step);

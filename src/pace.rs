@@ -54,9 +54,17 @@ impl Pace {
         *self.since() = now;
     }
 
-    /// Gives the host's event loop a turn when the slice is spent; otherwise returns at once.
+    /// Gives the host's event loop a turn when the slice is spent; otherwise returns at once. A
+    /// slice is spent when the session has held the loop that long since its own last turn and,
+    /// where the host can tell, the loop has been busy that long since it last had one: a run
+    /// that waited for a model's answer was woken on a turn of its own.
     pub async fn step(&self, host: &dyn Host) {
-        if !self.is_due(Instant::now()) {
+        let now = Instant::now();
+        if !self.is_due(now) {
+            return;
+        }
+        if let Some(held) = host.loop_held_for().filter(|held| *held < self.slice) {
+            self.restart(now.checked_sub(held).unwrap_or(now));
             return;
         }
         host.next_turn().await;
@@ -80,5 +88,75 @@ mod tests {
         assert!(pace.is_due(start + Duration::from_millis(25)));
         // A clock read before the slice began is not a spent slice.
         assert!(!pace.is_due(start));
+    }
+
+    /// A host whose loop has been busy for `held` (or cannot say), counting the turns it gives.
+    struct Loop {
+        held: Option<Duration>,
+        turns: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Host for Loop {
+        fn call(&self, _call: crate::host::HostCall) -> crate::host::HostFuture {
+            unreachable!("the pace calls no function")
+        }
+
+        fn abort(
+            &self,
+            _scope: crate::host::ScopeId,
+            _dispatch: crate::host::DispatchId,
+            _reason: crate::host::AbortReason,
+        ) -> crate::host::AbortFuture {
+            Box::pin(async {})
+        }
+
+        fn next_turn(&self) -> crate::host::AbortFuture {
+            self.turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async {})
+        }
+
+        fn loop_held_for(&self) -> Option<Duration> {
+            self.held
+        }
+    }
+
+    fn turns_given(slice_spent_by_session: bool, held: Option<Duration>) -> usize {
+        let pace = Pace::new(Duration::from_millis(10));
+        if slice_spent_by_session {
+            pace.restart(Instant::now() - Duration::from_millis(50));
+        }
+        let host = Loop {
+            held,
+            turns: Default::default(),
+        };
+        futures::executor::block_on(pace.step(&host));
+        host.turns.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_session_past_its_slice_gives_a_turn_unless_the_loop_itself_just_had_one() {
+        // The host cannot tell: the session's own count decides.
+        assert_eq!(turns_given(true, None), 1);
+        assert_eq!(turns_given(false, None), 0);
+        // The run waited (for a model's answer) and was woken 2 ms into a fresh turn: none owed.
+        assert_eq!(turns_given(true, Some(Duration::from_millis(2))), 0);
+        // The loop has been busy for a whole slice, with this session's runs or others': one.
+        assert_eq!(turns_given(true, Some(Duration::from_millis(10))), 1);
+        // Within the session's own slice the loop is not asked.
+        assert_eq!(turns_given(false, Some(Duration::from_secs(1))), 0);
+    }
+
+    #[test]
+    fn the_slice_counts_from_when_the_loop_last_had_a_turn() {
+        let pace = Pace::new(Duration::from_millis(10));
+        pace.restart(Instant::now() - Duration::from_millis(50));
+        let host = Loop {
+            held: Some(Duration::from_millis(4)),
+            turns: Default::default(),
+        };
+        futures::executor::block_on(pace.step(&host));
+        let since = *pace.since();
+        assert!(!pace.is_due(since + Duration::from_millis(9)));
+        assert!(Instant::now().saturating_duration_since(since) >= Duration::from_millis(4));
     }
 }

@@ -305,6 +305,10 @@ impl Host for JsHost {
         self.detached(Crossing::Step { scope, generator, step });
     }
 
+    fn loop_held_for(&self) -> Option<std::time::Duration> {
+        super::local::loop_held_for()
+    }
+
     fn next_turn(&self) -> AbortFuture {
         let request = self.request(Crossing::Turn);
         Box::pin(async move {

@@ -59,6 +59,8 @@ struct Driver {
     runs_at_work: Cell<usize>,
     /// Agents made in this env and not closed (nor collected).
     open_agents: Cell<usize>,
+    /// The env's libuv loop, whose clock says how long it has been busy.
+    event_loop: Option<*const std::ffi::c_void>,
 }
 
 type Slot = Arc<Mutex<Option<Arc<PollFn>>>>;
@@ -140,6 +142,13 @@ pub fn current_env() -> Option<sys::napi_env> {
     CURRENT_ENV.with(Cell::get)
 }
 
+/// How long the event loop of the env whose task is being polled has been running callbacks
+/// without a turn ([`super::loop_clock::held_for`]); `None` off the JS thread.
+pub fn loop_held_for() -> Option<std::time::Duration> {
+    let driver = driver(current_env()?)?;
+    super::loop_clock::held_for(driver.event_loop?)
+}
+
 /// Makes this thread's scheduler for `env`, once (`true` when this call made it); `wake` is a
 /// JS function that does nothing (the threadsafe function's callback does the polling). The
 /// scheduler never keeps Node alive by itself: see [`KeepAlive`].
@@ -155,6 +164,7 @@ pub fn init(env: &Env, wake: Function<(), ()>) -> napi::Result<bool> {
         slot: Slot::default(),
         runs_at_work: Cell::new(0),
         open_agents: Cell::new(0),
+        event_loop: super::loop_clock::event_loop(env.raw()),
     };
     // When the env shuts down its scheduler goes (a new env may reuse its address).
     env.add_env_cleanup_hook(key, |key| {

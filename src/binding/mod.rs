@@ -6,6 +6,7 @@ pub mod agent;
 mod arguments;
 pub mod host;
 pub mod local;
+mod loop_clock;
 pub mod result;
 pub mod telemetry;
 
