@@ -327,6 +327,74 @@ describe('tool calls', () => {
     expect(result.toolCalls.map((call) => call.output)).toEqual(['a', 'b', 'c'])
   })
 
+  it('gives each of many concurrent sessions the replies of its own async tools and hooks, whatever order they settle in', async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    const sessions = 8
+    const settled: string[] = []
+    const run = async (session: number) => {
+      // Later sessions answer sooner: replies settle in the reverse of the order they were asked.
+      const delay = (sessions - session) * 4
+      const tag = defineTool<{ i: number }>({
+        name: 'tag',
+        parameters: { type: 'object', properties: { i: { type: 'number' } }, required: ['i'] },
+        execute: async ({ i }) => (await sleep(delay), settled.push(`${session}:${i}`), `s${session} call ${i}`),
+      })
+      const seen: string[] = []
+      const result = await prompt('go', {
+        model: scriptedModel([0, 1, 2].map((i) => ({ toolCalls: [{ id: `c${i}`, name: 'tag', input: { i } }] })).concat([{ text: `s${session} done` }] as never)),
+        tools: [tag],
+        advanced: {
+          hooks: {
+            PreToolUse: [async (input) => (await sleep(delay), { action: 'continue', modifiedInput: { i: (input.toolInput as { i: number }).i * 10 } })],
+            PostToolUse: [async (input) => (await sleep(1), seen.push(String(input.toolOutput)), { action: 'continue' })],
+          },
+        },
+      })
+      return { session, text: result.content, outputs: result.toolCalls.map((call) => call.output), seen }
+    }
+    const results = await Promise.all(Array.from({ length: sessions }, (_, session) => run(session)))
+    for (const { session, text, outputs, seen } of results) {
+      const expected = [0, 10, 20].map((i) => `s${session} call ${i}`)
+      expect(text).toBe(`s${session} done`)
+      expect(outputs).toEqual(expected)
+      expect(seen).toEqual(expected)
+    }
+    // The first calls really settled out of order: the last session's before the first's.
+    expect(settled.indexOf(`${sessions - 1}:0`)).toBeLessThan(settled.indexOf('0:0'))
+  })
+
+  it('ignores an async hook that settles after its timeout failed the call; the next run of the agent is not affected', async () => {
+    let late!: () => void
+    const settledLate = new Promise<void>((resolve) => (late = resolve))
+    let calls = 0
+    const agent = await createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'echo', input: { text: 'a' } }] }, { text: 'first' }, { toolCalls: [{ id: 'c2', name: 'echo', input: { text: 'b' } }] }, { text: 'second' }]),
+      tools: [echo],
+      advanced: {
+        hookTimeoutMs: 50,
+        hooks: {
+          PreToolUse: [
+            async () => {
+              calls++
+              if (calls > 1) return { action: 'continue' }
+              // The first call answers 150 ms late, with a decision that would have blocked it.
+              await new Promise((resolve) => setTimeout(resolve, 150))
+              setImmediate(late)
+              return { action: 'block', reason: 'too late to count' }
+            },
+          ],
+        },
+      },
+    })
+    const first = await (await agent.send('one')).result()
+    expect(first.toolCalls[0].output).toBe('Tool execution failed: Hook PreToolUse exceeded 50ms')
+    await settledLate
+    const second = await (await agent.send('two')).result()
+    expect(second.content).toBe('second')
+    expect(second.toolCalls.map((call) => call.output), JSON.stringify(second.toolCalls)).toEqual(['echo:b'])
+    await agent.close()
+  })
+
   it('gives execute the tool call id, the session id, a live signal and its definition as this', async () => {
     let seen: any
     const tool = defineTool({

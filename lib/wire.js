@@ -115,10 +115,32 @@ function wakeNothing() {}
 // Node's own, not the global a test's fake timers replace: a run's turns must not wait for them.
 const { setImmediate: immediate } = require('node:timers')
 
-/** Resolves on a later turn of the event loop, once its timers and I/O had their turn: Rust
- * awaits it between the steps of a run that has held the loop for a while. */
-function nextTurn() {
-  return new Promise((resolve) => immediate(resolve, ''))
+/** Settles `token` on a later turn of the event loop, once its timers and I/O had their turn:
+ * Rust waits for it between the steps of a run that has held the loop for a while. */
+function nextTurn(token) {
+  immediate(settleEmpty, token)
+  return token
+}
+
+const settleEmpty = (token) => native.settleReply(token, '')
+
+/**
+ * A reply that comes later: `returned` (a promise) is read with `settled`, or `failed` when it
+ * rejects, and the reply goes to Rust through `settleReply(token, reply)`; the caller answers
+ * with `token`. One function made once serves every call, and it polls the waiting run at once.
+ */
+async function settleLater(token, returned, settled, failed) {
+  let reply
+  try {
+    reply = settled(await returned)
+  } catch (thrown) {
+    try {
+      reply = failed(thrown)
+    } catch {
+      reply = '!{"message":"an error that cannot be described"}'
+    }
+  }
+  native.settleReply(token, reply)
 }
 
 /** What a scope's maps are until their first entry: shared, so read and deleted from only. */
@@ -345,7 +367,7 @@ function notJson(value) {
  * be read; a promise of it when the function returned one.
  */
 function makeInvoke(functions, scopes) {
-  return function invoke(fn, argsJson, scopeId, reply, signalArg, signalKey, dispatch, last, linked, errorJson) {
+  return function invoke(fn, argsJson, scopeId, reply, signalArg, signalKey, dispatch, last, linked, errorJson, token) {
     const args = JSON.parse(argsJson)
     const scope = scopes.get(scopeId) ?? new Scope()
     const call = new Invocation(functions, scope, reply, dispatch, last)
@@ -360,7 +382,8 @@ function makeInvoke(functions, scopes) {
       const thrown = thrownId == null ? undefined : scope.thrown.get(thrownId)
       args[arg][key] = isError(thrown) ? thrown : new Error(message)
     }
-    // Reply at once to a plain value; through a promise only when the function returned one.
+    // Reply at once to a plain value; later, through `settleReply`, when the function returned a
+    // promise.
     let returned
     try {
       const { fn: user, owner } = functions[fn]
@@ -370,8 +393,13 @@ function makeInvoke(functions, scopes) {
     }
     try {
       if (!isThenable(returned)) return call.settled(returned)
-      const failed = (thrown) => call.failed(thrown)
-      return Promise.resolve(returned).then((value) => call.settled(value), failed).then(undefined, failed)
+      settleLater(
+        token,
+        returned,
+        (value) => call.settled(value),
+        (thrown) => call.failed(thrown),
+      )
+      return token
     } catch (thrown) {
       return call.failed(thrown)
     }
@@ -469,11 +497,11 @@ function encodeReply(value, reply, scope, mocked, functions) {
 
 /**
  * Advances generator `id` of scope `scopeId` (a tool's): `finish` calls `return()`. Replies
- * `{ done, value }`, `{ done, invalid }`, or a failure as `invoke` does; a promise of it for
- * an async generator.
+ * `{ done, value }`, `{ done, invalid }`, or a failure as `invoke` does; for an async
+ * generator, later through `settleReply(token, …)`.
  */
 function makeStepGenerator(scopes) {
-  return function stepGenerator(scopeId, id, finish) {
+  return function stepGenerator(scopeId, id, finish, token) {
     const scope = scopes.get(scopeId)
     const generator = scope?.generators.get(id)
     if (generator === undefined) return '{"done":true}'
@@ -491,7 +519,10 @@ function makeStepGenerator(scopes) {
     }
     try {
       const step = finish ? generator.return(undefined) : generator.next()
-      if (typeof step?.then === 'function') return Promise.resolve(step).then(settled, failed).then(undefined, failed)
+      if (typeof step?.then === 'function') {
+        settleLater(token, step, settled, failed)
+        return token
+      }
       return settled(step)
     } catch (thrown) {
       return failed(thrown)

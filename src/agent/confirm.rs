@@ -128,7 +128,7 @@ impl Confirmation<'_> {
     async fn request(&self, request: &(impl Serialize + Sync)) -> Asked {
         let agent = self.agent;
         let dispatcher = &agent.dispatcher;
-        if dispatcher.pending().count(Owner::Permission) > 0 {
+        if dispatcher.pending().still_pending(Owner::Permission).await {
             return Asked::Failed("A permission callback is still cleaning up".into());
         }
         let method = match self.handler().await {

@@ -243,7 +243,7 @@ pub async fn execute(
     if run.caller.cancel.is_some_and(CancellationToken::is_cancelled) {
         return Err(NoResult::NotStarted);
     }
-    if run.dispatcher.pending().count(Owner::Tool) > 0 {
+    if run.dispatcher.pending().still_pending(Owner::Tool).await {
         return Ok(CallResult::failed(TOOL_CLEANING_UP, None));
     }
     let scope = run.caller.scope;

@@ -192,7 +192,7 @@ pub async fn complete_tool_call(call: String, result: String, environment: Strin
 // The wrapper's functions and the loaded session cross as arguments: one call makes the agent.
 #[allow(clippy::too_many_arguments)]
 #[napi(
-    ts_args_type = "options: string | undefined, invoke: (...args: InvokeArgs) => Returned, abortDispatch: (...args: AbortArgs) => Returned, stepGenerator: (...args: StepArgs) => Returned, nextTurn: () => Promise<string>, environment: object, wake: () => void, stored: NativeStored | undefined | null, shape: 'agent' | 'session' | 'prompt'"
+    ts_args_type = "options: string | undefined, invoke: (...args: InvokeArgs) => Returned, abortDispatch: (...args: AbortArgs) => Returned, stepGenerator: (...args: StepArgs) => Returned, nextTurn: (token: number) => Returned, environment: object, wake: () => void, stored: NativeStored | undefined | null, shape: 'agent' | 'session' | 'prompt'"
 )]
 pub fn create_session(
     env: &Env,
@@ -200,7 +200,7 @@ pub fn create_session(
     invoke: Function<FnArgs<InvokeArgs>, Returned>,
     abort_dispatch: Function<FnArgs<AbortArgs>, Returned>,
     step_generator: Function<FnArgs<StepArgs>, Returned>,
-    next_turn: Function<(), Returned>,
+    next_turn: Function<FnArgs<(u32,)>, Returned>,
     environment: Object,
     wake: Function<(), ()>,
     stored: Option<&NativeStored>,

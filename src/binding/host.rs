@@ -1,28 +1,30 @@
 //! The core's `Host`, made of four functions `lib/wire.js` hands over: `invoke` calls a user
 //! function (its arguments: [`InvokeArgs`]), `abortDispatch` aborts a dispatch's signal,
-//! `stepGenerator` advances a generator a tool returned, and `nextTurn` resolves on a later turn
-//! of the event loop. A session's futures are polled on the JS thread (`local.rs`), so they are
+//! `stepGenerator` advances a generator a tool returned, and `nextTurn` replies on a later turn
+//! of the event loop. Each replies at once, or later through `settleReply` ([`super::later`]). A session's futures are polled on the JS thread (`local.rs`), so they are
 //! called directly. A call's arguments cross as JSON text: it is cheaper than building objects
 //! through napi, and the values land in the caller's own JS realm (Jest runs tests in a VM
 //! realm). The rest of a call crosses as plain numbers and strings, with nothing to parse.
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Either, FnArgs, FunctionRef, Promise};
+use napi::bindgen_prelude::{Either, FnArgs, FunctionRef};
 use napi::Env;
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::later;
 use super::local::Remote;
 use crate::host::{
     AbortFuture, AbortReason, DispatchId, GeneratorId, Host, HostCall, HostError, HostFuture, ScopeId, Step, ThrownId,
 };
 use crate::text::parse_js_json;
 
-/// What `invoke` and the other functions return: a reply at once, or a promise of one.
+/// What `invoke` and the other functions return: a reply at once, or the call's token, when
+/// the reply will come through `settleReply(token, reply)`.
 #[napi]
-pub type Returned = Either<String, Promise<String>>;
+pub type Returned = Either<String, u32>;
 
 /// The arguments of `invoke`, in order (described here only: the binding's types, the
 /// `createSession` signature and `lib/wire.js` point here):
@@ -37,7 +39,9 @@ pub type Returned = Either<String, Promise<String>>;
 /// - `last`: the call is the dispatch's last ([`crate::host::DispatchSignal`]);
 /// - `linked`: the dispatch's signal also follows the scope's;
 /// - `errorJson`: `[arg, key, message, thrown]`, `args[arg][key]` gets the error (the thrown
-///   value itself when `thrown` names one, [`crate::host::ErrorSlot`]), or `null`.
+///   value itself when `thrown` names one, [`crate::host::ErrorSlot`]), or `null`;
+/// - `token`: what `invoke` returns instead of a reply when the function returned a promise,
+///   and what it then settles ([`super::later`]).
 ///
 /// The reply is the return as `reply` reads it, `""` for `undefined`, or `!` and
 /// `{ message, thrown? }` when the function threw (see [`reply`]).
@@ -53,6 +57,7 @@ pub type InvokeArgs = (
     bool,
     bool,
     Option<String>,
+    u32,
 );
 pub type InvokeRef = FunctionRef<FnArgs<InvokeArgs>, Returned>;
 
@@ -61,9 +66,10 @@ pub type InvokeRef = FunctionRef<FnArgs<InvokeArgs>, Returned>;
 pub type AbortArgs = (u32, u32, &'static str, u32);
 pub type AbortRef = FunctionRef<FnArgs<AbortArgs>, Returned>;
 
-/// `(scope, generator, finish)`: `finish` calls `return()` instead of `next()`.
+/// `(scope, generator, finish, token)`: `finish` calls `return()` instead of `next()`; an async
+/// generator's step is settled with `token`.
 #[napi]
-pub type StepArgs = (u32, u32, bool);
+pub type StepArgs = (u32, u32, bool, u32);
 pub type StepRef = FunctionRef<FnArgs<StepArgs>, Returned>;
 
 /// [`crate::host::Reply`] as it crosses: `binding.d.ts` carries its numbers, and `lib/wire.js`
@@ -89,8 +95,8 @@ impl From<crate::host::Reply> for Reply {
     }
 }
 
-/// `()`: a promise that resolves on a later turn of the event loop (`setImmediate`).
-pub type TurnRef = FunctionRef<(), Returned>;
+/// `(token)`: settled with `''` on a later turn of the event loop (`setImmediate`).
+pub type TurnRef = FunctionRef<FnArgs<(u32,)>, Returned>;
 
 /// The wrapper's functions the host calls.
 pub struct Functions {
@@ -139,7 +145,7 @@ enum Crossing {
 }
 
 impl Crossing {
-    fn make(self, env: &Env, functions: &Functions) -> napi::Result<Returned> {
+    fn make(self, env: &Env, functions: &Functions, token: u32) -> napi::Result<Returned> {
         match self {
             Crossing::Call(call) => {
                 let (signal_arg, signal_key, dispatch, last, linked) = match call.signal {
@@ -167,6 +173,7 @@ impl Crossing {
                     last,
                     linked,
                     error,
+                    token,
                 );
                 functions.invoke.borrow_back(env)?.call(args.into())
             }
@@ -182,26 +189,36 @@ impl Crossing {
             Crossing::Step { scope, generator, step } => functions
                 .step
                 .borrow_back(env)?
-                .call((scope.0, generator.0, step == Step::Return).into()),
-            Crossing::Turn => functions.next_turn.borrow_back(env)?.call(()),
+                .call((scope.0, generator.0, step == Step::Return, token).into()),
+            Crossing::Turn => functions.next_turn.borrow_back(env)?.call((token,).into()),
         }
     }
 
     /// [`Crossing::make`] inside a handle scope of its own: a run polled synchronously makes
     /// many crossings in one turn of the event loop, and without one the handles of every
     /// call's arguments and reply (a scripted model's whole conversation, each turn) would be
-    /// kept until the turn ends. What comes back is already Rust's: a string, or a promise
-    /// read through callbacks that need no handle of this scope.
-    fn make_scoped(self, env: &Env, functions: &Functions) -> napi::Result<Returned> {
+    /// kept until the turn ends. What comes back is already Rust's: a reply, or the wait for
+    /// the one `settleReply` will bring.
+    fn make_scoped(self, env: &Env, functions: &Functions) -> Result<Answer, HostError> {
         let mut scope = std::ptr::null_mut();
         // SAFETY: on the JS thread with its live env; the scope is closed below, after
         // everything made in it was converted.
-        napi::check_status!(unsafe { napi::sys::napi_open_handle_scope(env.raw(), &mut scope) })?;
-        let made = self.make(env, functions);
+        napi::check_status!(unsafe { napi::sys::napi_open_handle_scope(env.raw(), &mut scope) }).map_err(lost)?;
+        let expected = later::Expected::new();
+        let made = self.make(env, functions, expected.token());
         // SAFETY: the scope opened above, still the innermost: `make` closes what it opens.
         unsafe { napi::sys::napi_close_handle_scope(env.raw(), scope) };
-        made
+        match made.map_err(lost)? {
+            Either::A(reply) => Ok(Answer::Now(reply)),
+            Either::B(_) => Ok(Answer::Later(expected.later())),
+        }
     }
+}
+
+/// What a crossing answered: its reply, or the wait for one.
+enum Answer {
+    Now(String),
+    Later(later::Later),
 }
 
 fn lost(error: napi::Error) -> HostError {
@@ -241,13 +258,14 @@ impl JsHost {
     }
 }
 
-/// Reads what `invoke` returned, at once or through a promise (it never throws: it catches and
-/// replies): `""` for `undefined`, `!` and `{ message, thrown? }` for a failure, else the JSON
-/// of the value.
-async fn reply(returned: napi::Result<Returned>) -> Result<Option<Value>, HostError> {
-    let text = match returned.map_err(lost)? {
-        Either::A(text) => text,
-        Either::B(promise) => promise.await.map_err(lost)?,
+/// Reads what `invoke` answered, at once or later (it never throws: it catches and replies):
+/// `""` for `undefined`, `!` and `{ message, thrown? }` for a failure, else the JSON of the value.
+async fn reply(answer: Result<Answer, HostError>) -> Result<Option<Value>, HostError> {
+    let text = match answer? {
+        Answer::Now(text) => text,
+        Answer::Later(later) => later
+            .await
+            .ok_or_else(|| lost(napi::Error::from_reason("its JavaScript thread has shut down")))?,
     };
     let unreadable = |error: serde_json::Error| HostError {
         message: format!("the JavaScript callback sent an unreadable reply: {error}"),

@@ -272,7 +272,7 @@ pub fn spawn_now(env: sys::napi_env, future: impl Future<Output = ()> + 'static)
 
 /// Does `first` (a poll, or a job that spawns tasks), then polls every task woken meanwhile on
 /// this thread.
-fn drive(env: sys::napi_env, first: impl FnOnce()) {
+pub(super) fn drive(env: sys::napi_env, first: impl FnOnce()) {
     if DRIVING.with(Cell::get) != 0 {
         // Already driving (a task's JS call re-entered): what `first` wakes joins that turn.
         first();

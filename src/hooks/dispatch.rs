@@ -325,7 +325,7 @@ impl Dispatcher {
     ) -> Result<Dispatched, HookError> {
         // The last hook that calls into JS (its call may release the dispatch's signal).
         let last_js = applicable.iter().rposition(|entry| entry.function().is_some());
-        if last_js.is_some() && self.pending.count(Owner::Hook) > 0 {
+        if last_js.is_some() && self.pending.still_pending(Owner::Hook).await {
             return Err(HookError::CleaningUp(
                 self.pending.first(Owner::Hook).unwrap_or_default(),
             ));

@@ -83,6 +83,25 @@ impl Pending {
         self.changed.notify_waiters();
     }
 
+    /// Whether one of `owner`'s calls is still pending. A call whose promise has just settled
+    /// is counted out by a task of its own on a worker: it is given up to [`SETTLE_GRACE`] for
+    /// that, so a step right after a callback settled does not find it still pending.
+    pub async fn still_pending(&self, owner: Owner) -> bool {
+        if self.count(owner) == 0 {
+            return false;
+        }
+        let deadline = tokio::time::Instant::now() + SETTLE_GRACE;
+        loop {
+            let changed = self.changed.notified();
+            if self.count(owner) == 0 {
+                return false;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.count(owner) > 0;
+            }
+        }
+    }
+
     /// Waits until nothing is pending, at most `limit`; true if nothing is.
     pub async fn settle(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
@@ -192,6 +211,41 @@ mod tests {
         assert!(pending.settle(Duration::from_secs(1)).await);
         assert_eq!(pending.count(Owner::Hook), 0);
         assert_eq!(pending.first(Owner::Hook), None);
+    }
+
+    #[tokio::test]
+    async fn a_call_settling_within_the_grace_is_not_still_pending_and_one_that_does_not_is() {
+        let pending = Arc::new(Pending::default());
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let mut call = TrackedCall::spawn(
+            Box::pin(async move {
+                let _ = released.await;
+                Ok(None)
+            }),
+            pending.clone(),
+            Owner::Tool,
+            "noop".into(),
+        );
+        call.abandon();
+        assert!(!pending.still_pending(Owner::Hook).await);
+        // Settled just now: counted out by its task a moment later, within the grace.
+        release.send(()).unwrap();
+        assert!(!pending.still_pending(Owner::Tool).await);
+
+        let (_keep, never) = tokio::sync::oneshot::channel::<()>();
+        let mut stuck = TrackedCall::spawn(
+            Box::pin(async move {
+                let _ = never.await;
+                Ok(None)
+            }),
+            pending.clone(),
+            Owner::Tool,
+            "stuck".into(),
+        );
+        stuck.abandon();
+        let started = std::time::Instant::now();
+        assert!(pending.still_pending(Owner::Tool).await);
+        assert!(started.elapsed() >= SETTLE_GRACE);
     }
 
     #[tokio::test]

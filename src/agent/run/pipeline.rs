@@ -690,7 +690,7 @@ impl Call<'_> {
             interrupt: false,
         };
         let dispatcher = &self.site.agent.dispatcher;
-        if dispatcher.pending().count(Owner::Permission) > 0 {
+        if dispatcher.pending().still_pending(Owner::Permission).await {
             return denied("A permission callback is still cleaning up".into());
         }
         let request = PermissionAsk {
