@@ -89,6 +89,8 @@ impl Future for Later {
 }
 
 impl Drop for Later {
+    /// Dropped on a worker (an abandoned call that was finishing there), it finds nothing in
+    /// that thread's table: the JS thread's slot is then cleared by the reply when it comes.
     fn drop(&mut self) {
         let _ = SLOTS.try_with(|slots| slots.borrow_mut().remove(&self.token));
     }
