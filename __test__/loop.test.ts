@@ -377,10 +377,10 @@ describe('tool calls', () => {
             async () => {
               calls++
               if (calls > 1) return { action: 'continue' }
-              // The first call answers 150 ms late, with a decision that would have blocked it.
+              // The first call answers 150 ms late, with a decision that would have aborted the run.
               await new Promise((resolve) => setTimeout(resolve, 150))
               setImmediate(late)
-              return { action: 'block', reason: 'too late to count' }
+              return { action: 'abort', reason: 'too late to count' }
             },
           ],
         },

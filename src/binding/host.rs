@@ -204,7 +204,7 @@ impl Crossing {
         // SAFETY: on the JS thread with its live env; the scope is closed below, after
         // everything made in it was converted.
         napi::check_status!(unsafe { napi::sys::napi_open_handle_scope(env.raw(), &mut scope) }).map_err(lost)?;
-        let expected = later::Expected::new();
+        let expected = later::Expected::reserve();
         let made = self.make(env, functions, expected.token());
         // SAFETY: the scope opened above, still the innermost: `make` closes what it opens.
         unsafe { napi::sys::napi_close_handle_scope(env.raw(), scope) };

@@ -34,7 +34,8 @@ thread_local! {
 pub struct Expected(u32);
 
 impl Expected {
-    pub fn new() -> Self {
+    /// Reserves the next token (never 0, never one still in use) and its slot.
+    pub fn reserve() -> Self {
         let token = NEXT.with(|next| loop {
             let token = next.get();
             next.set(token.checked_add(1).unwrap_or(1));

@@ -5,7 +5,7 @@
 pub mod agent;
 mod arguments;
 pub mod host;
-mod later;
+pub mod later;
 pub mod local;
 mod loop_clock;
 pub mod result;
