@@ -159,6 +159,27 @@ describe('a fully synchronous run', () => {
     expect(reported.ticked).toBeGreaterThanOrEqual(Math.floor(reported.elapsed / 20))
     expect(reported.ticked).toBeGreaterThanOrEqual(3)
   })
+
+  it('a run woken by its model’s late answer owes the loop no turn: its next model call comes before an immediate the tool scheduled', async () => {
+    const reported = await inChild(`
+      const log = []
+      // The tool schedules an immediate; the run then goes straight on to its next model call,
+      // unless it first gives the event loop a turn (which runs that immediate).
+      const tool = { name: 't', execute: () => { setImmediate(() => log.push('immediate')); log.push('tool'); return 'ok' } }
+      const model = arh.scriptedModel(async (request) => {
+        const turn = request.messages.filter((message) => message.role === 'assistant').length + 1
+        log.push('model ' + turn)
+        // Longer than a slice: counted from the session's own turns, every step would owe one.
+        await new Promise((resolve) => setTimeout(resolve, 30))
+        return turn < 3 ? { toolCalls: [{ id: 'c' + turn, name: 't', input: {} }] } : { text: 'done' }
+      })
+      const agent = await arh.createAgent({ model, tools: [tool] })
+      const result = await (await agent.send('go')).result()
+      await agent.close()
+      report({ content: result.content, log })
+    `)
+    expect(reported).toEqual({ content: 'done', log: ['model 1', 'tool', 'model 2', 'immediate', 'tool', 'model 3', 'immediate'] })
+  })
 })
 
 describe('compaction', () => {

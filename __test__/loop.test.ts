@@ -341,7 +341,7 @@ describe('tool calls', () => {
       })
       const seen: string[] = []
       const result = await prompt('go', {
-        model: scriptedModel([0, 1, 2].map((i) => ({ toolCalls: [{ id: `c${i}`, name: 'tag', input: { i } }] })).concat([{ text: `s${session} done` }] as never)),
+        model: scriptedModel([...[0, 1, 2].map((i) => ({ toolCalls: [{ id: `c${i}`, name: 'tag', input: { i } }] })), { text: `s${session} done` }]),
         tools: [tag],
         advanced: {
           hooks: {

@@ -1,10 +1,11 @@
 //! The core's `Host`, made of four functions `lib/wire.js` hands over: `invoke` calls a user
 //! function (its arguments: [`InvokeArgs`]), `abortDispatch` aborts a dispatch's signal,
 //! `stepGenerator` advances a generator a tool returned, and `nextTurn` replies on a later turn
-//! of the event loop. Each replies at once, or later through `settleReply` ([`super::later`]). A session's futures are polled on the JS thread (`local.rs`), so they are
-//! called directly. A call's arguments cross as JSON text: it is cheaper than building objects
-//! through napi, and the values land in the caller's own JS realm (Jest runs tests in a VM
-//! realm). The rest of a call crosses as plain numbers and strings, with nothing to parse.
+//! of the event loop. Each replies at once, or later through `settleReply` ([`super::later`]).
+//! A session's futures are polled on the JS thread (`local.rs`), so they are called directly.
+//! A call's arguments cross as JSON text: it is cheaper than building objects through napi, and
+//! the values land in the caller's own JS realm (Jest runs tests in a VM realm). The rest of a
+//! call crosses as plain numbers and strings, with nothing to parse.
 
 use std::sync::Arc;
 
@@ -228,6 +229,11 @@ fn lost(error: napi::Error) -> HostError {
     }
 }
 
+/// The JS thread went away before a call's reply came.
+fn thread_gone() -> HostError {
+    lost(napi::Error::from_reason("its JavaScript thread has shut down"))
+}
+
 /// A failure's reply, after its `!`.
 #[derive(Deserialize)]
 struct Failure {
@@ -251,9 +257,7 @@ impl JsHost {
                     let _ = sender.send(reply(returned).await);
                 });
             });
-            receiver
-                .await
-                .unwrap_or_else(|_| Err(lost(napi::Error::from_reason("its JavaScript thread has shut down"))))
+            receiver.await.unwrap_or_else(|_| Err(thread_gone()))
         })
     }
 }
@@ -263,9 +267,7 @@ impl JsHost {
 async fn reply(answer: Result<Answer, HostError>) -> Result<Option<Value>, HostError> {
     let text = match answer? {
         Answer::Now(text) => text,
-        Answer::Later(later) => later
-            .await
-            .ok_or_else(|| lost(napi::Error::from_reason("its JavaScript thread has shut down")))?,
+        Answer::Later(later) => later.await.ok_or_else(thread_gone)?,
     };
     let unreadable = |error: serde_json::Error| HostError {
         message: format!("the JavaScript callback sent an unreadable reply: {error}"),

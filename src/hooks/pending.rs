@@ -87,31 +87,27 @@ impl Pending {
     /// is counted out by a task of its own on a worker: it is given up to [`SETTLE_GRACE`] for
     /// that, so a step right after a callback settled does not find it still pending.
     pub async fn still_pending(&self, owner: Owner) -> bool {
-        if self.count(owner) == 0 {
-            return false;
-        }
-        let deadline = tokio::time::Instant::now() + SETTLE_GRACE;
-        loop {
-            let changed = self.changed.notified();
-            if self.count(owner) == 0 {
-                return false;
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return self.count(owner) > 0;
-            }
-        }
+        !self.wait_until(SETTLE_GRACE, |pending| pending.count(owner) == 0).await
     }
 
     /// Waits until nothing is pending, at most `limit`; true if nothing is.
     pub async fn settle(&self, limit: Duration) -> bool {
+        self.wait_until(limit, |pending| pending.total() == 0).await
+    }
+
+    /// Waits until `done` holds, at most `limit`; whether it does.
+    async fn wait_until(&self, limit: Duration, done: impl Fn(&Self) -> bool) -> bool {
+        if done(self) {
+            return true;
+        }
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let changed = self.changed.notified();
-            if self.total() == 0 {
+            if done(self) {
                 return true;
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return self.total() == 0;
+                return done(self);
             }
         }
     }
@@ -189,19 +185,29 @@ impl Drop for TrackedCall {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn an_abandoned_call_is_pending_until_it_settles() {
-        let pending = Arc::new(Pending::default());
+    /// A call that runs until the returned sender releases it (or forever, once it is dropped).
+    fn released_call(
+        pending: &Arc<Pending>,
+        owner: Owner,
+        label: &str,
+    ) -> (tokio::sync::oneshot::Sender<()>, TrackedCall) {
         let (release, released) = tokio::sync::oneshot::channel::<()>();
-        let mut call = TrackedCall::spawn(
+        let call = TrackedCall::spawn(
             Box::pin(async move {
                 let _ = released.await;
                 Ok(None)
             }),
             pending.clone(),
-            Owner::Hook,
-            "hook \"slow\"".into(),
+            owner,
+            label.into(),
         );
+        (release, call)
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_call_is_pending_until_it_settles() {
+        let pending = Arc::new(Pending::default());
+        let (release, mut call) = released_call(&pending, Owner::Hook, "hook \"slow\"");
         call.abandon();
         assert_eq!(pending.count(Owner::Hook), 1);
         assert_eq!(pending.first(Owner::Hook).as_deref(), Some("hook \"slow\""));
@@ -216,32 +222,14 @@ mod tests {
     #[tokio::test]
     async fn a_call_settling_within_the_grace_is_not_still_pending_and_one_that_does_not_is() {
         let pending = Arc::new(Pending::default());
-        let (release, released) = tokio::sync::oneshot::channel::<()>();
-        let mut call = TrackedCall::spawn(
-            Box::pin(async move {
-                let _ = released.await;
-                Ok(None)
-            }),
-            pending.clone(),
-            Owner::Tool,
-            "noop".into(),
-        );
+        let (release, mut call) = released_call(&pending, Owner::Tool, "noop");
         call.abandon();
         assert!(!pending.still_pending(Owner::Hook).await);
         // Settled just now: counted out by its task a moment later, within the grace.
         release.send(()).unwrap();
         assert!(!pending.still_pending(Owner::Tool).await);
 
-        let (_keep, never) = tokio::sync::oneshot::channel::<()>();
-        let mut stuck = TrackedCall::spawn(
-            Box::pin(async move {
-                let _ = never.await;
-                Ok(None)
-            }),
-            pending.clone(),
-            Owner::Tool,
-            "stuck".into(),
-        );
+        let (_keep, mut stuck) = released_call(&pending, Owner::Tool, "stuck");
         stuck.abandon();
         let started = std::time::Instant::now();
         assert!(pending.still_pending(Owner::Tool).await);
